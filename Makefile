@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: ISC
+# pglock: one portable Makefile. `make check` runs every test against a
+# throwaway PostgreSQL; `make demo` shows two jobs taking turns.
+PREFIX ?= /usr/local
+MANDIR ?= $(PREFIX)/share/man
+CFLAGS ?= -O2 -g
+PKG_CONFIG ?= pkg-config
+PQ_CFLAGS != $(PKG_CONFIG) --cflags libpq libcrypto 2>/dev/null || echo -I`pg_config --includedir`
+PQ_LIBS != $(PKG_CONFIG) --libs libpq libcrypto 2>/dev/null || echo -L`pg_config --libdir` -lpq -lcrypto
+WARN = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra \
+	-Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
+	-Wpointer-arith -Wcast-qual -Wwrite-strings
+SRC = pglock.c lib/arg.c lib/child.c lib/conn.c lib/key.c lib/lock.c lib/sig.c
+HDR = lib/arg.h lib/child.h lib/conn.h lib/key.h lib/lock.h lib/sig.h
+BATS = timeout 600 bats
+
+all: pglock
+
+pglock: $(SRC) $(HDR)
+	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(PQ_LIBS)
+
+tests/unit: tests/unit.c lib/arg.c lib/key.c lib/arg.h lib/key.h
+	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/unit.c lib/arg.c lib/key.c $(PQ_LIBS)
+
+check: pglock tests/unit
+	./tests/unit
+	mandoc -Tlint -Wwarning man/pglock.1
+	$(BATS) tests
+
+sanitize:
+	$(MAKE) -B CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" pglock tests/unit
+	ASAN_OPTIONS=detect_leaks=0 ./tests/unit
+	ASAN_OPTIONS=detect_leaks=0 PGLOCK_SANITIZE=1 $(BATS) tests
+
+lint:
+	mandoc -Tlint -Wwarning man/pglock.1
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c99 $(SRC)
+
+demo: pglock
+	tests/demo.sh
+
+install: pglock
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1
+	install -m 755 pglock $(DESTDIR)$(PREFIX)/bin/pglock
+	install -m 644 man/pglock.1 $(DESTDIR)$(MANDIR)/man1/pglock.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/pglock $(DESTDIR)$(MANDIR)/man1/pglock.1
+
+clean:
+	rm -f pglock tests/unit
+
+.PHONY: all check sanitize lint demo install uninstall clean

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * arg: strict parsers for option values. Every function accepts the whole
+ * string or nothing, so "5s", "1e3" or " 7" are errors, not 5, 1000 or 7.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "arg.h"
+
+int
+arg_duration_ms(const char *s, long *ms, char *err, size_t errlen)
+{
+	const char *p = s;
+	long whole = 0, frac = 0, scale = 100;
+	int digits = 0;
+
+	/* Digits by hand: strtod would take "inf", "nan", hex and exponents. */
+	for (; isdigit((unsigned char)*p); p++, digits++) {
+		if (whole > ARG_MAX_MS / 1000)
+			goto range;
+		whole = whole * 10 + (*p - '0');
+	}
+	if (*p == '.') {
+		int below_ms = 0;
+
+		for (p++; isdigit((unsigned char)*p); p++, digits++) {
+			if (scale > 0) {
+				frac += (*p - '0') * scale;
+				scale /= 10;
+			} else if (*p != '0') {
+				below_ms = 1;
+			}
+		}
+		/* A fraction of a millisecond rounds up: 0.0001 must not be 0. */
+		frac += below_ms;
+	}
+	if (digits == 0 || *p != '\0') {
+		snprintf(err, errlen, "'%s' is not a number of seconds", s);
+		return -1;
+	}
+	if (frac > 999) {
+		whole++;
+		frac = 0;
+	}
+	if (whole > ARG_MAX_MS / 1000 ||
+	    whole * 1000 + frac > ARG_MAX_MS)
+		goto range;
+	*ms = whole * 1000 + frac;
+	return 0;
+range:
+	snprintf(err, errlen, "'%s' seconds is too long (at most %ld)", s,
+	    ARG_MAX_MS / 1000);
+	return -1;
+}
+
+int
+arg_long(const char *s, long lo, long hi, long *out, char *err, size_t errlen)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (*s == '\0' || isspace((unsigned char)*s) || *end != '\0') {
+		snprintf(err, errlen, "'%s' is not a number", s);
+		return -1;
+	}
+	if (errno == ERANGE || v < lo || v > hi) {
+		snprintf(err, errlen, "'%s' is out of range (%ld to %ld)", s,
+		    lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int sig;
+} signames[] = {
+	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
+	{ "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+	{ "ALRM", SIGALRM }, { "TERM", SIGTERM }, { "CONT", SIGCONT },
+	{ "STOP", SIGSTOP }, { "ABRT", SIGABRT }, { "PIPE", SIGPIPE },
+};
+
+int
+arg_signal(const char *s, int *sig, char *err, size_t errlen)
+{
+	const char *name = s;
+	long n;
+	size_t i;
+
+	if (isdigit((unsigned char)*s)) {
+		if (arg_long(s, 1, 64, &n, err, errlen) == -1)
+			return -1;
+		*sig = (int)n;
+		return 0;
+	}
+	if (strncasecmp(name, "SIG", 3) == 0)
+		name += 3;
+	for (i = 0; i < sizeof(signames) / sizeof(signames[0]); i++) {
+		if (strcasecmp(name, signames[i].name) == 0) {
+			*sig = signames[i].sig;
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "'%s' is not a signal name", s);
+	return -1;
+}

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * child: the command's lifetime. One poll() loop sees the signal pipe, the
+ * database socket and a timer for the periodic lock check, so pglock uses
+ * no CPU while the command runs and nothing goes wrong.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "child.h"
+#include "conn.h"
+#include "sig.h"
+
+static long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+exit_code(int st)
+{
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+static void
+exec_error(const char *cmd, int e, int *status, char *err, size_t errlen)
+{
+	*status = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
+	snprintf(err, errlen, "%s: %s", cmd, strerror(e));
+}
+
+/* Move the terminal's foreground to pgrp; SIGTTOU would stop a background caller. */
+static void
+give_terminal(pid_t pgrp)
+{
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	(void)tcsetpgrp(STDIN_FILENO, pgrp);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+enum child_start
+child_spawn(char *const argv[], int death_sig, struct child *ch, int *status,
+    char *err, size_t errlen)
+{
+	int fds[2], e = 0;
+	pid_t parent = getpid();
+	ssize_t n;
+
+	ch->foreground = isatty(STDIN_FILENO) &&
+	    tcgetpgrp(STDIN_FILENO) == getpgrp();
+	/* The child reports a failed exec through this close-on-exec pipe. */
+	if (pipe(fds) == -1 || fcntl(fds[0], F_SETFD, FD_CLOEXEC) == -1 ||
+	    fcntl(fds[1], F_SETFD, FD_CLOEXEC) == -1) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return CHILD_OSERR;
+	}
+	ch->pid = fork();
+	if (ch->pid == -1) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return CHILD_OSERR;
+	}
+	if (ch->pid == 0) {
+		close(fds[0]);
+		(void)setpgid(0, 0);
+		if (ch->foreground)
+			give_terminal(getpid());
+#ifdef __linux__
+		/* The command must not outlive the lock: die with pglock. */
+		(void)prctl(PR_SET_PDEATHSIG, death_sig);
+		if (getppid() != parent)
+			_exit(128 + death_sig);
+#else
+		(void)death_sig;
+		(void)parent;
+#endif
+		sig_reset();
+		execvp(argv[0], argv);
+		e = errno;
+		(void)write(fds[1], &e, sizeof(e));
+		_exit(127);
+	}
+	/* Both sides set the group, so no signal can race ahead of it. */
+	(void)setpgid(ch->pid, ch->pid);
+	close(fds[1]);
+	do
+		n = read(fds[0], &e, sizeof(e));
+	while (n == -1 && errno == EINTR);
+	close(fds[0]);
+	if (n == (ssize_t)sizeof(e)) {
+		(void)waitpid(ch->pid, NULL, 0);
+		if (ch->foreground)
+			give_terminal(getpgrp());
+		exec_error(argv[0], e, status, err, errlen);
+		return CHILD_NOEXEC;
+	}
+	return CHILD_STARTED;
+}
+
+void
+child_exec(char *const argv[], int *status, char *err, size_t errlen)
+{
+	sig_reset();
+	execvp(argv[0], argv);
+	exec_error(argv[0], errno, status, err, errlen);
+}
+
+enum child_end
+child_wait(struct child *ch, const struct child_watch *w, int *status,
+    char *err, size_t errlen)
+{
+	struct pollfd p[2];
+	long t, next_check, answer_by = -1, kill_at = -1, timeout;
+	long answer_ms = w->check_ms > 10000 ? w->check_ms : 10000;
+	int watching = w->conn != NULL, lost = 0, sig, st, held;
+	pid_t r;
+
+	next_check = now_ms() + w->check_ms;
+	for (;;) {
+		t = now_ms();
+		timeout = -1;
+		if (watching && w->lock != NULL)
+			timeout = (answer_by >= 0 ? answer_by : next_check) - t;
+		if (kill_at >= 0 && (timeout < 0 || kill_at - t < timeout))
+			timeout = kill_at - t;
+		p[0].fd = sig_fd();
+		p[0].events = POLLIN;
+		p[1].fd = watching ? PQsocket(w->conn) : -1;
+		p[1].events = POLLIN;
+		p[1].revents = 0;
+		if (poll(p, 2, timeout < 0 ? -1 : (int)(timeout > 0 ?
+		    timeout : 0)) == -1 && errno != EINTR) {
+			snprintf(err, errlen, "poll: %s", strerror(errno));
+			return CHILD_FAILED;
+		}
+
+		if (p[0].revents & POLLIN) {
+			while ((sig = sig_take()) != 0) {
+				if (sig_forwarded(sig))
+					(void)kill(-ch->pid, sig);
+			}
+			r = waitpid(ch->pid, &st, WNOHANG);
+			if (r == ch->pid)
+				break;
+			if (r == -1 && errno != EINTR) {
+				snprintf(err, errlen, "waitpid: %s",
+				    strerror(errno));
+				return CHILD_FAILED;
+			}
+		}
+
+		held = 1;
+		if (watching && (p[1].revents & (POLLIN | POLLERR | POLLHUP))) {
+			if (!PQconsumeInput(w->conn)) {
+				conn_reason(w->conn, err, errlen);
+				held = 0;
+			} else if (answer_by >= 0 && !PQisBusy(w->conn)) {
+				held = lock_check_read(w->conn, err, errlen);
+				answer_by = -1;
+			}
+		}
+		t = now_ms();
+		if (watching && held == 1 && w->lock != NULL) {
+			if (answer_by >= 0 && t >= answer_by) {
+				snprintf(err, errlen, "the server did not "
+				    "answer the lock check within %ld s",
+				    answer_ms / 1000);
+				held = 0;
+			} else if (answer_by < 0 && t >= next_check) {
+				if (lock_check_send(w->conn, w->lock, err,
+				    errlen) == -1)
+					held = 0;
+				answer_by = t + answer_ms;
+				next_check = t + w->check_ms;
+			}
+		}
+		if (watching && held != 1) {
+			/* Lost: stop the whole group, and KILL it later. */
+			watching = 0;
+			lost = 1;
+			(void)kill(-ch->pid, w->lost_sig);
+			kill_at = t + w->kill_after_ms;
+		}
+		if (kill_at >= 0 && t >= kill_at) {
+			(void)kill(-ch->pid, SIGKILL);
+			kill_at = -1;
+		}
+	}
+	if (ch->foreground)
+		give_terminal(getpgrp());
+	*status = exit_code(st);
+	if (lost) {
+		/* Leave nothing of the command running without the lock. */
+		(void)kill(-ch->pid, SIGKILL);
+		return CHILD_LOST;
+	}
+	return CHILD_EXITED;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * child: start the command in a process group of its own, pass signals on
+ * to it, and watch it and the lock's connection until it exits.
+ */
+#ifndef PGLOCK_CHILD_H
+#define PGLOCK_CHILD_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <libpq-fe.h>
+
+#include "lock.h"
+
+struct child {
+	pid_t pid;		/* also the id of its process group */
+	int foreground;		/* it was handed the terminal */
+};
+
+enum child_start {
+	CHILD_STARTED,
+	CHILD_NOEXEC,		/* exec failed: *status is 126 or 127 */
+	CHILD_OSERR		/* fork or pipe failed */
+};
+
+/*
+ * Fork and exec argv (searched in PATH) in a new process group that gets
+ * the terminal if pglock had it. The child gets death_sig if pglock dies
+ * (Linux). Exec errors are reported here, with the reason in err.
+ */
+enum child_start child_spawn(char *const argv[], int death_sig,
+    struct child *ch, int *status, char *err, size_t errlen);
+
+/*
+ * Replace pglock by argv (for -F): only returns on failure, with *status
+ * 126 or 127 and the reason in err.
+ */
+void child_exec(char *const argv[], int *status, char *err, size_t errlen);
+
+struct child_watch {
+	PGconn *conn;			/* the session that holds the lock */
+	const struct lock_req *lock;	/* checked every check_ms; NULL: no */
+	long check_ms;
+	int lost_sig;			/* sent to the group when it is lost */
+	long kill_after_ms;		/* then KILL after this long */
+};
+
+enum child_end {
+	CHILD_EXITED,		/* *status is its exit status (128+N) */
+	CHILD_LOST,		/* the lock was lost; the command was stopped */
+	CHILD_FAILED		/* waitpid failed */
+};
+
+/*
+ * Wait for the child while forwarding signals to its process group and
+ * watching the connection: if the lock is lost, signal the group with
+ * lost_sig, then KILL, and return CHILD_LOST (reason in err) once the child
+ * is reaped.
+ */
+enum child_end child_wait(struct child *ch, const struct child_watch *w,
+    int *status, char *err, size_t errlen);
+
+#endif

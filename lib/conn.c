@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * conn: libpq connection set-up. Client-side TCP keepalives and
+ * tcp_user_timeout come first in the keyword list so that anything the user
+ * gives in -d, -h, -p, -U or the environment overrides them.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "conn.h"
+
+/* The last message the server sent outside a query, e.g. why it hung up. */
+static char server_said[512];
+
+static void
+on_notice(void *arg, const PGresult *res)
+{
+	const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+	(void)arg;
+	/* Only errors matter: FATAL arrives here when the backend is killed. */
+	if (msg != NULL && sev != NULL && strcmp(sev, "NOTICE") != 0 &&
+	    strcmp(sev, "WARNING") != 0 && strcmp(sev, "INFO") != 0 &&
+	    strcmp(sev, "LOG") != 0 && strncmp(sev, "DEBUG", 5) != 0)
+		conn_oneline(msg, server_said, sizeof(server_said));
+}
+
+void
+conn_oneline(const char *msg, char *err, size_t errlen)
+{
+	size_t i, j = 0;
+
+	/* libpq ends with "\n" and puts hints on "\n\t..." lines. */
+	for (i = 0; msg[i] != '\0' && j + 3 < errlen; i++) {
+		if (msg[i] == '\n') {
+			while (msg[i + 1] == '\t' || msg[i + 1] == ' ')
+				i++;
+			if (msg[i + 1] != '\0') {
+				err[j++] = ';';
+				err[j++] = ' ';
+			}
+			continue;
+		}
+		err[j++] = msg[i];
+	}
+	err[j] = '\0';
+}
+
+PGconn *
+conn_open(const struct conn_opts *o, char *err, size_t errlen)
+{
+	const char *keys[16], *vals[16];
+	PGconn *c;
+	int n = 0;
+
+#define KV(k, v) do { if ((v) != NULL) { keys[n] = (k); vals[n++] = (v); } } while (0)
+	KV("fallback_application_name", o->appname);
+	KV("keepalives", "1");
+	KV("keepalives_idle", "5");
+	KV("keepalives_interval", "2");
+	KV("keepalives_count", "3");
+	KV("tcp_user_timeout", "10000");
+	KV("dbname", o->dbname);
+	KV("host", o->host);
+	KV("port", o->port);
+	KV("user", o->user);
+#undef KV
+	keys[n] = NULL;
+	vals[n] = NULL;
+
+	c = PQconnectdbParams(keys, vals, 1);
+	if (c == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (PQstatus(c) != CONNECTION_OK) {
+		conn_oneline(PQerrorMessage(c), err, errlen);
+		PQfinish(c);
+		return NULL;
+	}
+	PQsetNoticeReceiver(c, on_notice, NULL);
+	return c;
+}
+
+/*
+ * One statement, so it costs no extra round trip. Joining pg_settings skips
+ * settings the server lacks (idle_session_timeout and
+ * client_connection_check_interval are 14+, tcp_user_timeout 12+). The
+ * timeouts are always forced; dead-peer settings only where the client did
+ * not choose them itself (options=-c ... in the conninfo or PGOPTIONS).
+ */
+static const char settings_sql[] =
+    "SELECT count(set_config(s.name, s.value, false))"
+    " FROM (VALUES ('statement_timeout', '0', true),"
+    "  ('idle_in_transaction_session_timeout', '0', true),"
+    "  ('idle_session_timeout', '0', true),"
+    "  ('lock_timeout', $1, true),"
+    "  ('client_connection_check_interval', '2000', false),"
+    "  ('tcp_keepalives_idle', '5', false),"
+    "  ('tcp_keepalives_interval', '2', false),"
+    "  ('tcp_keepalives_count', '3', false),"
+    "  ('tcp_user_timeout', '10000', false))"
+    " AS s(name, value, forced)"
+    " JOIN pg_catalog.pg_settings p ON p.name = s.name"
+    " WHERE s.forced OR p.source <> 'client'";
+
+int
+conn_send_settings(PGconn *c, long lock_ms, char *err, size_t errlen)
+{
+	char ms[32];
+	const char *params[1] = { ms };
+
+	snprintf(ms, sizeof(ms), "%ld", lock_ms);
+	if (!PQsendQueryParams(c, settings_sql, 1, NULL, params, NULL, NULL,
+	    0)) {
+		conn_oneline(PQerrorMessage(c), err, errlen);
+		return -1;
+	}
+	return 0;
+}
+
+void
+conn_reason(PGconn *c, char *err, size_t errlen)
+{
+	if (server_said[0] != '\0')
+		snprintf(err, errlen, "%s", server_said);
+	else
+		conn_oneline(PQerrorMessage(c), err, errlen);
+}

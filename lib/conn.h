@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * conn: open the database session pglock locks through, with settings that
+ * make a dead peer noticed in seconds, and render libpq's errors as one line.
+ */
+#ifndef PGLOCK_CONN_H
+#define PGLOCK_CONN_H
+
+#include <stddef.h>
+
+#include <libpq-fe.h>
+
+struct conn_opts {
+	const char *dbname;	/* -d: a database name, conninfo or URI */
+	const char *host;	/* -h */
+	const char *port;	/* -p */
+	const char *user;	/* -U */
+	const char *appname;	/* fallback application_name */
+};
+
+/*
+ * Connect (blocking, never prompting for a password). Returns the
+ * connection, or NULL with libpq's reason in err.
+ */
+PGconn *conn_open(const struct conn_opts *o, char *err, size_t errlen);
+
+/*
+ * Queue, on a connection in pipeline mode, the statement that sets the
+ * session up: timeouts off (idle, statement), lock_timeout to lock_ms (0 =
+ * none), and dead-peer detection unless the user set it. Settings the
+ * server does not have are skipped, so old servers work. Returns 0 or -1.
+ */
+int conn_send_settings(PGconn *c, long lock_ms, char *err, size_t errlen);
+
+/*
+ * Why the connection failed, as one line: the server's last message (such
+ * as "terminating connection due to administrator command") if it sent one,
+ * else libpq's error text.
+ */
+void conn_reason(PGconn *c, char *err, size_t errlen);
+
+/* Copy a libpq message into err as one line, without the trailing newline. */
+void conn_oneline(const char *msg, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * key: turn a KEY string (or a raw --id) into a PostgreSQL advisory lock id
+ * and describe that id the way pg_locks shows it.
+ */
+#ifndef PGLOCK_KEY_H
+#define PGLOCK_KEY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The two advisory-lock key spaces; they never conflict with each other. */
+enum key_space {
+	KEY_BIGINT,	/* pg_advisory_lock(bigint) */
+	KEY_PAIR	/* pg_advisory_lock(int4, int4) */
+};
+
+struct key {
+	enum key_space space;
+	int64_t id;		/* KEY_BIGINT */
+	int32_t a, b;		/* KEY_PAIR */
+};
+
+/* Default scheme: first 8 bytes of SHA-256 of KEY, big-endian, signed. */
+int key_hash(const char *key, size_t len, struct key *out, char *err,
+    size_t errlen);
+
+/* Parse a raw id: "N" (bigint) or "A,B" (two int4). Returns 0 or -1. */
+int key_parse_id(const char *s, struct key *out, char *err, size_t errlen);
+
+/* Write the id as PGLOCK_ID shows it: "N" or "A,B". */
+void key_format(const struct key *k, char *buf, size_t len);
+
+/*
+ * The pg_locks columns that identify the lock: classid, objid (both oids,
+ * i.e. unsigned 32-bit) and objsubid (1 for bigint, 2 for a pair).
+ */
+void key_locktag(const struct key *k, uint32_t *classid, uint32_t *objid,
+    int *objsubid);
+
+/*
+ * The lock function's arguments as query parameters (decimal text): one for
+ * a bigint, two for a pair. Returns how many were written.
+ */
+int key_params(const struct key *k, char vals[2][24]);
+
+#endif

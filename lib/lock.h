@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * lock: take, verify, check and release one session advisory lock on an
+ * open connection.
+ */
+#ifndef PGLOCK_LOCK_H
+#define PGLOCK_LOCK_H
+
+#include <stddef.h>
+
+#include <libpq-fe.h>
+
+#include "key.h"
+
+struct lock_req {
+	struct key key;
+	int shared;		/* pg_advisory_lock_shared, not exclusive */
+	long wait_ms;		/* -1: wait for ever; 0: try once; >0: bound */
+};
+
+enum lock_result {
+	LOCK_ACQUIRED,		/* held, and verified in pg_locks */
+	LOCK_BUSY,		/* held by another session (-n) or timed out */
+	LOCK_INTERRUPTED,	/* a signal cancelled the wait */
+	LOCK_NOT_REAL,		/* granted, but not held by this session */
+	LOCK_ERROR		/* the server or the connection failed */
+};
+
+/*
+ * Set the session up and take the lock in one round trip, then check that
+ * pg_locks shows it held by this very backend (a transaction pooler or a
+ * stub hands out locks nobody holds). While waiting, a forwarded signal
+ * (see sig.h) cancels the wait on the server; *sig tells which. On
+ * LOCK_ACQUIRED *backend_pid is the server process that holds the lock.
+ */
+enum lock_result lock_acquire(PGconn *c, const struct lock_req *r,
+    int *backend_pid, int *sig, char *err, size_t errlen);
+
+/* Send the "is it still mine?" query without waiting for the answer. */
+int lock_check_send(PGconn *c, const struct lock_req *r, char *err,
+    size_t errlen);
+
+/*
+ * Read the answer to lock_check_send once PQisBusy() is false. Returns 1
+ * when still held, 0 when gone, -1 on error; the reason is in err.
+ */
+int lock_check_read(PGconn *c, char *err, size_t errlen);
+
+/*
+ * Release the lock. Returns 0, or -1 when it was no longer held or the
+ * connection failed (the lock may have been lost while the command ran).
+ */
+int lock_release(PGconn *c, const struct lock_req *r, char *err,
+    size_t errlen);
+
+#endif

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * sig: the self-pipe trick. Handlers only set a flag and write one byte;
+ * the event loops poll the pipe and do the work outside signal context.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sig.h"
+
+static const int handled[] = {
+	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD
+};
+#define NHANDLED (sizeof(handled) / sizeof(handled[0]))
+
+static volatile sig_atomic_t pending[NHANDLED];
+static int wake[2] = { -1, -1 };
+
+static void
+on_signal(int sig)
+{
+	int saved = errno;
+	size_t i;
+
+	for (i = 0; i < NHANDLED; i++)
+		if (handled[i] == sig)
+			pending[i] = 1;
+	/* A full pipe already means "wake up": the lost byte is harmless. */
+	(void)write(wake[1], "", 1);
+	errno = saved;
+}
+
+static int
+set_flags(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl == -1 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1)
+		return -1;
+	return fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+int
+sig_init(char *err, size_t errlen)
+{
+	struct sigaction sa;
+	size_t i;
+
+	if (pipe(wake) == -1 || set_flags(wake[0]) == -1 ||
+	    set_flags(wake[1]) == -1) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < NHANDLED; i++) {
+		if (sigaction(handled[i], &sa, NULL) == -1) {
+			snprintf(err, errlen, "sigaction: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+sig_fd(void)
+{
+	return wake[0];
+}
+
+int
+sig_take(void)
+{
+	char buf[64];
+	size_t i;
+
+	while (read(wake[0], buf, sizeof(buf)) > 0)
+		;
+	for (i = 0; i < NHANDLED; i++) {
+		if (pending[i]) {
+			pending[i] = 0;
+			return handled[i];
+		}
+	}
+	return 0;
+}
+
+int
+sig_forwarded(int sig)
+{
+	return sig != SIGCHLD && sig != 0;
+}
+
+void
+sig_reset(void)
+{
+	size_t i;
+
+	for (i = 0; i < NHANDLED; i++)
+		signal(handled[i], SIG_DFL);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * sig: catch the signals pglock forwards or acts on, and turn them into a
+ * readable file descriptor so that one poll() loop sees signals, the child
+ * and the database socket together.
+ */
+#ifndef PGLOCK_SIG_H
+#define PGLOCK_SIG_H
+
+#include <stddef.h>
+
+/*
+ * Install the handlers (TERM, INT, HUP, QUIT, USR1, USR2, CHLD) and the
+ * wake-up pipe. Returns 0, or -1 with the reason in err.
+ */
+int sig_init(char *err, size_t errlen);
+
+/* The descriptor that becomes readable when a signal has arrived. */
+int sig_fd(void);
+
+/*
+ * Return one pending signal and clear it, or 0 when none is pending.
+ * Drains the wake-up pipe first, so call it until it returns 0.
+ */
+int sig_take(void);
+
+/* Is sig one of those a signal to pglock is passed on to the command for? */
+int sig_forwarded(int sig);
+
+/* Give the handled signals back their default action (before exec). */
+void sig_reset(void);
+
+#endif

@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * pglock: flock(1) for a fleet. Take a PostgreSQL advisory lock on KEY, run
+ * COMMAND while holding it, release it when COMMAND exits.
+ *
+ * Design. main() reads top to bottom: parse the options, validate them,
+ * turn KEY into a lock id (lib/key), connect (lib/conn), take the lock in
+ * one round trip and verify it in pg_locks (lib/lock), then run the command
+ * in its own process group and watch it, the signals and the connection in
+ * one poll() loop (lib/child). The lock lives exactly as long as the
+ * session: if the session goes, the command is stopped and pglock exits 75.
+ * The lib/ modules return errors; only this file prints and exits.
+ *
+ * Copyright (c) 2026 The pglock authors. Permission to use, copy, modify
+ * and distribute this software for any purpose is granted under the terms
+ * of the ISC licence in COPYING.
+ */
+#include <err.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "lib/arg.h"
+#include "lib/child.h"
+#include "lib/conn.h"
+#include "lib/key.h"
+#include "lib/lock.h"
+#include "lib/sig.h"
+
+#define PGLOCK_VERSION "0.1.0"
+
+/* Exit status: sysexits(3) values, listed in the man page. */
+enum {
+	EXIT_CONFLICT = 1,	/* default for "lock not acquired" (-E) */
+	EXIT_USAGE = 64,
+	EXIT_UNAVAILABLE = 69,
+	EXIT_SOFTWARE = 70,
+	EXIT_OSERR = 71,
+	EXIT_LOST = 75
+};
+
+struct opts {
+	struct lock_req lock;
+	struct conn_opts conn;
+	const char *key;
+	const char *id;		/* --id: KEY is a raw id */
+	char *shell_cmd;		/* -c */
+	char **argv;		/* COMMAND [ARG ...] */
+	int conflict_exit;
+	int no_fork;
+	int verbose;
+	int quiet;
+	long check_ms;
+	int lost_sig;
+	long kill_after_ms;
+};
+
+static const char usage_text[] =
+    "usage: pglock [options] KEY COMMAND [ARG ...]\n"
+    "       pglock [options] KEY -c SHELL-COMMAND\n";
+
+static void
+usage(FILE *f)
+{
+	fputs(usage_text, f);
+	if (f == stderr)
+		return;
+	fputs("\n"
+	    "Take a PostgreSQL advisory lock on KEY, run COMMAND while holding"
+	    " it,\nand release it when COMMAND exits.\n"
+	    "\nLock options:\n"
+	    "  -x, -e, --exclusive        exclusive lock (default)\n"
+	    "  -s, --shared               shared lock\n"
+	    "  -n, --nonblock, --nb       fail at once if the lock is held\n"
+	    "  -w, --wait, --timeout SECS wait at most SECS (0 = -n)\n"
+	    "  -E, --conflict-exit-code N exit status when not acquired"
+	    " (default 1)\n"
+	    "  -c, --command STRING       run STRING with $SHELL -c\n"
+	    "  -F, --no-fork              exec COMMAND in place of pglock\n"
+	    "      --id                   KEY is a lock id: N or A,B\n"
+	    "      --check-interval SECS  check the lock is held every SECS"
+	    " (default 5)\n"
+	    "      --lost-signal SIG      signal for the command if the lock"
+	    " is lost (TERM)\n"
+	    "      --kill-after SECS      then KILL after SECS (default 10)\n"
+	    "  -v, --verbose              report waiting, acquiring,"
+	    " releasing\n"
+	    "  -q, --quiet                no diagnostics except errors\n"
+	    "\nConnection options:\n"
+	    "  -d, --dbname CONNINFO      database name, conninfo or URI\n"
+	    "  -h, --host HOST            server host or socket directory\n"
+	    "  -p, --port PORT            server port\n"
+	    "  -U, --username USER        user name\n"
+	    "\n"
+	    "  -?, --help                 show this help, then exit\n"
+	    "  -V, --version              show the version, then exit\n"
+	    "\nExit status: the command's; 1 (or -E N) when the lock is not"
+	    " acquired;\n64 usage, 69 server unavailable, 70 internal,"
+	    " 71 system error,\n75 lock lost, 126/127 command not executable"
+	    "/not found.\nSee pglock(1).\n", f);
+}
+
+static void usage_err(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
+/* A usage error: one line on stderr, exit 64. */
+static void
+usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("pglock: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see pglock --help)\n", stderr);
+	exit(EXIT_USAGE);
+}
+
+enum {
+	OPT_ID = 256, OPT_CHECK, OPT_LOST_SIG, OPT_KILL_AFTER
+};
+
+static const struct option longopts[] = {
+	{ "exclusive", no_argument, NULL, 'x' },
+	{ "shared", no_argument, NULL, 's' },
+	{ "nonblock", no_argument, NULL, 'n' },
+	{ "nb", no_argument, NULL, 'n' },
+	{ "wait", required_argument, NULL, 'w' },
+	{ "timeout", required_argument, NULL, 'w' },
+	{ "conflict-exit-code", required_argument, NULL, 'E' },
+	{ "command", required_argument, NULL, 'c' },
+	{ "no-fork", no_argument, NULL, 'F' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "dbname", required_argument, NULL, 'd' },
+	{ "host", required_argument, NULL, 'h' },
+	{ "port", required_argument, NULL, 'p' },
+	{ "username", required_argument, NULL, 'U' },
+	{ "help", no_argument, NULL, '?' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "id", no_argument, NULL, OPT_ID },
+	{ "check-interval", required_argument, NULL, OPT_CHECK },
+	{ "lost-signal", required_argument, NULL, OPT_LOST_SIG },
+	{ "kill-after", required_argument, NULL, OPT_KILL_AFTER },
+	{ NULL, 0, NULL, 0 }
+};
+
+static long
+duration_or_err(const char *opt, const char *s)
+{
+	char why[256];
+	long ms;
+
+	if (arg_duration_ms(s, &ms, why, sizeof(why)) == -1) {
+		fprintf(stderr, "pglock: %s: %s\n", opt, why);
+		exit(EXIT_USAGE);
+	}
+	return ms;
+}
+
+static void
+parse_or_err(int argc, char **argv, struct opts *o)
+{
+	char why[256];
+	long n;
+	int c, id = 0;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+xesnw:E:c:Fvqd:h:p:U:?V",
+	    longopts, NULL)) != -1) {
+		switch (c) {
+		case 'x':
+		case 'e':
+			o->lock.shared = 0;
+			break;
+		case 's':
+			o->lock.shared = 1;
+			break;
+		case 'n':
+			o->lock.wait_ms = 0;
+			break;
+		case 'w':
+			o->lock.wait_ms = duration_or_err("-w", optarg);
+			break;
+		case 'E':
+			if (arg_long(optarg, 0, 255, &n, why, sizeof(why)) == -1)
+				usage_err("-E: %s", why);
+			o->conflict_exit = (int)n;
+			break;
+		case 'c':
+			o->shell_cmd = optarg;
+			break;
+		case 'F':
+			o->no_fork = 1;
+			break;
+		case 'v':
+			o->verbose = 1;
+			o->quiet = 0;
+			break;
+		case 'q':
+			o->quiet = 1;
+			o->verbose = 0;
+			break;
+		case 'd':
+			o->conn.dbname = optarg;
+			break;
+		case 'h':
+			o->conn.host = optarg;
+			break;
+		case 'p':
+			o->conn.port = optarg;
+			break;
+		case 'U':
+			o->conn.user = optarg;
+			break;
+		case 'V':
+			printf("pglock %s (libpq %d.%d)\n", PGLOCK_VERSION,
+			    PQlibVersion() / 10000, PQlibVersion() % 10000);
+			exit(fflush(stdout) == 0 && !ferror(stdout) ? 0 :
+			    EXIT_OSERR);
+		case OPT_ID:
+			id = 1;
+			break;
+		case OPT_CHECK:
+			o->check_ms = duration_or_err("--check-interval",
+			    optarg);
+			if (o->check_ms == 0)
+				usage_err("--check-interval: %s",
+				    "must be more than 0");
+			break;
+		case OPT_LOST_SIG:
+			if (arg_signal(optarg, &o->lost_sig, why,
+			    sizeof(why)) == -1)
+				usage_err("--lost-signal: %s", why);
+			break;
+		case OPT_KILL_AFTER:
+			o->kill_after_ms = duration_or_err("--kill-after",
+			    optarg);
+			break;
+		case '?':
+			/* getopt says '?' both for -? and for a bad option. */
+			if (optopt == 0 && strcmp(argv[optind - 1], "-?") != 0 &&
+			    strcmp(argv[optind - 1], "--help") != 0)
+				usage_err("%s: unknown option", argv[optind - 1]);
+			if (optopt != 0 && optopt != '?') {
+				if (strchr("wEcdhpU", optopt) != NULL ||
+				    optopt >= 256)
+					usage_err("%s: needs a value",
+					    argv[optind - 1]);
+				fprintf(stderr, "pglock: -%c: unknown option "
+				    "(see pglock --help)\n", optopt);
+				exit(EXIT_USAGE);
+			}
+			usage(stdout);
+			exit(fflush(stdout) == 0 && !ferror(stdout) ? 0 :
+			    EXIT_OSERR);
+		default:
+			usage_err("%s: unknown option", argv[optind - 1]);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+
+	if (argc < 1) {
+		fputs(usage_text, stderr);
+		usage_err("%s", "missing KEY");
+	}
+	o->key = argv[0];
+	if (*o->key == '\0')
+		usage_err("%s", "KEY is empty");
+	if (id)
+		o->id = o->key;
+	argc--;
+	argv++;
+	/* flock(1) style: KEY -c STRING. */
+	if (argc >= 1 && (strcmp(argv[0], "-c") == 0 ||
+	    strcmp(argv[0], "--command") == 0)) {
+		if (o->shell_cmd != NULL)
+			usage_err("%s", "-c given twice");
+		if (argc != 2)
+			usage_err("%s", "-c takes one SHELL-COMMAND and "
+			    "nothing after it");
+		o->shell_cmd = argv[1];
+		argc = 0;
+	}
+	if (o->shell_cmd != NULL && argc > 0)
+		usage_err("%s", "both -c and a COMMAND given");
+	if (o->shell_cmd == NULL && argc == 0)
+		usage_err("%s", "missing COMMAND");
+	o->argv = argv;
+}
+
+/* argv for -c: $SHELL -c STRING, with /bin/sh when SHELL is unset. */
+static char **
+shell_argv(char *cmd)
+{
+	static char binsh[] = "/bin/sh", dash_c[] = "-c";
+	static char *sh_argv[4];
+	char *sh = getenv("SHELL");
+
+	sh_argv[0] = sh != NULL && *sh != '\0' ? sh : binsh;
+	sh_argv[1] = dash_c;
+	sh_argv[2] = cmd;
+	sh_argv[3] = NULL;
+	return sh_argv;
+}
+
+static double
+seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The command's environment: what it holds, for logs and fencing. */
+static void
+export_env_or_err(const struct opts *o, int backend_pid)
+{
+	char id[48], pid[16];
+
+	key_format(&o->lock.key, id, sizeof(id));
+	snprintf(pid, sizeof(pid), "%d", backend_pid);
+	if (setenv("PGLOCK_KEY", o->key, 1) == -1 ||
+	    setenv("PGLOCK_ID", id, 1) == -1 ||
+	    setenv("PGLOCK_MODE", o->lock.shared ? "shared" : "exclusive",
+	    1) == -1 || setenv("PGLOCK_BACKEND_PID", pid, 1) == -1)
+		err(EXIT_OSERR, "setenv");
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o;
+	struct child ch;
+	struct child_watch w;
+	char why[1024], appname[64];
+	PGconn *c;
+	enum lock_result lr;
+	double t0;
+	int backend_pid = 0, sig = 0, status = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.lock.wait_ms = -1;
+	o.conflict_exit = EXIT_CONFLICT;
+	o.check_ms = 5000;
+	o.lost_sig = SIGTERM;
+	o.kill_after_ms = 10000;
+	parse_or_err(argc, argv, &o);
+	if (o.shell_cmd != NULL)
+		o.argv = shell_argv(o.shell_cmd);
+
+	if (o.id != NULL) {
+		if (key_parse_id(o.id, &o.lock.key, why, sizeof(why)) == -1)
+			usage_err("--id: %s", why);
+	} else if (key_hash(o.key, strlen(o.key), &o.lock.key, why,
+	    sizeof(why)) == -1) {
+		errx(EXIT_SOFTWARE, "%s", why);
+	}
+
+	/* Name the key in pg_stat_activity, so a waiter can see the holder. */
+	snprintf(appname, sizeof(appname), "pglock: %s", o.key);
+	o.conn.appname = appname;
+	if ((c = conn_open(&o.conn, why, sizeof(why))) == NULL)
+		errx(EXIT_UNAVAILABLE, "%s", why);
+	if (sig_init(why, sizeof(why)) == -1)
+		errx(EXIT_OSERR, "%s", why);
+
+	if (o.verbose && o.lock.wait_ms != 0)
+		fprintf(stderr, "pglock: %s: waiting for the lock\n", o.key);
+	t0 = seconds();
+	lr = lock_acquire(c, &o.lock, &backend_pid, &sig, why, sizeof(why));
+	switch (lr) {
+	case LOCK_ACQUIRED:
+		break;
+	case LOCK_BUSY:
+		if (!o.quiet && o.lock.wait_ms == 0)
+			warnx("%s: the lock is held by another session", o.key);
+		else if (!o.quiet)
+			warnx("%s: timed out after %.3gs waiting for the lock",
+			    o.key, o.lock.wait_ms / 1000.0);
+		PQfinish(c);
+		return o.conflict_exit;
+	case LOCK_INTERRUPTED:
+		PQfinish(c);
+		if (o.verbose)
+			warnx("%s: wait cancelled by signal %d", o.key, sig);
+		return 128 + sig;
+	case LOCK_NOT_REAL:
+		PQfinish(c);
+		errx(EXIT_UNAVAILABLE, "%s: the server granted the lock but "
+		    "this session does not hold it (a transaction-pooling "
+		    "proxy such as PgBouncer, or advisory locks that are not "
+		    "real): connect to the server directly or use session "
+		    "pooling", o.key);
+	case LOCK_ERROR:
+		PQfinish(c);
+		errx(EXIT_UNAVAILABLE, "%s: %s", o.key, why);
+	}
+	if (o.verbose)
+		warnx("%s: acquired after %.2fs (server pid %d)", o.key,
+		    seconds() - t0, backend_pid);
+	export_env_or_err(&o, backend_pid);
+
+	if (o.no_fork) {
+		/* The socket stays open in the command: it holds the lock. */
+		int fl = fcntl(PQsocket(c), F_GETFD);
+
+		if (fl == -1 || fcntl(PQsocket(c), F_SETFD,
+		    fl & ~FD_CLOEXEC) == -1)
+			err(EXIT_OSERR, "fcntl");
+		child_exec(o.argv, &status, why, sizeof(why));
+		warnx("%s", why);
+		PQfinish(c);
+		return status;
+	}
+
+	switch (child_spawn(o.argv, o.lost_sig, &ch, &status, why,
+	    sizeof(why))) {
+	case CHILD_STARTED:
+		break;
+	case CHILD_NOEXEC:
+		warnx("%s", why);
+		(void)lock_release(c, &o.lock, why, sizeof(why));
+		PQfinish(c);
+		return status;
+	case CHILD_OSERR:
+		warnx("%s", why);
+		PQfinish(c);
+		return EXIT_OSERR;
+	}
+
+	w.conn = c;
+	w.lock = &o.lock;
+	w.check_ms = o.check_ms;
+	w.lost_sig = o.lost_sig;
+	w.kill_after_ms = o.kill_after_ms;
+	switch (child_wait(&ch, &w, &status, why, sizeof(why))) {
+	case CHILD_EXITED:
+		break;
+	case CHILD_LOST:
+		PQfinish(c);
+		errx(EXIT_LOST, "%s: lock lost while the command ran (%s); "
+		    "the command was stopped", o.key, why);
+	case CHILD_FAILED:
+		PQfinish(c);
+		errx(EXIT_OSERR, "%s", why);
+	}
+	if (lock_release(c, &o.lock, why, sizeof(why)) == -1) {
+		PQfinish(c);
+		errx(EXIT_LOST, "%s: lock lost before the command finished "
+		    "(%s)", o.key, why);
+	}
+	PQfinish(c);
+	if (o.verbose)
+		warnx("%s: released after %.2fs", o.key, seconds() - t0);
+	return status;
+}

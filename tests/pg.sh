@@ -1,0 +1,75 @@
+#!/bin/sh
+# SPDX-License-Identifier: ISC
+# pg.sh: a throwaway PostgreSQL for the tests and the demo. initdb refuses
+# to run as root, so as root the cluster runs as Debian's postgres account.
+#   tests/pg.sh start DIR   initdb + start; writes DIR/env (PGHOST, ...)
+#   tests/pg.sh stop DIR    stop and remove DIR
+set -eu
+
+cmd=${1:?usage: pg.sh start|stop|restart DIR}
+dir=${2:?usage: pg.sh start|stop|restart DIR}
+
+bindir=$(pg_config --bindir 2>/dev/null || true)
+[ -x "$bindir/initdb" ] ||
+	bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+[ -x "$bindir/initdb" ] || { echo "pg.sh: initdb not found" >&2; exit 69; }
+
+as_owner() {
+	if [ "$(id -u)" = 0 ]; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+case $cmd in
+start)
+	mkdir -p "$dir"
+	[ "$(id -u)" = 0 ] && chown postgres "$dir"
+	# A free port: only the socket's name depends on it, plus TCP tests.
+	port=$(( 20000 + $$ % 30000 ))
+	while ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; do
+		port=$((port + 1))
+	done
+	as_owner "$bindir/initdb" -D "$dir/data" -U postgres -A trust \
+	    -E UTF8 --locale=C --no-sync >"$dir/initdb.log" 2>&1 ||
+	    { cat "$dir/initdb.log" >&2; exit 1; }
+	# Trust only this machine and the test's own network namespaces.
+	cat >"$dir/data/pg_hba.conf" <<-HBA
+	local all all trust
+	host all all 127.0.0.1/32 trust
+	host all all 10.213.0.0/24 trust
+	HBA
+	cat >>"$dir/data/postgresql.conf" <<-CONF
+	port = $port
+	unix_socket_directories = '$dir'
+	listen_addresses = '*'
+	fsync = off
+	synchronous_commit = off
+	full_page_writes = off
+	max_connections = 120
+	log_min_messages = warning
+	CONF
+	as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 30 \
+	    start >/dev/null || { cat "$dir/log" >&2; exit 1; }
+	cat >"$dir/env" <<-ENV
+	export PGHOST='$dir' PGPORT=$port PGUSER=postgres PGDATABASE=postgres
+	export PGLOCK_TEST_PGDATA='$dir/data' PGLOCK_TEST_PGBIN='$bindir'
+	ENV
+	;;
+restart)
+	as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 30 \
+	    -m fast restart >/dev/null
+	;;
+stop)
+	if [ -d "$dir/data" ]; then
+		as_owner "$bindir/pg_ctl" -D "$dir/data" -w -t 30 -m immediate \
+		    stop >/dev/null 2>&1 || true
+	fi
+	rm -rf "$dir"
+	;;
+*)
+	echo "pg.sh: unknown command $cmd" >&2
+	exit 64
+	;;
+esac
