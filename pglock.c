@@ -154,6 +154,14 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+/* A write error on stdout fails the program, as in flock(1). */
+static void
+flush_stdout_or_err(void)
+{
+	if (fflush(stdout) == EOF || ferror(stdout))
+		err(EXIT_OSERR, "stdout");
+}
+
 static long
 duration_or_err(const char *opt, const char *s)
 {
@@ -225,8 +233,8 @@ parse_or_err(int argc, char **argv, struct opts *o)
 		case 'V':
 			printf("pglock %s (libpq %d.%d)\n", PGLOCK_VERSION,
 			    PQlibVersion() / 10000, PQlibVersion() % 10000);
-			exit(fflush(stdout) == 0 && !ferror(stdout) ? 0 :
-			    EXIT_OSERR);
+			flush_stdout_or_err();
+			exit(0);
 		case OPT_ID:
 			id = 1;
 			break;
@@ -261,8 +269,8 @@ parse_or_err(int argc, char **argv, struct opts *o)
 				exit(EXIT_USAGE);
 			}
 			usage(stdout);
-			exit(fflush(stdout) == 0 && !ferror(stdout) ? 0 :
-			    EXIT_OSERR);
+			flush_stdout_or_err();
+			exit(0);
 		default:
 			usage_err("%s: unknown option", argv[optind - 1]);
 		}

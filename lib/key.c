@@ -4,6 +4,8 @@
  * plain SQL (PostgreSQL 11+), so applications can take the same lock:
  *   ('x' || left(encode(sha256(convert_to(KEY, 'UTF8')), 'hex'), 16))
  *       ::bit(64)::bigint
+ * The other schemes reproduce the keys that existing libraries and
+ * migrators derive, so pglock can interlock with them; one table row each.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,28 +14,417 @@
 #include <string.h>
 
 #include <openssl/evp.h>
+#include <zlib.h>
 
+#include "hash.h"
 #include "key.h"
+
+/* Two's complement reinterpretation, as ::bit(64)::bigint does. */
+static int64_t
+s64(uint64_t v)
+{
+	return v > INT64_MAX ? -(int64_t)(UINT64_MAX - v) - 1 : (int64_t)v;
+}
+
+static int32_t
+s32(uint32_t v)
+{
+	return v > INT32_MAX ? -(int32_t)(UINT32_MAX - v) - 1 : (int32_t)v;
+}
+
+static uint64_t
+be64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void
+set_bigint(struct key *out, int64_t id)
+{
+	out->space = KEY_BIGINT;
+	out->id = id;
+}
+
+static void
+set_pair(struct key *out, int32_t a, int32_t b)
+{
+	out->space = KEY_PAIR;
+	out->a = a;
+	out->b = b;
+}
+
+/* Digests can be missing at run time (a FIPS provider refuses md5). */
+static int
+digest(const EVP_MD *md, const char *name, const char *k, size_t len,
+    unsigned char out[EVP_MAX_MD_SIZE], char *err, size_t errlen)
+{
+	unsigned int mdlen;
+
+	if (md == NULL || EVP_Digest(k, len, out, &mdlen, md, NULL) != 1) {
+		snprintf(err, errlen, "%s is not available", name);
+		return -1;
+	}
+	return 0;
+}
+
+/* Standard CRC-32 (zlib's, PHP's, Go's ChecksumIEEE), unsigned. */
+static uint32_t
+crc(uint32_t init, const void *k, size_t len)
+{
+	return (uint32_t)crc32_z(init, k, len);
+}
+
+static int
+h_sha256(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+
+	if (digest(EVP_sha256(), "sha256", k, len, md, err, errlen) == -1)
+		return -1;
+	set_bigint(out, s64(be64(md)));
+	return 0;
+}
+
+/* Offline only: the server computes it itself (see key_scheme_sql). */
+static int
+h_hashtext(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	set_bigint(out, s32(hash_pg_bytes(k, len)));
+	return 0;
+}
+
+static int
+h_hashtextextended(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	set_bigint(out, s64(hash_pg_bytes_extended(k, len, 0)));
+	return 0;
+}
+
+static int
+h_md5(const char *k, size_t len, struct key *out, char *err, size_t errlen)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+
+	if (digest(EVP_md5(), "md5", k, len, md, err, errlen) == -1)
+		return -1;
+	set_bigint(out, s64(be64(md)));
+	return 0;
+}
+
+/* 15 hex digits are the top 60 bits of the first 8 bytes: never negative. */
+static int
+h_md5_60(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+
+	if (digest(EVP_md5(), "md5", k, len, md, err, errlen) == -1)
+		return -1;
+	set_bigint(out, (int64_t)(be64(md) >> 4));
+	return 0;
+}
+
+/* Guava's Hashing.sipHash24() uses the fixed key 00 01 .. 0f. */
+static int
+h_siphash24(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	static const unsigned char sipkey[16] = {
+		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
+		0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f
+	};
+
+	(void)err;
+	(void)errlen;
+	set_bigint(out, s64(hash_siphash24(sipkey, k, len)));
+	return 0;
+}
+
+/*
+ * Guava's HashCode.asInt() reads the first 4 digest bytes little-endian;
+ * Java's Math.abs leaves INT_MIN as it is, so that one stays negative.
+ */
+static int
+h_guava_sha256_abs(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	int32_t v;
+
+	if (digest(EVP_sha256(), "sha256", k, len, md, err, errlen) == -1)
+		return -1;
+	v = s32((uint32_t)md[0] | (uint32_t)md[1] << 8 |
+	    (uint32_t)md[2] << 16 | (uint32_t)md[3] << 24);
+	if (v < 0 && v != INT32_MIN)
+		v = -v;
+	set_bigint(out, v);
+	return 0;
+}
+
+/*
+ * The CRC-32 family differs only in signedness and key space, and the
+ * variants do not interlock with each other, so each is its own preset.
+ */
+static int
+h_crc32(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	set_bigint(out, s32(crc(0, k, len)));
+	return 0;
+}
+
+static int
+h_crc32u(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	set_bigint(out, crc(0, k, len));
+	return 0;
+}
+
+/* The gem's second int is WITH_ADVISORY_LOCK_PREFIX, 0 when unset. */
+static int
+h_with_advisory_lock(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	set_pair(out, (int32_t)(crc(0, k, len) & 0x7fffffff), 0);
+	return 0;
+}
+
+static int
+h_pg_lock(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	set_pair(out, INT32_MIN, s32(crc(0, k, len)));
+	return 0;
+}
+
+/*
+ * KEY is the database name. Ruby multiplies in bignums, but a uint32 times
+ * the 31-bit salt stays below 2^63, so the product is exact and positive.
+ */
+static int
+h_rails(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	set_bigint(out, (int64_t)((uint64_t)crc(0, k, len) * 2053462845u));
+	return 0;
+}
+
+/*
+ * KEY is the database name; golang-migrate (2021+) hashes
+ * "schema\0table\0dbname" with the defaults public and schema_migrations,
+ * and its multiplication wraps in uint32.
+ */
+static int
+h_golang_migrate(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	static const char prefix[] = "public\0schema_migrations";
+	uint32_t c;
+
+	(void)err;
+	(void)errlen;
+	/* sizeof keeps the NUL that separates the table from the name. */
+	c = crc(crc(0, prefix, sizeof(prefix)), k, len);
+	set_bigint(out, (uint32_t)(c * 1486364155u));
+	return 0;
+}
+
+/*
+ * Flyway locks 0x466C79776179 ("Flyway") plus the Java hashCode of its
+ * history table's quoted name; the database name is not part of it (locks
+ * are per database anyway). KEY, the database name as for the other
+ * migration presets, is therefore ignored, and the default table
+ * "public"."flyway_schema_history" is assumed: a custom schema or table
+ * needs --id. Computed rather than hard-coded so the test checks the
+ * formula against Flyway's published number.
+ */
+static int
+h_flyway(const char *k, size_t len, struct key *out, char *err,
+    size_t errlen)
+{
+	static const char table[] = "\"public\".\"flyway_schema_history\"";
+
+	(void)k;
+	(void)len;
+	(void)err;
+	(void)errlen;
+	set_bigint(out, INT64_C(0x466C79776179) +
+	    hash_java_string(table, sizeof(table) - 1));
+	return 0;
+}
+
+static const struct scheme {
+	const char *name;
+	/* The server-side expression ($1 = KEY), or NULL: hashed here. */
+	const char *sql;
+	const char *describe;
+	int (*hash)(const char *, size_t, struct key *, char *, size_t);
+} schemes[] = {
+	/* The first row is the default. */
+	{ "sha256", NULL,
+	    "pglock's default: first 8 bytes of SHA-256(KEY), big-endian "
+	    "signed bigint; in SQL ('x' || left(encode(sha256(convert_to(KEY, "
+	    "'UTF8')), 'hex'), 16))::bit(64)::bigint",
+	    h_sha256 },
+	{ "hashtext", "hashtext($1)",
+	    "pg_advisory_lock(hashtext(KEY)) snippets, Laravel's "
+	    "laravel-database-advisory-lock, good_job's hashtext option: "
+	    "PostgreSQL hashtext(KEY), int4 sign-extended to bigint, computed "
+	    "by the server (offline value assumes a little-endian server and "
+	    "a UTF8 database)",
+	    h_hashtext },
+	{ "hashtextextended", "hashtextextended($1, 0)",
+	    "npm pg-advisory-lock v2, SQL snippets: PostgreSQL "
+	    "hashtextextended(KEY, 0), bigint, computed by the server "
+	    "(PostgreSQL 11+; offline value assumes a little-endian server "
+	    "and a UTF8 database)",
+	    h_hashtextextended },
+	{ "md5", NULL,
+	    "good_job, pg-boss before 10: first 8 bytes of MD5(KEY), "
+	    "big-endian signed bigint; ('x' || substr(md5(KEY), 1, 16))"
+	    "::bit(64)::bigint",
+	    h_md5 },
+	{ "md5-60", NULL,
+	    "Python int(md5(KEY).hexdigest()[:15], 16): first 60 bits of "
+	    "MD5(KEY), big-endian, non-negative bigint",
+	    h_md5_60 },
+	{ "siphash24", NULL,
+	    "Java Guava Hashing.sipHash24().hashBytes(KEY).asLong(): "
+	    "SipHash-2-4, key 00..0f, little-endian signed bigint",
+	    h_siphash24 },
+	{ "guava-sha256-abs", NULL,
+	    "Java Math.abs(Hashing.sha256().hashString(KEY, UTF_8).asInt()): "
+	    "first 4 bytes of SHA-256(KEY), little-endian int4, absolute "
+	    "value (-2147483648 stays), as bigint",
+	    h_guava_sha256_abs },
+	{ "crc32", NULL,
+	    "django-pglocks: CRC-32(KEY) as a signed int4, sign-extended to "
+	    "bigint",
+	    h_crc32 },
+	{ "crc32u", NULL,
+	    "Symfony Lock PostgreSqlStore: CRC-32(KEY) unsigned, as bigint",
+	    h_crc32u },
+	{ "with_advisory_lock", NULL,
+	    "Rails with_advisory_lock gem: int4 pair (CRC-32(KEY) & "
+	    "0x7fffffff, 0)",
+	    h_with_advisory_lock },
+	{ "pg_lock", NULL,
+	    "Heroku pg_lock gem: int4 pair (-2147483648, CRC-32(KEY) as a "
+	    "signed int4)",
+	    h_pg_lock },
+	{ "rails-migrations", NULL,
+	    "Rails migrations, KEY = database name: bigint CRC-32(KEY) * "
+	    "2053462845",
+	    h_rails },
+	{ "golang-migrate", NULL,
+	    "golang-migrate, KEY = database name, schema public, table "
+	    "schema_migrations: bigint uint32(CRC-32(\"public\\0"
+	    "schema_migrations\\0\" KEY) * 1486364155)",
+	    h_golang_migrate },
+	{ "flyway", NULL,
+	    "Flyway, default schema history table (KEY ignored): bigint "
+	    "77431708279161 + Java hashCode of "
+	    "\"public\".\"flyway_schema_history\" = 77433833903597",
+	    h_flyway },
+};
+
+#define NSCHEMES (sizeof(schemes) / sizeof(schemes[0]))
+
+/* NULL selects the default scheme. */
+static const struct scheme *
+scheme_find(const char *name)
+{
+	size_t i;
+
+	if (name == NULL)
+		return &schemes[0];
+	for (i = 0; i < NSCHEMES; i++)
+		if (strcmp(schemes[i].name, name) == 0)
+			return &schemes[i];
+	return NULL;
+}
 
 int
 key_hash(const char *key, size_t len, struct key *out, char *err,
     size_t errlen)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen;
-	uint64_t v = 0;
-	int i;
+	return h_sha256(key, len, out, err, errlen);
+}
 
-	if (EVP_Digest(key, len, md, &mdlen, EVP_sha256(), NULL) != 1) {
-		snprintf(err, errlen, "sha256 is not available");
+int
+key_hash_scheme(const char *scheme, const char *key, size_t len,
+    struct key *out, char *err, size_t errlen)
+{
+	const struct scheme *s;
+	size_t i, n;
+	int w;
+
+	if ((s = scheme_find(scheme)) != NULL)
+		return s->hash(key, len, out, err, errlen);
+	if (errlen == 0)
 		return -1;
+	/* Name every valid scheme: the caller has nowhere else to look. */
+	w = snprintf(err, errlen, "unknown hash scheme '%s' (one of:", scheme);
+	for (i = 0; i < NSCHEMES && w >= 0 && (size_t)w < errlen; i++) {
+		n = (size_t)w;
+		w = snprintf(err + n, errlen - n, "%s %s", i == 0 ? "" : ",",
+		    schemes[i].name);
+		w = w < 0 ? w : w + (int)n;
 	}
-	for (i = 0; i < 8; i++)
-		v = v << 8 | md[i];
-	out->space = KEY_BIGINT;
-	/* Two's complement reinterpretation, as ::bit(64)::bigint does. */
-	out->id = v > INT64_MAX ? -(int64_t)(UINT64_MAX - v) - 1 : (int64_t)v;
-	return 0;
+	if (w >= 0 && (size_t)w < errlen)
+		snprintf(err + w, errlen - (size_t)w, ")");
+	return -1;
+}
+
+void
+key_namespace(int32_t ns, const char *key, size_t len, struct key *out)
+{
+	set_pair(out, ns, s32(hash_pg_bytes(key, len)));
+}
+
+const char *
+key_scheme_sql(const char *scheme)
+{
+	const struct scheme *s = scheme_find(scheme);
+
+	return s == NULL ? NULL : s->sql;
+}
+
+const char *
+key_scheme_describe(const char *scheme)
+{
+	const struct scheme *s = scheme_find(scheme);
+
+	return s == NULL ? NULL : s->describe;
+}
+
+const char *
+key_scheme_name(size_t i)
+{
+	return i < NSCHEMES ? schemes[i].name : NULL;
 }
 
 /* One strict signed decimal in [lo, hi]; end points past it. */

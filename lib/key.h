@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * key: turn a KEY string (or a raw --id) into a PostgreSQL advisory lock id
- * and describe that id the way pg_locks shows it.
+ * key: turn a KEY string (under one of several hash schemes, or a raw --id)
+ * into a PostgreSQL advisory lock id and describe that id the way pg_locks
+ * shows it.
  */
 #ifndef PGLOCK_KEY_H
 #define PGLOCK_KEY_H
@@ -24,6 +25,37 @@ struct key {
 /* Default scheme: first 8 bytes of SHA-256 of KEY, big-endian, signed. */
 int key_hash(const char *key, size_t len, struct key *out, char *err,
     size_t errlen);
+
+/*
+ * Hash KEY with the named scheme (NULL: the default, sha256) into out.
+ * Returns 0, or -1 with the reason in err; for an unknown scheme the
+ * reason lists the valid names.
+ */
+int key_hash_scheme(const char *scheme, const char *key, size_t len,
+    struct key *out, char *err, size_t errlen);
+
+/*
+ * The pair (ns, hashtext(KEY)) for --namespace, as
+ * pg_advisory_lock(ns, hashtext(KEY)) takes it; hashtext as a little-endian
+ * server with a UTF8 database computes it.
+ */
+void key_namespace(int32_t ns, const char *key, size_t len, struct key *out);
+
+/*
+ * The SQL expression, with $1 as the key text, for a scheme the server
+ * computes in the lock statement ("hashtext($1)"); NULL for the others and
+ * for an unknown scheme.
+ */
+const char *key_scheme_sql(const char *scheme);
+
+/*
+ * One line for --explain: what the scheme matches (library or pattern) and
+ * its formula. NULL for an unknown scheme.
+ */
+const char *key_scheme_describe(const char *scheme);
+
+/* The i-th scheme name, for help text, or NULL past the end. */
+const char *key_scheme_name(size_t i);
 
 /* Parse a raw id: "N" (bigint) or "A,B" (two int4). Returns 0 or -1. */
 int key_parse_id(const char *s, struct key *out, char *err, size_t errlen);

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * hash: PostgreSQL's hash_bytes family, SipHash-2-4 and Java's
+ * String.hashCode, each written from its algorithm description. Every input
+ * word is read little-endian explicitly, so results do not depend on the
+ * host's byte order.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hash.h"
+
+static uint32_t
+le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static uint64_t
+le64(const unsigned char *p)
+{
+	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+static uint32_t
+rotl32(uint32_t x, int n)
+{
+	return x << n | x >> (32 - n);
+}
+
+static uint64_t
+rotl64(uint64_t x, int n)
+{
+	return x << n | x >> (64 - n);
+}
+
+/* Bob Jenkins' lookup3 mix(): reversible, run after each 12-byte block. */
+static void
+pg_mix(uint32_t *a, uint32_t *b, uint32_t *c)
+{
+	*a -= *c;
+	*a ^= rotl32(*c, 4);
+	*c += *b;
+	*b -= *a;
+	*b ^= rotl32(*a, 6);
+	*a += *c;
+	*c -= *b;
+	*c ^= rotl32(*b, 8);
+	*b += *a;
+	*a -= *c;
+	*a ^= rotl32(*c, 16);
+	*c += *b;
+	*b -= *a;
+	*b ^= rotl32(*a, 19);
+	*a += *c;
+	*c -= *b;
+	*c ^= rotl32(*b, 4);
+	*b += *a;
+}
+
+/* lookup3 final(): PostgreSQL runs it even for empty input. */
+static void
+pg_final(uint32_t *a, uint32_t *b, uint32_t *c)
+{
+	*c ^= *b;
+	*c -= rotl32(*b, 14);
+	*a ^= *c;
+	*a -= rotl32(*c, 11);
+	*b ^= *a;
+	*b -= rotl32(*a, 25);
+	*c ^= *b;
+	*c -= rotl32(*b, 16);
+	*a ^= *c;
+	*a -= rotl32(*c, 4);
+	*b ^= *a;
+	*b -= rotl32(*a, 14);
+	*c ^= *b;
+	*c -= rotl32(*b, 24);
+}
+
+/*
+ * The shared body of hash_bytes and hash_bytes_extended; only the extended
+ * form folds in a seed, and only a non-zero one, so that seed 0 gives the
+ * same low word as hash_bytes.
+ */
+static void
+pg_hash(const unsigned char *k, size_t len, int seeded, uint64_t seed,
+    uint32_t *bout, uint32_t *cout)
+{
+	uint32_t a, b, c;
+	size_t i;
+
+	/* PostgreSQL folds the length in as a uint32, wrapping if need be. */
+	a = b = c = 0x9e3779b9u + (uint32_t)len + 3923095u;
+	if (seeded && seed != 0) {
+		a += (uint32_t)(seed >> 32);
+		b += (uint32_t)seed;
+		pg_mix(&a, &b, &c);
+	}
+	for (; len >= 12; k += 12, len -= 12) {
+		a += le32(k);
+		b += le32(k + 4);
+		c += le32(k + 8);
+		pg_mix(&a, &b, &c);
+	}
+	/*
+	 * Tail, little-endian layout: bytes 0-3 fill a and 4-7 fill b from
+	 * the low end; PostgreSQL keeps c's low byte out of it, so bytes
+	 * 8-10 go to bits 8, 16 and 24 of c.
+	 */
+	for (i = 0; i < len; i++) {
+		if (i < 4)
+			a += (uint32_t)k[i] << (8 * i);
+		else if (i < 8)
+			b += (uint32_t)k[i] << (8 * (i - 4));
+		else
+			c += (uint32_t)k[i] << (8 * (i - 7));
+	}
+	pg_final(&a, &b, &c);
+	*bout = b;
+	*cout = c;
+}
+
+uint32_t
+hash_pg_bytes(const void *buf, size_t len)
+{
+	uint32_t b, c;
+
+	pg_hash(buf, len, 0, 0, &b, &c);
+	return c;
+}
+
+uint64_t
+hash_pg_bytes_extended(const void *buf, size_t len, uint64_t seed)
+{
+	uint32_t b, c;
+
+	pg_hash(buf, len, 1, seed, &b, &c);
+	return (uint64_t)b << 32 | c;
+}
+
+static void
+sipround(uint64_t v[4])
+{
+	v[0] += v[1];
+	v[1] = rotl64(v[1], 13);
+	v[1] ^= v[0];
+	v[0] = rotl64(v[0], 32);
+	v[2] += v[3];
+	v[3] = rotl64(v[3], 16);
+	v[3] ^= v[2];
+	v[0] += v[3];
+	v[3] = rotl64(v[3], 21);
+	v[3] ^= v[0];
+	v[2] += v[1];
+	v[1] = rotl64(v[1], 17);
+	v[1] ^= v[2];
+	v[2] = rotl64(v[2], 32);
+}
+
+uint64_t
+hash_siphash24(const unsigned char k[16], const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	uint64_t k0 = le64(k), k1 = le64(k + 8);
+	uint64_t v[4], m;
+	size_t i, left;
+
+	/* The initial constants spell "somepseudorandomlygeneratedbytes". */
+	v[0] = k0 ^ 0x736f6d6570736575u;
+	v[1] = k1 ^ 0x646f72616e646f6du;
+	v[2] = k0 ^ 0x6c7967656e657261u;
+	v[3] = k1 ^ 0x7465646279746573u;
+	for (left = len; left >= 8; p += 8, left -= 8) {
+		m = le64(p);
+		v[3] ^= m;
+		sipround(v);
+		sipround(v);
+		v[0] ^= m;
+	}
+	/* Last word: the tail bytes, and the length mod 256 on top. */
+	m = (uint64_t)(len & 0xff) << 56;
+	for (i = 0; i < left; i++)
+		m |= (uint64_t)p[i] << (8 * i);
+	v[3] ^= m;
+	sipround(v);
+	sipround(v);
+	v[0] ^= m;
+	v[2] ^= 0xff;
+	for (i = 0; i < 4; i++)
+		sipround(v);
+	return v[0] ^ v[1] ^ v[2] ^ v[3];
+}
+
+/*
+ * Decode one UTF-8 sequence at p[0..len). Returns the code point and sets
+ * *used; an ill-formed sequence yields U+FFFD and consumes its maximal
+ * ill-formed prefix (at least one byte), the replacement Unicode
+ * recommends, so a stray byte never swallows the valid text after it.
+ */
+static uint32_t
+utf8_next(const unsigned char *p, size_t len, size_t *used)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	uint32_t cp;
+	size_t n, j;
+
+	if (p[0] < 0x80) {
+		*used = 1;
+		return p[0];
+	}
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 1;
+		cp = p[0] & 0x1f;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 2;
+		cp = p[0] & 0x0f;
+		/* No overlong forms, no surrogates. */
+		if (p[0] == 0xe0)
+			lo = 0xa0;
+		else if (p[0] == 0xed)
+			hi = 0x9f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 3;
+		cp = p[0] & 0x07;
+		/* No overlong forms, nothing past U+10FFFF. */
+		if (p[0] == 0xf0)
+			lo = 0x90;
+		else if (p[0] == 0xf4)
+			hi = 0x8f;
+	} else {
+		*used = 1;
+		return 0xfffd;
+	}
+	for (j = 1; j <= n; j++) {
+		if (j >= len || p[j] < lo || p[j] > hi) {
+			*used = j;
+			return 0xfffd;
+		}
+		cp = cp << 6 | (p[j] & 0x3f);
+		lo = 0x80;
+		hi = 0xbf;
+	}
+	*used = n + 1;
+	return cp;
+}
+
+int32_t
+hash_java_string(const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	uint32_t h = 0, cp;
+	size_t used;
+
+	/* Java sums UTF-16 code units: astral characters count twice. */
+	while (len > 0) {
+		cp = utf8_next(p, len, &used);
+		p += used;
+		len -= used;
+		if (cp >= 0x10000) {
+			cp -= 0x10000;
+			h = 31 * h + (0xd800 + (cp >> 10));
+			h = 31 * h + (0xdc00 + (cp & 0x3ff));
+		} else
+			h = 31 * h + cp;
+	}
+	/* Two's complement reinterpretation, as Java's int overflow does. */
+	return h > INT32_MAX ? -(int32_t)(UINT32_MAX - h) - 1 : (int32_t)h;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * hash: the hash functions that no library we link provides, written from
+ * their published descriptions so pglock can reproduce other tools' keys.
+ */
+#ifndef PGLOCK_HASH_H
+#define PGLOCK_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * PostgreSQL's hash_bytes() (lookup3-based) as a little-endian server
+ * computes it; hashtext(k) is this value cast to int4.
+ */
+uint32_t hash_pg_bytes(const void *buf, size_t len);
+
+/*
+ * PostgreSQL's hash_bytes_extended() as a little-endian server computes it;
+ * hashtextextended(k, seed) is this value cast to int8.
+ */
+uint64_t hash_pg_bytes_extended(const void *buf, size_t len, uint64_t seed);
+
+/* SipHash-2-4 of buf under the 16-byte key k; the 64-bit result. */
+uint64_t hash_siphash24(const unsigned char k[16], const void *buf,
+    size_t len);
+
+/*
+ * Java's String.hashCode() of the string whose UTF-8 bytes are buf: the sum
+ * runs over UTF-16 code units; each maximal ill-formed byte sequence counts
+ * as one U+FFFD.
+ */
+int32_t hash_java_string(const void *buf, size_t len);
+
+#endif

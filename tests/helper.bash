@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: ISC
+# Shared helpers for the bats suites: run pglock, poll pg_locks with a
+# deadline (never sleep to synchronise), start background holders in their
+# own session and kill their whole process group in teardown.
+
+bats_require_minimum_version 1.5.0
+bats_load_library bats-support
+bats_load_library bats-assert
+
+# shellcheck disable=SC1091
+. "$PGLOCK_TEST_DIR/pg/env"
+PGLOCK=${PGLOCK:-$BATS_TEST_DIRNAME/../pglock}
+export PGLOCK
+
+# Under `make sanitize` and `make valgrind` the binary is wrapped.
+if [ -n "${PGLOCK_VALGRIND:-}" ]; then
+	pglock() {
+		valgrind -q --error-exitcode=99 --leak-check=no \
+		    --trace-children=no "$PGLOCK" "$@"
+	}
+else
+	pglock() { "$PGLOCK" "$@"; }
+fi
+
+sql() {
+	psql -XAtq -v ON_ERROR_STOP=1 -c "$1"
+}
+
+# The bigint id of KEY under the default scheme, computed by the server.
+sha_id() {
+	sql "SELECT ('x' || left(encode(sha256(convert_to('$1', 'UTF8')), 'hex'), 16))::bit(64)::bigint"
+}
+
+# Advisory locks on bigint ID: "granted:pid" lines.
+locks_on() {
+	sql "SELECT CASE WHEN granted THEN 't' ELSE 'f' END || ':' || pid FROM pg_locks WHERE locktype = 'advisory'
+	     AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = ($1)::bigint
+	     ORDER BY granted DESC, pid"
+}
+
+# wait_until SECONDS COMMAND...: poll COMMAND every 50 ms until it succeeds.
+wait_until() {
+	local deadline=$(( $(date +%s%N) / 1000000 + ${1%.*} * 1000 ))
+	shift
+	until "$@"; do
+		if [ $(( $(date +%s%N) / 1000000 )) -ge "$deadline" ]; then
+			echo "wait_until: timed out: $*" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+held() { [ "$(locks_on "$1" | grep -c '^t:')" -ge "${2:-1}" ]; }
+waiting() { [ "$(locks_on "$1" | grep -c '^f:')" -ge "${2:-1}" ]; }
+free() { [ -z "$(locks_on "$1")" ]; }
+
+# bg NAME CMD...: run CMD in a new session, all streams redirected; its pid
+# is in $BATS_TEST_TMPDIR/NAME.pid and it is killed (whole group) in teardown.
+bg() {
+	local name=$1
+	shift
+	[ "$1" = pglock ] && { shift; set -- "$PGLOCK" "$@"; }
+	setsid "$@" </dev/null >"$BATS_TEST_TMPDIR/$name.out" \
+	    2>"$BATS_TEST_TMPDIR/$name.err" &
+	echo $! >"$BATS_TEST_TMPDIR/$name.pid"
+	BG_PIDS="${BG_PIDS:-} $!"
+}
+
+bgpid() { cat "$BATS_TEST_TMPDIR/$1.pid"; }
+
+# Wait (bounded) for background job NAME; its status is in $bg_status.
+bgwait() {
+	local pid
+	pid=$(bgpid "$1")
+	wait_until "${2:-10}" bash -c "! kill -0 $pid 2>/dev/null" || return 1
+	bg_status=0
+	wait "$pid" || bg_status=$?
+}
+
+teardown() {
+	local p
+	for p in ${BG_PIDS:-}; do
+		kill -KILL -- "-$p" 2>/dev/null || true
+	done
+	sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	     WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'" \
+	    >/dev/null 2>&1 || true
+}

@@ -1,0 +1,235 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# The lock runner: pglock KEY COMMAND against a real server (issue: "pglock
+# KEY COMMAND"). One behaviour per test.
+
+load helper
+
+@test "pglock K true exits 0 and prints nothing" {
+	run -0 --separate-stderr pglock k-true true
+	assert_output ''
+	[ -z "$stderr" ]
+}
+
+@test "the command's exit status passes through" {
+	run -7 pglock k-exit sh -c 'exit 7'
+}
+
+@test "a command killed by signal N gives 128+N" {
+	run -143 pglock k-sig sh -c 'kill -TERM $$'
+	run -137 pglock k-sig sh -c 'kill -KILL $$'
+}
+
+@test "-n exits 1 without running the command when another session holds the key" {
+	bg holder pglock busy sleep 60
+	wait_until 10 held "$(sha_id busy)"
+	run -1 --separate-stderr pglock -n busy touch "$BATS_TEST_TMPDIR/ran"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	assert_output ''
+	[ "$stderr" = "pglock: busy: the lock is held by another session" ]
+}
+
+@test "-E 42 sets the conflict exit code" {
+	bg holder pglock busy sleep 60
+	wait_until 10 held "$(sha_id busy)"
+	run -42 pglock -E 42 -n busy true
+}
+
+@test "-q silences the conflict message" {
+	bg holder pglock busy sleep 60
+	wait_until 10 held "$(sha_id busy)"
+	run -1 --separate-stderr pglock -q -n busy true
+	[ -z "$stderr" ]
+}
+
+@test "-w 0.5 gives up after about half a second with the conflict code" {
+	bg holder pglock busy sleep 60
+	wait_until 10 held "$(sha_id busy)"
+	start=$(date +%s%N)
+	run -1 pglock -w 0.5 busy touch "$BATS_TEST_TMPDIR/ran"
+	ms=$(( ($(date +%s%N) - start) / 1000000 ))
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	[ "$ms" -ge 500 ]
+	[ "$ms" -lt 5000 ]
+	# The waiter left the queue: only the holder remains.
+	[ "$(locks_on "$(sha_id busy)" | wc -l)" -eq 1 ]
+}
+
+@test "-w 0 behaves like -n" {
+	bg holder pglock busy sleep 60
+	wait_until 10 held "$(sha_id busy)"
+	run -1 --separate-stderr pglock -w 0 busy true
+	[ "$stderr" = "pglock: busy: the lock is held by another session" ]
+}
+
+@test "-w 5 succeeds once the holder releases" {
+	bg holder pglock busy sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 held "$(sha_id busy)"
+	bg waiter pglock -w 5 busy sh -c 'echo got >"$0"' "$BATS_TEST_TMPDIR/got"
+	wait_until 10 waiting "$(sha_id busy)"
+	[ ! -e "$BATS_TEST_TMPDIR/got" ]
+	echo go >"$BATS_TEST_TMPDIR/fifo"
+	bgwait waiter 10
+	[ "$bg_status" -eq 0 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/got")" = got ]
+}
+
+@test "two -s holders run at once" {
+	bg s1 pglock -s shared-k sleep 60
+	wait_until 10 held "$(sha_id shared-k)"
+	run -0 pglock -s -n shared-k sh -c 'psql -XAtc "SELECT count(*) FROM pg_locks WHERE locktype = '"'advisory'"' AND granted AND mode = '"'ShareLock'"'"'
+	assert_output 2
+}
+
+@test "-x -n fails while a -s holder runs" {
+	bg s1 pglock -s shared-k sleep 60
+	wait_until 10 held "$(sha_id shared-k)"
+	run -1 pglock -x -n shared-k true
+	run -1 pglock -n shared-k true
+}
+
+@test "the last of -s and -x wins" {
+	run -0 pglock -s -x mode-k sh -c 'echo $PGLOCK_MODE'
+	assert_output exclusive
+	run -0 pglock -x -s mode-k sh -c 'echo $PGLOCK_MODE'
+	assert_output shared
+}
+
+@test "a psql session holding the documented SQL id blocks pglock -n deploy" {
+	bg psql psql -XAtq -c "SELECT pg_advisory_lock(('x'||left(encode(sha256(convert_to('deploy','UTF8')),'hex'),16))::bit(64)::bigint)" -c "SELECT pg_sleep(60)"
+	wait_until 10 held -5206911306292520180
+	run -1 pglock -n deploy true
+}
+
+@test "--id 42 interlocks with pg_advisory_lock(42)" {
+	bg psql psql -XAtq -c "SELECT pg_advisory_lock(42)" -c "SELECT pg_sleep(60)"
+	wait_until 10 held 42
+	run -1 pglock --id -n 42 true
+	run -1 pglock -n --id 42 true
+	run -0 pglock -n --id 43 true
+}
+
+@test "--id 1,2 interlocks with pg_advisory_lock(1,2) and not with bigint ids" {
+	bg psql psql -XAtq -c "SELECT pg_advisory_lock(1, 2)" -c "SELECT pg_sleep(60)"
+	wait_until 10 bash -c '[ "$(psql -XAtc "SELECT count(*) FROM pg_locks WHERE locktype = '"'advisory'"' AND objsubid = 2 AND classid = 1 AND objid = 2 AND granted")" = 1 ]'
+	run -1 pglock -n --id 1,2 true
+	# objid 2 in classid 1 as a bigint is 4294967298: the other key space.
+	run -0 pglock -n --id 4294967298 true
+}
+
+@test "inside the command the lock is granted to PGLOCK_BACKEND_PID; after it, gone" {
+	id=$(sha_id visible)
+	run -0 pglock visible sh -c 'echo "$PGLOCK_BACKEND_PID"; psql -XAtc "SELECT CASE WHEN granted THEN '"'t'"' ELSE '"'f'"' END || '"':'"' || pid FROM pg_locks WHERE locktype = '"'advisory'"' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $PGLOCK_ID"'
+	[ "${lines[1]}" = "t:${lines[0]}" ]
+	[ "${#lines[@]}" -eq 2 ]
+	free "$id"
+}
+
+@test "the command gets PGLOCK_KEY, PGLOCK_ID and PGLOCK_MODE" {
+	run -0 pglock 'env k' sh -c 'printf "%s|%s|%s\n" "$PGLOCK_KEY" "$PGLOCK_ID" "$PGLOCK_MODE"'
+	assert_output "env k|$(sha_id 'env k')|exclusive"
+	run -0 pglock -s --id 7,-8 sh -c 'printf "%s|%s\n" "$PGLOCK_ID" "$PGLOCK_MODE"'
+	assert_output "7,-8|shared"
+}
+
+@test "stdin, stdout and stderr reach the command untouched" {
+	run -0 --separate-stderr pglock io sh -c 'cat; echo err >&2' <<<"hello"
+	assert_output hello
+	[ "$stderr" = err ]
+}
+
+@test "the database connection is not inherited by the command" {
+	run -0 pglock fds sh -c 'ls -l /proc/$$/fd | grep -c socket || true'
+	assert_output 0
+}
+
+@test "8 workers x 25 runs of a non-atomic increment end at exactly 200" {
+	echo 0 >"$BATS_TEST_TMPDIR/n"
+	for w in 1 2 3 4 5 6 7 8; do
+		(for i in $(seq 25); do
+			"$PGLOCK" counter sh -c 'n=$(cat "$0"); sleep 0.001; echo $((n + 1)) >"$0"' "$BATS_TEST_TMPDIR/n" || exit 1
+		done) &
+	done
+	fail=0
+	for w in 1 2 3 4 5 6 7 8; do wait -n || fail=1; done
+	[ "$fail" -eq 0 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/n")" -eq 200 ]
+}
+
+@test "-c runs a shell command with \$SHELL" {
+	run -0 pglock shk -c 'echo "$0" "$PGLOCK_KEY"'
+	assert_output "$SHELL shk"
+	SHELL=/bin/sh run -3 pglock shk -c 'exit 3'
+	SHELL= run -0 pglock shk -c 'echo $0'
+	assert_output /bin/sh
+	run -0 pglock -c 'echo before' shk
+	assert_output before
+}
+
+@test "a missing \$SHELL gives 127 and an unexecutable one 126" {
+	SHELL=/nonexistent/sh run -127 --separate-stderr pglock shk -c true
+	[ "$stderr" = "pglock: /nonexistent/sh: No such file or directory" ]
+	SHELL=/etc/passwd run -126 pglock shk -c true
+}
+
+@test "a missing command gives 127, an unexecutable one 126, both release the lock" {
+	run -127 --separate-stderr pglock nocmd /nonexistent/cmd
+	[ "$stderr" = "pglock: /nonexistent/cmd: No such file or directory" ]
+	run -127 pglock nocmd no-such-command-anywhere
+	run -126 pglock nocmd /etc/passwd
+	free "$(sha_id nocmd)"
+}
+
+@test "keys with quotes, semicolons, newlines, UTF-8 or 100 KB work" {
+	for k in "it's \"quoted\"" "a; DROP TABLE x; --" $'line1\nline2' 'ключ-é-✓'; do
+		run -0 pglock "$k" sh -c 'printf %s "$PGLOCK_KEY"'
+		[ "$output" = "$k" ]
+		run -0 pglock "$k" sh -c 'echo $PGLOCK_ID'
+		[ "$output" = "$(echo "SELECT ('x' || left(encode(sha256(convert_to(:'k', 'UTF8')), 'hex'), 16))::bit(64)::bigint" | psql -XAt -v k="$k")" ]
+	done
+	big=$(head -c 102400 /dev/zero | tr '\0' 'k')
+	run -0 pglock "$big" sh -c 'echo ${#PGLOCK_KEY}'
+	assert_output 102400
+}
+
+@test "a database with idle_session_timeout = 1s does not break pglock K sleep 3" {
+	sql "CREATE DATABASE idle_db"
+	sql "ALTER DATABASE idle_db SET idle_session_timeout = '1s'"
+	run -0 pglock -d idle_db --check-interval 0.5 idle-k sleep 3
+	sql "DROP DATABASE idle_db"
+}
+
+@test "an unreachable server gives 69 with libpq's reason" {
+	run -69 --separate-stderr pglock -h /nonexistent-dir k true
+	assert_output ''
+	[[ "$stderr" == "pglock: connection to server on socket \"/nonexistent-dir/.s.PGSQL.$PGPORT\" failed: No such file or directory"* ]]
+	[ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+}
+
+@test "-d takes a conninfo string and a URI" {
+	run -0 pglock -d "host=$PGHOST port=$PGPORT dbname=postgres application_name=mine" ci sh -c 'psql -XAtc "SELECT application_name FROM pg_stat_activity WHERE pid = $PGLOCK_BACKEND_PID"'
+	assert_output mine
+	run -0 pglock -d "postgresql:///postgres?host=$PGHOST&port=$PGPORT" uri true
+}
+
+@test "pglock names its key in application_name unless the user sets one" {
+	run -0 pglock 'nightly report' sh -c 'psql -XAtc "SELECT application_name FROM pg_stat_activity WHERE pid = $PGLOCK_BACKEND_PID"'
+	assert_output 'pglock: nightly report'
+}
+
+@test "pglock turns statement and idle timeouts off on its session" {
+	sql "ALTER ROLE postgres SET statement_timeout = '1s'"
+	run -0 pglock timeouts sh -c 'psql -XAtc "SELECT (SELECT setting FROM pg_settings WHERE name = '"'statement_timeout'"'), 1" >/dev/null; echo ok'
+	sql "ALTER ROLE postgres RESET statement_timeout"
+	assert_output ok
+}
+
+@test "-v reports waiting, acquired and released on stderr" {
+	run -0 --separate-stderr pglock -v verbose-k true
+	assert_output ''
+	[ "${#stderr_lines[@]}" -eq 3 ]
+	[[ "${stderr_lines[0]}" == "pglock: verbose-k: waiting for the lock" ]]
+	[[ "${stderr_lines[1]}" == "pglock: verbose-k: acquired after "*"s (server pid "*")" ]]
+	[[ "${stderr_lines[2]}" == "pglock: verbose-k: released after "*"s" ]]
+}

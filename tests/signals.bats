@@ -1,0 +1,107 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# Signals and lifetime: forwarded exactly once, cancelled waits, a killed
+# pglock takes its command with it, -F hands the lock to the command.
+
+load helper
+
+# A command that counts the TERMs it gets, then exits 0 on the first.
+count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; while :; do sleep 0.05; done'
+
+@test "TERM to pglock reaches the command once, pglock exits with its status, lock released" {
+	out=$BATS_TEST_TMPDIR/terms
+	bg runner pglock sig-k sh -c "$count_term" "$out"
+	wait_until 10 test -e "$out.ready"
+	kill -TERM "$(bgpid runner)"
+	bgwait runner 10
+	[ "$bg_status" -eq 0 ]
+	[ "$(cat "$out")" = TERM ]
+	free "$(sha_id sig-k)"
+}
+
+@test "TERM kills a plain command and pglock exits 143" {
+	bg runner pglock sig-k sleep 60
+	wait_until 10 held "$(sha_id sig-k)"
+	kill -TERM "$(bgpid runner)"
+	bgwait runner 10
+	[ "$bg_status" -eq 143 ]
+	free "$(sha_id sig-k)"
+}
+
+@test "HUP, QUIT, USR1, USR2 and INT are forwarded to the command" {
+	for s in HUP QUIT USR1 USR2 INT; do
+		out=$BATS_TEST_TMPDIR/$s
+		bg "r$s" pglock sig-$s sh -c "trap 'echo $s >>\"\$0\"; exit 0' $s; echo >\"\$0.ready\"; while :; do sleep 0.05; done" "$out"
+		wait_until 10 test -e "$out.ready"
+		kill -"$s" "$(bgpid "r$s")"
+		bgwait "r$s" 10
+		[ "$bg_status" -eq 0 ]
+		[ "$(cat "$out")" = "$s" ]
+	done
+}
+
+@test "TERM reaches the command's own children through its process group" {
+	bg runner pglock grp-k sh -c 'sleep 60 & echo $! >"$0"; wait' "$BATS_TEST_TMPDIR/grandchild"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/grandchild"
+	gc=$(cat "$BATS_TEST_TMPDIR/grandchild")
+	kill -TERM "$(bgpid runner)"
+	bgwait runner 10
+	[ "$bg_status" -eq 143 ]
+	wait_until 5 bash -c "! kill -0 $gc 2>/dev/null"
+}
+
+@test "TERM while waiting exits 143 and leaves no waiter in pg_locks" {
+	id=$(sha_id wait-k)
+	bg holder pglock wait-k sleep 60
+	wait_until 10 held "$id"
+	bg waiter pglock wait-k touch "$BATS_TEST_TMPDIR/ran"
+	wait_until 10 waiting "$id"
+	kill -TERM "$(bgpid waiter)"
+	bgwait waiter 10
+	[ "$bg_status" -eq 143 ]
+	[ "$(locks_on "$id")" = "t:$(locks_on "$id" | cut -d: -f2)" ]
+	[ "$(locks_on "$id" | wc -l)" -eq 1 ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
+@test "INT while waiting exits 130" {
+	id=$(sha_id wait-k)
+	bg holder pglock wait-k sleep 60
+	wait_until 10 held "$id"
+	bg waiter pglock wait-k true
+	wait_until 10 waiting "$id"
+	kill -INT "$(bgpid waiter)"
+	bgwait waiter 10
+	[ "$bg_status" -eq 130 ]
+	! waiting "$id"
+}
+
+@test "KILL on pglock: the command is gone within 2 s and the lock is released" {
+	id=$(sha_id kill-k)
+	bg runner pglock kill-k sh -c 'echo $$ >"$0"; exec sleep 60' "$BATS_TEST_TMPDIR/cmd"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/cmd"
+	cmd=$(cat "$BATS_TEST_TMPDIR/cmd")
+	wait_until 10 held "$id"
+	kill -KILL "$(bgpid runner)"
+	wait_until 2 bash -c "! kill -0 $cmd 2>/dev/null"
+	wait_until 5 free "$id"
+}
+
+@test "-F: the command runs under pglock's own pid and holds the lock until it exits" {
+	id=$(sha_id nofork-k)
+	bg runner pglock -F nofork-k sh -c 'echo $$ >"$0"; read x <"$0.fifo"' "$BATS_TEST_TMPDIR/pid"
+	mkfifo "$BATS_TEST_TMPDIR/pid.fifo"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/pid"
+	[ "$(cat "$BATS_TEST_TMPDIR/pid")" -eq "$(bgpid runner)" ]
+	held "$id"
+	run -1 pglock -n nofork-k true
+	echo go >"$BATS_TEST_TMPDIR/pid.fifo"
+	bgwait runner 10
+	[ "$bg_status" -eq 0 ]
+	wait_until 5 free "$id"
+}
+
+@test "-F passes the command's exit status and exec errors" {
+	run -5 pglock -F nofork-k sh -c 'exit 5'
+	run -127 pglock -F nofork-k /nonexistent
+}
