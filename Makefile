@@ -5,13 +5,15 @@ PREFIX ?= /usr/local
 MANDIR ?= $(PREFIX)/share/man
 CFLAGS ?= -O2 -g
 PKG_CONFIG ?= pkg-config
-PQ_CFLAGS != $(PKG_CONFIG) --cflags libpq libcrypto 2>/dev/null || echo -I`pg_config --includedir`
-PQ_LIBS != $(PKG_CONFIG) --libs libpq libcrypto 2>/dev/null || echo -L`pg_config --libdir` -lpq -lcrypto
+PQ_CFLAGS != $(PKG_CONFIG) --cflags libpq libcrypto zlib 2>/dev/null || echo -I`pg_config --includedir`
+PQ_LIBS != $(PKG_CONFIG) --libs libpq libcrypto zlib 2>/dev/null || echo -L`pg_config --libdir` -lpq -lcrypto -lz
 WARN = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra \
 	-Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wcast-qual -Wwrite-strings
-SRC = pglock.c lib/arg.c lib/child.c lib/conn.c lib/key.c lib/lock.c lib/sig.c
-HDR = lib/arg.h lib/child.h lib/conn.h lib/key.h lib/lock.h lib/sig.h
+SRC = pglock.c lib/arg.c lib/child.c lib/conn.c lib/hash.c lib/key.c lib/lock.c \
+	lib/sig.c
+HDR = lib/arg.h lib/child.h lib/conn.h lib/hash.h lib/key.h lib/lock.h lib/sig.h
+UNIT = tests/unit_arg tests/unit_key
 BATS = timeout 600 bats
 
 all: pglock
@@ -19,17 +21,22 @@ all: pglock
 pglock: $(SRC) $(HDR)
 	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(PQ_LIBS)
 
-tests/unit: tests/unit.c lib/arg.c lib/key.c lib/arg.h lib/key.h
-	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/unit.c lib/arg.c lib/key.c $(PQ_LIBS)
+tests/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h
+	$(CC) $(WARN) $(CFLAGS) -o $@ tests/unit_arg.c lib/arg.c
 
-check: pglock tests/unit
-	./tests/unit
+tests/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.c lib/hash.c lib/key.h lib/hash.h
+	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/unit_key.c lib/key.c lib/hash.c $(PQ_LIBS)
+
+check: pglock $(UNIT)
+	./tests/unit_arg
+	./tests/unit_key
 	mandoc -Tlint -Wwarning man/pglock.1
 	$(BATS) tests
 
 sanitize:
-	$(MAKE) -B CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" pglock tests/unit
-	ASAN_OPTIONS=detect_leaks=0 ./tests/unit
+	$(MAKE) -B CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" pglock $(UNIT)
+	./tests/unit_arg
+	./tests/unit_key
 	ASAN_OPTIONS=detect_leaks=0 PGLOCK_SANITIZE=1 $(BATS) tests
 
 lint:
@@ -48,6 +55,6 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/pglock $(DESTDIR)$(MANDIR)/man1/pglock.1
 
 clean:
-	rm -f pglock tests/unit
+	rm -f pglock $(UNIT)
 
 .PHONY: all check sanitize lint demo install uninstall clean

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * unit_arg: vectors for the option-value parsers in lib/arg.c (durations,
+ * bounded integers, signal names). Prints "N passed, M failed".
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../lib/arg.h"
+
+static int passed, failed;
+
+static void
+expect(int ok, const char *what, const char *in)
+{
+	if (ok) {
+		passed++;
+		return;
+	}
+	failed++;
+	printf("FAIL: %s: '%s'\n", what, in);
+}
+
+int
+main(void)
+{
+	static const struct {
+		const char *in;
+		long ms;	/* -1: must be rejected */
+	} durations[] = {
+		{ "0", 0 }, { "1", 1000 }, { "0.5", 500 }, { "1.25", 1250 },
+		{ ".5", 500 }, { "5.", 5000 }, { "0.0001", 1 }, { "0.0010", 1 },
+		{ "0.0011", 2 }, { "0.9999", 1000 }, { "0.000", 0 },
+		{ "2147483", 2147483000 }, { "2147483.647", 2147483647 },
+		{ "2147483.648", -1 }, { "2147484", -1 },
+		{ "99999999999999999999", -1 }, { "", -1 }, { ".", -1 },
+		{ "-1", -1 }, { "+1", -1 }, { " 1", -1 }, { "1 ", -1 },
+		{ "1s", -1 }, { "1e3", -1 }, { "inf", -1 }, { "nan", -1 },
+		{ "0x10", -1 }, { "1.2.3", -1 }, { "abc", -1 },
+	};
+	static const struct {
+		const char *in;
+		long v;		/* -1: must be rejected (range is 0..255) */
+	} longs[] = {
+		{ "0", 0 }, { "255", 255 }, { "42", 42 }, { "256", -1 },
+		{ "-1", -1 }, { "", -1 }, { " 1", -1 }, { "1x", -1 },
+		{ "99999999999999999999999", -1 }, { "x", -1 },
+	};
+	static const struct {
+		const char *in;
+		int sig;	/* 0: must be rejected */
+	} sigs[] = {
+		{ "TERM", SIGTERM }, { "SIGTERM", SIGTERM }, { "term", SIGTERM },
+		{ "KILL", SIGKILL }, { "9", SIGKILL }, { "HUP", SIGHUP },
+		{ "sigusr1", SIGUSR1 }, { "INT", SIGINT }, { "FOO", 0 },
+		{ "", 0 }, { "0", 0 }, { "65", 0 }, { "9x", 0 }, { "SIG", 0 },
+	};
+	char err[128];
+	size_t i;
+	long ms, v;
+	int sig, rc;
+
+	for (i = 0; i < sizeof(durations) / sizeof(durations[0]); i++) {
+		ms = -7;
+		rc = arg_duration_ms(durations[i].in, &ms, err, sizeof(err));
+		if (durations[i].ms < 0)
+			expect(rc == -1 && err[0] != '\0', "duration rejected",
+			    durations[i].in);
+		else
+			expect(rc == 0 && ms == durations[i].ms,
+			    "duration value", durations[i].in);
+	}
+	for (i = 0; i < sizeof(longs) / sizeof(longs[0]); i++) {
+		rc = arg_long(longs[i].in, 0, 255, &v, err, sizeof(err));
+		if (longs[i].v < 0)
+			expect(rc == -1, "integer rejected", longs[i].in);
+		else
+			expect(rc == 0 && v == longs[i].v, "integer value",
+			    longs[i].in);
+	}
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		rc = arg_signal(sigs[i].in, &sig, err, sizeof(err));
+		if (sigs[i].sig == 0)
+			expect(rc == -1, "signal rejected", sigs[i].in);
+		else
+			expect(rc == 0 && sig == sigs[i].sig, "signal value",
+			    sigs[i].in);
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
