@@ -1,0 +1,56 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# The documentation is a contract: the manual is lint-clean and every
+# example in the man page's EXAMPLES and in the README runs for real.
+
+load helper
+
+MAN=$BATS_TEST_DIRNAME/../man/pglock.1
+README=$BATS_TEST_DIRNAME/../README.md
+
+# Run one example line in a scratch directory with stub scripts.
+run_example() {
+	local dir=$BATS_TEST_TMPDIR/ex
+	mkdir -p "$dir"
+	for s in report sync deploy reindex read-catalog; do
+		printf '#!/bin/sh\necho "%s ran under $PGLOCK_KEY"\n' "$s" >"$dir/$s.sh"
+		chmod +x "$dir/$s.sh"
+	done
+	(cd "$dir" && DATABASE=postgres ENV=staging PATH="$(dirname "$PGLOCK"):$PATH" \
+	    timeout 60 bash -c "$1")
+}
+
+@test "mandoc -Tlint -Wwarning reports nothing" {
+	run -0 mandoc -Tlint -Wwarning "$MAN"
+	assert_output ''
+}
+
+@test "every man page example runs and exits 0" {
+	n=0
+	while IFS= read -r ex; do
+		run -0 run_example "$ex"
+		n=$((n + 1))
+	done < <(sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$MAN" | sed -n 's/^\.Dl \$ //p' |
+	    sed 's/\\(dq/"/g; s/\\e/\\/g')
+	[ "$n" -ge 6 ]
+}
+
+@test "the man page example output names the key" {
+	run -0 run_example 'pglock -d "$DATABASE" nightly-report ./report.sh'
+	assert_output 'report ran under nightly-report'
+}
+
+@test "every README example runs and exits 0" {
+	n=0
+	while IFS= read -r ex; do
+		run -0 run_example "$ex"
+		n=$((n + 1))
+	done < <(sed -n '/^```sh example/,/^```/p' "$README" | grep -v '^```' | grep -v '^#' | grep .)
+	[ "$n" -ge 3 ]
+}
+
+@test "the man page documents every exit status pglock.c defines" {
+	for code in $(sed -n 's/^\tEXIT_[A-Z]* = \([0-9]*\).*/\1/p' "$BATS_TEST_DIRNAME/../pglock.c"); do
+		grep -q "^\.It $code" "$MAN" || grep -q "^\.It $code," "$MAN" || { echo "exit $code undocumented"; false; }
+	done
+}
