@@ -172,10 +172,12 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 
 		held = 1;
 		if (watching && (p[1].revents & (POLLIN | POLLERR | POLLHUP))) {
+			/* PQisBusy parses what came, such as a FATAL notice. */
 			if (!PQconsumeInput(w->conn)) {
+				(void)PQisBusy(w->conn);
 				conn_reason(w->conn, err, errlen);
 				held = 0;
-			} else if (answer_by >= 0 && !PQisBusy(w->conn)) {
+			} else if (!PQisBusy(w->conn) && answer_by >= 0) {
 				held = lock_check_read(w->conn, err, errlen);
 				answer_by = -1;
 			}

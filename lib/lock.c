@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * lock: the SQL side of a session advisory lock. Acquisition is one
- * pipeline (settings; lock; sync; verify; sync) so that pglock pays a single
- * round trip, and the verification runs in a transaction of its own: a
- * pooler that moves transactions between servers shows up there.
+ * pipeline (settings; lock; verify in pg_locks) so that pglock pays a single
+ * round trip on a direct connection. Through a pooler the verification is
+ * repeated in a transaction of its own, where a transaction pooler shows.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -83,20 +83,26 @@ check_result(PGresult *res, int *backend_pid, char *err, size_t errlen)
 	return 1;
 }
 
-int
-lock_check_read(PGconn *c, char *err, size_t errlen)
+static int
+lock_check_read_pid(PGconn *c, int *pid, char *err, size_t errlen)
 {
 	PGresult *res;
 	int held = -1, n = 0;
 
 	while ((res = PQgetResult(c)) != NULL) {
 		if (n++ == 0)
-			held = check_result(res, NULL, err, errlen);
+			held = check_result(res, pid, err, errlen);
 		PQclear(res);
 	}
 	if (n == 0)
 		conn_reason(c, err, errlen);
 	return held;
+}
+
+int
+lock_check_read(PGconn *c, char *err, size_t errlen)
+{
+	return lock_check_read_pid(c, NULL, err, errlen);
 }
 
 static double
@@ -154,6 +160,29 @@ cancel(PGconn *c)
 	}
 }
 
+/*
+ * Through a pooler, PQbackendPID() is the pooler's invention, not the
+ * server's pid. Then check again in a transaction of its own: a
+ * transaction pooler may hand that one to another server process, which
+ * does not hold the lock.
+ */
+static enum lock_result
+recheck(PGconn *c, const struct lock_req *r, int pid, char *err,
+    size_t errlen)
+{
+	int held, pid2 = 0;
+
+	if (lock_check_send(c, r, err, errlen) == -1 ||
+	    wait_ready(c, 0) != 0) {
+		conn_reason(c, err, errlen);
+		return LOCK_ERROR;
+	}
+	held = lock_check_read_pid(c, &pid2, err, errlen);
+	if (held == -1)
+		return LOCK_ERROR;
+	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
+}
+
 enum lock_result
 lock_acquire(PGconn *c, const struct lock_req *r, int *backend_pid,
     int *sig, char *err, size_t errlen)
@@ -162,7 +191,7 @@ lock_acquire(PGconn *c, const struct lock_req *r, int *backend_pid,
 	const char *params[2] = { vals[0], vals[1] };
 	enum lock_result out = LOCK_ERROR;
 	PGresult *res;
-	int nparams, step = 0, s, held;
+	int nparams, step, s, held;
 	const char *state;
 
 	*sig = 0;
@@ -173,17 +202,16 @@ lock_acquire(PGconn *c, const struct lock_req *r, int *backend_pid,
 	    !PQsendQueryParams(c,
 	    lock_sql[r->wait_ms == 0][r->shared][r->key.space == KEY_PAIR],
 	    nparams, NULL, params, NULL, NULL, 0) ||
-	    !PQpipelineSync(c) || lock_check_send(c, r, err, errlen) == -1 ||
-	    !PQpipelineSync(c)) {
+	    lock_check_send(c, r, err, errlen) == -1 || !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return LOCK_ERROR;
 	}
 
 	/*
-	 * Results come in order: settings, lock, sync, check, sync; each
-	 * statement's result is followed by a NULL.
+	 * One transaction, one round trip: settings, lock, check, then the
+	 * sync. Each statement's results end with a NULL.
 	 */
-	for (step = 0; step < 5;) {
+	for (step = 0; step < 4;) {
 		if ((s = wait_ready(c, *sig != 0)) > 0) {
 			*sig = s;
 			cancel(c);
@@ -193,10 +221,9 @@ lock_acquire(PGconn *c, const struct lock_req *r, int *backend_pid,
 			conn_reason(c, err, errlen);
 			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 		}
-		res = PQgetResult(c);
-		if (res == NULL) {
-			if (step == 0 || step == 1 || step == 3)
-				step++;	/* end of a statement's results */
+		if ((res = PQgetResult(c)) == NULL) {
+			if (step < 3)
+				step++;
 			continue;
 		}
 		switch (step) {
@@ -221,15 +248,16 @@ lock_acquire(PGconn *c, const struct lock_req *r, int *backend_pid,
 					    err, errlen);
 			}
 			break;
-		case 2:		/* sync */
-		case 4:
+		case 2:		/* check */
+			if (out != LOCK_ACQUIRED)
+				break;
+			held = check_result(res, backend_pid, err, errlen);
+			if (held != 1)
+				out = held == 0 ? LOCK_NOT_REAL : LOCK_ERROR;
+			break;
+		case 3:		/* sync */
 			if (PQresultStatus(res) == PGRES_PIPELINE_SYNC)
 				step++;
-			break;
-		case 3:		/* check */
-			held = check_result(res, backend_pid, err, errlen);
-			if (out == LOCK_ACQUIRED && held != 1)
-				out = held == 0 ? LOCK_NOT_REAL : LOCK_ERROR;
 			break;
 		}
 		PQclear(res);
@@ -237,6 +265,8 @@ lock_acquire(PGconn *c, const struct lock_req *r, int *backend_pid,
 	(void)PQexitPipelineMode(c);
 	if (*sig != 0)
 		return LOCK_INTERRUPTED;
+	if (out == LOCK_ACQUIRED && *backend_pid != PQbackendPID(c))
+		out = recheck(c, r, *backend_pid, err, errlen);
 	return out;
 }
 

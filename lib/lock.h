@@ -27,9 +27,10 @@ enum lock_result {
 };
 
 /*
- * Set the session up and take the lock in one round trip, then check that
- * pg_locks shows it held by this very backend (a transaction pooler or a
- * stub hands out locks nobody holds). While waiting, a forwarded signal
+ * Set the session up, take the lock and check that pg_locks shows it held
+ * by this very backend, in one round trip (a transaction pooler or a stub
+ * hands out locks nobody holds; through a pooler the check is repeated in a
+ * transaction of its own). While waiting, a forwarded signal
  * (see sig.h) cancels the wait on the server; *sig tells which. On
  * LOCK_ACQUIRED *backend_pid is the server process that holds the lock.
  */

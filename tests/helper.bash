@@ -79,6 +79,7 @@ bgwait() {
 }
 
 teardown() {
+	eval "${NETNS_CLEANUP:-}" 2>/dev/null || true
 	local p
 	for p in ${BG_PIDS:-}; do
 		kill -KILL -- "-$p" 2>/dev/null || true

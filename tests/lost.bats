@@ -1,0 +1,185 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# Never run unlocked: real faults (a terminated backend, a server restart,
+# a silent network, a killed waiter, a pooler) while the command runs.
+
+load helper
+
+# ms since the epoch
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+@test "pg_terminate_backend on the holder: command and its child gone, exit 75 within 2 s" {
+	id=$(sha_id term-k)
+	bg runner pglock term-k sh -c 'sleep 60 & echo $! >"$0.child"; echo $$ >"$0"; wait' "$BATS_TEST_TMPDIR/cmd"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/cmd.child"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/cmd"
+	cmd=$(cat "$BATS_TEST_TMPDIR/cmd") child=$(cat "$BATS_TEST_TMPDIR/cmd.child")
+	wait_until 10 held "$id"
+	start=$(now_ms)
+	run -0 sql "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $id"
+	bgwait runner 5
+	elapsed=$(( $(now_ms) - start ))
+	[ "$bg_status" -eq 75 ]
+	[ "$elapsed" -lt 2000 ]
+	! kill -0 "$cmd" 2>/dev/null
+	! kill -0 "$child" 2>/dev/null
+	run cat "$BATS_TEST_TMPDIR/runner.err"
+	assert_output "pglock: term-k: lock lost while the command ran (terminating connection due to administrator command); the command was stopped"
+	run -0 pglock -n term-k true
+}
+
+@test "a server restart while the command runs: exit 75 within the check interval + 2 s" {
+	bg runner pglock --check-interval 2 restart-k sleep 60
+	wait_until 10 held "$(sha_id restart-k)"
+	start=$(now_ms)
+	"$BATS_TEST_DIRNAME/pg.sh" restart "$PGLOCK_TEST_DIR/pg"
+	bgwait runner 10
+	elapsed=$(( $(now_ms) - start ))
+	[ "$bg_status" -eq 75 ]
+	[ "$elapsed" -lt 4000 ]
+	grep -q "lock lost while the command ran" "$BATS_TEST_TMPDIR/runner.err"
+}
+
+@test "a command that ignores TERM is KILLed after --kill-after 1; exit 75" {
+	id=$(sha_id stubborn-k)
+	bg runner pglock --kill-after 1 stubborn-k sh -c 'trap "" TERM; echo $$ >"$0"; while :; do sleep 0.1; done' "$BATS_TEST_TMPDIR/cmd"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/cmd"
+	wait_until 10 held "$id"
+	start=$(now_ms)
+	sql "SELECT pg_terminate_backend($(locks_on "$id" | cut -d: -f2))"
+	bgwait runner 10
+	elapsed=$(( $(now_ms) - start ))
+	[ "$bg_status" -eq 75 ]
+	[ "$elapsed" -ge 1000 ]
+	[ "$elapsed" -lt 5000 ]
+	! kill -0 "$(cat "$BATS_TEST_TMPDIR/cmd")" 2>/dev/null
+}
+
+@test "--lost-signal chooses the signal the command gets" {
+	id=$(sha_id lostsig-k)
+	bg runner pglock --lost-signal USR1 lostsig-k sh -c 'trap "echo USR1 >\"\$0\"; exit 3" USR1; echo >"$0.ready"; while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR/got"
+	wait_until 10 test -e "$BATS_TEST_TMPDIR/got.ready"
+	wait_until 10 held "$id"
+	sql "SELECT pg_terminate_backend($(locks_on "$id" | cut -d: -f2))"
+	bgwait runner 10
+	[ "$bg_status" -eq 75 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/got")" = USR1 ]
+}
+
+@test "a waiter whose pglock is SIGKILLed leaves pg_locks within 5 s and never acquires" {
+	id=$(sha_id waiter-k)
+	bg holder pglock waiter-k sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 held "$id"
+	bg waiter pglock waiter-k touch "$BATS_TEST_TMPDIR/ran"
+	wait_until 10 waiting "$id"
+	kill -KILL "$(bgpid waiter)"
+	wait_until 5 bash -c "! psql -XAtc \"SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = 'advisory'\" | grep -q 1"
+	echo go >"$BATS_TEST_TMPDIR/fifo"
+	bgwait holder 10
+	[ "$bg_status" -eq 0 ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	free "$id"
+}
+
+@test "a command that runs 30 s with nothing wrong costs pglock under 50 ms of CPU" {
+	# The command reads its parent's (pglock's) CPU time just before it
+	# exits: utime + stime, fields 14 and 15 of /proc/PID/stat, in ticks.
+	run -0 timeout 60 "$PGLOCK" cpu-k sh -c 'sleep 30; cat /proc/$PPID/stat'
+	ticks=$(echo "$output" | sed 's/.*) //' | awk '{ print $12 + $13 }')
+	ms=$(( ticks * 1000 / $(getconf CLK_TCK) ))
+	echo "pglock used $ms ms of CPU" >&3
+	[ "$ms" -lt 50 ]
+}
+
+# start_pgbouncer MODE: PgBouncer on loopback in front of the test server.
+start_pgbouncer() {
+	command -v pgbouncer >/dev/null || skip "pgbouncer is not installed"
+	PGB_DIR=$PGLOCK_TEST_DIR/pgb-$BATS_TEST_NUMBER
+	local d=$PGB_DIR
+	mkdir -p "$d"
+	chmod 777 "$d"
+	PGB_PORT=$(( PGPORT + 1000 ))
+	echo '"postgres" ""' >"$d/users.txt"
+	cat >"$d/pgb.ini" <<-INI
+	[databases]
+	postgres = host=$PGHOST port=$PGPORT dbname=postgres user=postgres
+	[pgbouncer]
+	listen_addr = 127.0.0.1
+	listen_port = $PGB_PORT
+	unix_socket_dir =
+	auth_type = trust
+	auth_file = $d/users.txt
+	pool_mode = $1
+	default_pool_size = 2
+	server_round_robin = 1
+	logfile = $d/pgb.log
+	pidfile = $d/pgb.pid
+	INI
+	chown -R postgres "$d"
+	runuser -u postgres -- pgbouncer -d "$d/pgb.ini"
+	wait_until 10 test -s "$d/pgb.pid"
+	BG_PIDS="${BG_PIDS:-} $(cat "$d/pgb.pid")"
+	wait_until 10 bash -c "psql -h 127.0.0.1 -p $PGB_PORT -XAtc 'SELECT 1' >/dev/null 2>&1"
+	# Two clients at once make the pool open two server connections, which
+	# it then hands out in turn (server_round_robin), as a busy pool does.
+	psql -h 127.0.0.1 -p "$PGB_PORT" -XAtqc 'SELECT pg_sleep(0.3)' &
+	psql -h 127.0.0.1 -p "$PGB_PORT" -XAtqc 'SELECT pg_sleep(0.3)'
+	wait
+	[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")" -eq 2 ]
+}
+
+stop_pgbouncer() {
+	kill "$(cat "$PGB_DIR/pgb.pid")" 2>/dev/null || true
+	rm -rf "$PGB_DIR"
+}
+
+@test "through PgBouncer in session pooling, pglock works end to end" {
+	start_pgbouncer session
+	run -0 pglock -h 127.0.0.1 -p "$PGB_PORT" -d postgres pooled-k sh -c 'echo ran; exit 0'
+	assert_output ran
+	run -3 pglock -h 127.0.0.1 -p "$PGB_PORT" -d postgres pooled-k sh -c 'exit 3'
+	stop_pgbouncer
+}
+
+@test "through PgBouncer in transaction pooling, pglock refuses with 69 before the command runs" {
+	start_pgbouncer transaction
+	run -69 --separate-stderr pglock -h 127.0.0.1 -p "$PGB_PORT" -d postgres pooled-k touch "$BATS_TEST_TMPDIR/ran"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	[[ "$stderr" == "pglock: pooled-k: the server granted the lock but this session does not hold it (a transaction-pooling proxy such as PgBouncer"* ]]
+	stop_pgbouncer
+}
+
+# A veth pair into a network namespace of the test's own: the holder runs
+# inside, the server listens outside; setting the link down makes the path
+# silent without closing anything.
+@test "a holder on a network path that goes silent: pglock exits 75 and the server frees the lock within about 15 s" {
+	ns=pglk$$ host=pglh$$ peer=pgln$$
+	if ! ip netns add "$ns" 2>/dev/null; then
+		skip "network namespaces cannot be created here (need root and CAP_NET_ADMIN)"
+	fi
+	NETNS_CLEANUP="ip netns del $ns; ip link del $host"
+	ip link add "$host" type veth peer name "$peer"
+	ip link set "$peer" netns "$ns"
+	ip addr add 10.213.0.1/24 dev "$host"
+	ip link set "$host" up
+	ip netns exec "$ns" ip addr add 10.213.0.2/24 dev "$peer"
+	ip netns exec "$ns" ip link set "$peer" up
+	ip netns exec "$ns" ip link set lo up
+	id=$(sha_id net-k)
+	bg runner ip netns exec "$ns" "$PGLOCK" -h 10.213.0.1 -p "$PGPORT" net-k sleep 120
+	wait_until 10 held "$id"
+	start=$(now_ms)
+	ip link set "$host" down
+	bgwait runner 30
+	client_ms=$(( $(now_ms) - start ))
+	wait_until 30 free "$id"
+	server_ms=$(( $(now_ms) - start ))
+	echo "pglock exited after $client_ms ms; server freed the lock after $server_ms ms" >&3
+	[ "$bg_status" -eq 75 ]
+	[ "$client_ms" -lt 20000 ]
+	[ "$server_ms" -lt 20000 ]
+	run -0 pglock -n net-k true
+	ip netns del "$ns"
+	ip link del "$host" 2>/dev/null || true
+}
