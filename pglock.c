@@ -31,6 +31,7 @@
 #include "lib/arg.h"
 #include "lib/child.h"
 #include "lib/conn.h"
+#include "lib/counter.h"
 #include "lib/key.h"
 #include "lib/lock.h"
 #include "lib/sig.h"
@@ -61,11 +62,17 @@ struct opts {
 	long check_ms;
 	int lost_sig;
 	long kill_after_ms;
+	int counter;		/* --version-counter: KEY is a TENANT */
+	int peek;
+	int fence;
+	const char *counter_table;
 };
 
 static const char usage_text[] =
     "usage: pglock [options] KEY COMMAND [ARG ...]\n"
-    "       pglock [options] KEY -c SHELL-COMMAND\n";
+    "       pglock [options] KEY -c SHELL-COMMAND\n"
+    "       pglock [options] --version-counter [--peek] TENANT"
+    " [COMMAND [ARG ...]]\n";
 
 static void
 usage(FILE *f)
@@ -86,6 +93,9 @@ usage(FILE *f)
 	    "  -c, --command STRING       run STRING with $SHELL -c\n"
 	    "  -F, --no-fork              exec COMMAND in place of pglock\n"
 	    "      --id                   KEY is a lock id: N or A,B\n"
+	    "      --fence                give the command PGLOCK_FENCE, a"
+	    " number that\n"
+	    "                             grows with every acquisition of KEY\n"
 	    "      --check-interval SECS  check the lock is held every SECS"
 	    " (default 5)\n"
 	    "      --lost-signal SIG      signal for the command if the lock"
@@ -94,6 +104,15 @@ usage(FILE *f)
 	    "  -v, --verbose              report waiting, acquiring,"
 	    " releasing\n"
 	    "  -q, --quiet                no diagnostics except errors\n"
+	    "\nVersion counter:\n"
+	    "      --version-counter      allocate TENANT's next version:"
+	    " print it, or\n"
+	    "                             run COMMAND with PGLOCK_VERSION and"
+	    " commit\n"
+	    "                             only if it exits 0\n"
+	    "      --peek                 print TENANT's current version\n"
+	    "      --counter-table NAME   where versions live"
+	    " (default pglock_versions)\n"
 	    "\nConnection options:\n"
 	    "  -d, --dbname CONNINFO      database name, conninfo or URI\n"
 	    "  -h, --host HOST            server host or socket directory\n"
@@ -126,7 +145,8 @@ usage_err(const char *fmt, ...)
 }
 
 enum {
-	OPT_ID = 256, OPT_CHECK, OPT_LOST_SIG, OPT_KILL_AFTER
+	OPT_ID = 256, OPT_CHECK, OPT_LOST_SIG, OPT_KILL_AFTER, OPT_COUNTER,
+	OPT_PEEK, OPT_TABLE, OPT_FENCE
 };
 
 static const struct option longopts[] = {
@@ -151,6 +171,10 @@ static const struct option longopts[] = {
 	{ "check-interval", required_argument, NULL, OPT_CHECK },
 	{ "lost-signal", required_argument, NULL, OPT_LOST_SIG },
 	{ "kill-after", required_argument, NULL, OPT_KILL_AFTER },
+	{ "version-counter", no_argument, NULL, OPT_COUNTER },
+	{ "peek", no_argument, NULL, OPT_PEEK },
+	{ "counter-table", required_argument, NULL, OPT_TABLE },
+	{ "fence", no_argument, NULL, OPT_FENCE },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -254,6 +278,22 @@ parse_or_err(int argc, char **argv, struct opts *o)
 			o->kill_after_ms = duration_or_err("--kill-after",
 			    optarg);
 			break;
+		case OPT_COUNTER:
+			o->counter = 1;
+			break;
+		case OPT_PEEK:
+			o->peek = 1;
+			break;
+		case OPT_TABLE:
+			if (!counter_table_ok(optarg))
+				usage_err("--counter-table: '%s' is not a "
+				    "table name (letters, digits, _; "
+				    "optionally schema.table)", optarg);
+			o->counter_table = optarg;
+			break;
+		case OPT_FENCE:
+			o->fence = 1;
+			break;
 		case '?':
 			/* getopt says '?' both for -? and for a bad option. */
 			if (optopt == 0 && strcmp(argv[optind - 1], "-?") != 0 &&
@@ -278,13 +318,11 @@ parse_or_err(int argc, char **argv, struct opts *o)
 	argc -= optind;
 	argv += optind;
 
-	if (argc < 1) {
-		fputs(usage_text, stderr);
-		usage_err("%s", "missing KEY");
-	}
+	if (argc < 1)
+		usage_err("missing %s", o->counter ? "TENANT" : "KEY");
 	o->key = argv[0];
 	if (*o->key == '\0')
-		usage_err("%s", "KEY is empty");
+		usage_err("%s is empty", o->counter ? "TENANT" : "KEY");
 	if (id)
 		o->id = o->key;
 	argc--;
@@ -302,9 +340,25 @@ parse_or_err(int argc, char **argv, struct opts *o)
 	}
 	if (o->shell_cmd != NULL && argc > 0)
 		usage_err("%s", "both -c and a COMMAND given");
-	if (o->shell_cmd == NULL && argc == 0)
+	if (o->shell_cmd == NULL && argc == 0 && !o->counter)
 		usage_err("%s", "missing COMMAND");
-	o->argv = argv;
+	o->argv = argc > 0 ? argv : NULL;
+
+	/* Refuse what cannot work together, before connecting. */
+	if (o->peek && !o->counter)
+		usage_err("%s", "--peek needs --version-counter");
+	if (o->peek && (o->argv != NULL || o->shell_cmd != NULL))
+		usage_err("%s", "--peek runs no COMMAND");
+	if (o->counter && o->fence)
+		usage_err("%s", "--fence is for locks, not --version-counter");
+	if (o->counter && o->lock.shared)
+		usage_err("%s", "--version-counter takes no shared lock (-s)");
+	if (o->counter && o->no_fork)
+		usage_err("%s", "--version-counter must commit after COMMAND: "
+		    "no -F");
+	if (o->counter && id)
+		usage_err("%s", "--version-counter takes a TENANT name, not "
+		    "--id");
 }
 
 /* argv for -c: $SHELL -c STRING, with /bin/sh when SHELL is unset. */
@@ -331,32 +385,219 @@ seconds(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static void
+setenv_or_err(const char *name, const char *value)
+{
+	if (setenv(name, value, 1) == -1)
+		err(EXIT_OSERR, "setenv");
+}
+
 /* The command's environment: what it holds, for logs and fencing. */
 static void
-export_env_or_err(const struct opts *o, int backend_pid)
+export_lock_env_or_err(const struct opts *o, int backend_pid)
 {
 	char id[48], pid[16];
 
 	key_format(&o->lock.key, id, sizeof(id));
 	snprintf(pid, sizeof(pid), "%d", backend_pid);
-	if (setenv("PGLOCK_KEY", o->key, 1) == -1 ||
-	    setenv("PGLOCK_ID", id, 1) == -1 ||
-	    setenv("PGLOCK_MODE", o->lock.shared ? "shared" : "exclusive",
-	    1) == -1 || setenv("PGLOCK_BACKEND_PID", pid, 1) == -1)
-		err(EXIT_OSERR, "setenv");
+	setenv_or_err("PGLOCK_KEY", o->key);
+	setenv_or_err("PGLOCK_ID", id);
+	setenv_or_err("PGLOCK_MODE", o->lock.shared ? "shared" : "exclusive");
+	setenv_or_err("PGLOCK_BACKEND_PID", pid);
+}
+
+/*
+ * Run the command while lk is held on c, watching for its loss. Returns the
+ * command's exit status; exits 75 if the lock was lost meanwhile.
+ */
+static int
+run_command_or_err(const struct opts *o, PGconn *c,
+    const struct lock_req *lk)
+{
+	struct child ch;
+	struct child_watch w;
+	char why[1024];
+	int status = 0;
+
+	if (o->no_fork) {
+		/* The socket stays open in the command: it holds the lock. */
+		int fl = fcntl(PQsocket(c), F_GETFD);
+
+		if (fl == -1 || fcntl(PQsocket(c), F_SETFD,
+		    fl & ~FD_CLOEXEC) == -1)
+			err(EXIT_OSERR, "fcntl");
+		child_exec(o->argv, &status, why, sizeof(why));
+		warnx("%s", why);
+		return status;
+	}
+	switch (child_spawn(o->argv, o->lost_sig, &ch, &status, why,
+	    sizeof(why))) {
+	case CHILD_STARTED:
+		break;
+	case CHILD_NOEXEC:
+		warnx("%s", why);
+		return status;
+	case CHILD_OSERR:
+		errx(EXIT_OSERR, "%s", why);
+	}
+	w.conn = c;
+	w.lock = lk;
+	w.check_ms = o->check_ms;
+	w.lost_sig = o->lost_sig;
+	w.kill_after_ms = o->kill_after_ms;
+	switch (child_wait(&ch, &w, &status, why, sizeof(why))) {
+	case CHILD_EXITED:
+		break;
+	case CHILD_LOST:
+		errx(EXIT_LOST, "%s: lock lost while the command ran (%s); "
+		    "the command was stopped", o->key, why);
+	case CHILD_FAILED:
+		errx(EXIT_OSERR, "%s", why);
+	}
+	return status;
+}
+
+/*
+ * Allocate TENANT's next version in a transaction left open; the caller
+ * commits or rolls back. Exits on any failure to allocate.
+ */
+static long long
+counter_next_or_err(const struct opts *o, PGconn *c, const char *tenant,
+    long wait_ms, struct lock_req *lk)
+{
+	char why[1024];
+	long long v = 0;
+	int sig = 0;
+
+	if (counter_lock(o->counter_table, tenant, wait_ms, lk) == -1)
+		err(EXIT_OSERR, "malloc");
+	switch (counter_next(c, o->counter_table, tenant, lk, &v, &sig, why,
+	    sizeof(why))) {
+	case COUNTER_OK:
+		return v;
+	case COUNTER_BUSY:
+		if (!o->quiet)
+			warnx("%s: another allocation holds the tenant's "
+			    "lock", tenant);
+		exit(o->conflict_exit);
+	case COUNTER_INTERRUPTED:
+		exit(128 + sig);
+	case COUNTER_ERROR:
+		break;
+	}
+	errx(EXIT_UNAVAILABLE, "%s: %s", tenant, why);
+}
+
+/* --version-counter [--peek] TENANT [COMMAND ...] */
+static int
+version_counter(const struct opts *o, PGconn *c)
+{
+	struct lock_req lk;
+	char why[1024], num[32];
+	long long v;
+	int status;
+
+	if (o->peek) {
+		if (counter_peek(c, o->counter_table, o->key, &v, why,
+		    sizeof(why)) == -1)
+			errx(EXIT_UNAVAILABLE, "%s: %s", o->key, why);
+		printf("%lld\n", v);
+		flush_stdout_or_err();
+		return 0;
+	}
+	v = counter_next_or_err(o, c, o->key, o->lock.wait_ms, &lk);
+	if (o->argv == NULL) {
+		/* Print first: a number nobody saw must not be committed. */
+		printf("%lld\n", v);
+		if (fflush(stdout) == EOF || ferror(stdout)) {
+			(void)counter_end(c, 0, why, sizeof(why));
+			err(EXIT_OSERR, "stdout");
+		}
+		if (counter_end(c, 1, why, sizeof(why)) == -1)
+			errx(EXIT_LOST, "%s: version %lld was not committed "
+			    "(%s); do not use it", o->key, v, why);
+		return 0;
+	}
+	snprintf(num, sizeof(num), "%lld", v);
+	setenv_or_err("PGLOCK_VERSION", num);
+	setenv_or_err("PGLOCK_TENANT", o->key);
+	status = run_command_or_err(o, c, &lk);
+	/* A failed command consumes no number. */
+	if (counter_end(c, status == 0, why, sizeof(why)) == -1 &&
+	    status == 0)
+		errx(EXIT_LOST, "%s: version %lld was not committed (%s)",
+		    o->key, v, why);
+	return status;
+}
+
+/* pglock KEY COMMAND: the lock runner. */
+static int
+lock_and_run(struct opts *o, PGconn *c)
+{
+	struct lock_req fence_lk;
+	char why[1024], num[32];
+	double t0;
+	int backend_pid = 0, sig = 0, status;
+
+	if (o->verbose && o->lock.wait_ms != 0)
+		warnx("%s: waiting for the lock", o->key);
+	t0 = seconds();
+	switch (lock_acquire(c, &o->lock, &backend_pid, &sig, why,
+	    sizeof(why))) {
+	case LOCK_ACQUIRED:
+		break;
+	case LOCK_BUSY:
+		if (!o->quiet && o->lock.wait_ms == 0)
+			warnx("%s: the lock is held by another session",
+			    o->key);
+		else if (!o->quiet)
+			warnx("%s: timed out after %.3gs waiting for the lock",
+			    o->key, o->lock.wait_ms / 1000.0);
+		return o->conflict_exit;
+	case LOCK_INTERRUPTED:
+		if (o->verbose)
+			warnx("%s: wait cancelled by signal %d", o->key, sig);
+		return 128 + sig;
+	case LOCK_NOT_REAL:
+		errx(EXIT_UNAVAILABLE, "%s: the server granted the lock but "
+		    "this session does not hold it (a transaction-pooling "
+		    "proxy such as PgBouncer, or advisory locks that are not "
+		    "real): connect to the server directly or use session "
+		    "pooling", o->key);
+	case LOCK_ERROR:
+		errx(EXIT_UNAVAILABLE, "%s: %s", o->key, why);
+	}
+	if (o->verbose)
+		warnx("%s: acquired after %.2fs (server pid %d)", o->key,
+		    seconds() - t0, backend_pid);
+	export_lock_env_or_err(o, backend_pid);
+	if (o->fence) {
+		/* A number that grows with every acquisition of KEY. */
+		snprintf(num, sizeof(num), "%lld",
+		    counter_next_or_err(o, c, o->key, -1, &fence_lk));
+		if (counter_end(c, 1, why, sizeof(why)) == -1)
+			errx(EXIT_UNAVAILABLE, "%s: fence: %s", o->key, why);
+		setenv_or_err("PGLOCK_FENCE", num);
+	}
+
+	status = run_command_or_err(o, c, &o->lock);
+	if (o->no_fork)
+		return status;
+	if (lock_release(c, &o->lock, why, sizeof(why)) == -1)
+		errx(EXIT_LOST, "%s: lock lost before the command finished "
+		    "(%s)", o->key, why);
+	if (o->verbose)
+		warnx("%s: released after %.2fs", o->key, seconds() - t0);
+	return status;
 }
 
 int
 main(int argc, char **argv)
 {
 	struct opts o;
-	struct child ch;
-	struct child_watch w;
 	char why[1024], appname[64];
 	PGconn *c;
-	enum lock_result lr;
-	double t0;
-	int backend_pid = 0, sig = 0, status = 0;
+	int status;
 
 	memset(&o, 0, sizeof(o));
 	o.lock.wait_ms = -1;
@@ -364,6 +605,7 @@ main(int argc, char **argv)
 	o.check_ms = 5000;
 	o.lost_sig = SIGTERM;
 	o.kill_after_ms = 10000;
+	o.counter_table = "pglock_versions";
 	parse_or_err(argc, argv, &o);
 	if (o.shell_cmd != NULL)
 		o.argv = shell_argv(o.shell_cmd);
@@ -384,93 +626,11 @@ main(int argc, char **argv)
 	if (sig_init(why, sizeof(why)) == -1)
 		errx(EXIT_OSERR, "%s", why);
 
-	if (o.verbose && o.lock.wait_ms != 0)
-		fprintf(stderr, "pglock: %s: waiting for the lock\n", o.key);
-	t0 = seconds();
-	lr = lock_acquire(c, &o.lock, &backend_pid, &sig, why, sizeof(why));
-	switch (lr) {
-	case LOCK_ACQUIRED:
-		break;
-	case LOCK_BUSY:
-		if (!o.quiet && o.lock.wait_ms == 0)
-			warnx("%s: the lock is held by another session", o.key);
-		else if (!o.quiet)
-			warnx("%s: timed out after %.3gs waiting for the lock",
-			    o.key, o.lock.wait_ms / 1000.0);
-		PQfinish(c);
-		return o.conflict_exit;
-	case LOCK_INTERRUPTED:
-		PQfinish(c);
-		if (o.verbose)
-			warnx("%s: wait cancelled by signal %d", o.key, sig);
-		return 128 + sig;
-	case LOCK_NOT_REAL:
-		PQfinish(c);
-		errx(EXIT_UNAVAILABLE, "%s: the server granted the lock but "
-		    "this session does not hold it (a transaction-pooling "
-		    "proxy such as PgBouncer, or advisory locks that are not "
-		    "real): connect to the server directly or use session "
-		    "pooling", o.key);
-	case LOCK_ERROR:
-		PQfinish(c);
-		errx(EXIT_UNAVAILABLE, "%s: %s", o.key, why);
-	}
-	if (o.verbose)
-		warnx("%s: acquired after %.2fs (server pid %d)", o.key,
-		    seconds() - t0, backend_pid);
-	export_env_or_err(&o, backend_pid);
-
-	if (o.no_fork) {
-		/* The socket stays open in the command: it holds the lock. */
-		int fl = fcntl(PQsocket(c), F_GETFD);
-
-		if (fl == -1 || fcntl(PQsocket(c), F_SETFD,
-		    fl & ~FD_CLOEXEC) == -1)
-			err(EXIT_OSERR, "fcntl");
-		child_exec(o.argv, &status, why, sizeof(why));
-		warnx("%s", why);
-		PQfinish(c);
-		return status;
-	}
-
-	switch (child_spawn(o.argv, o.lost_sig, &ch, &status, why,
-	    sizeof(why))) {
-	case CHILD_STARTED:
-		break;
-	case CHILD_NOEXEC:
-		warnx("%s", why);
-		(void)lock_release(c, &o.lock, why, sizeof(why));
-		PQfinish(c);
-		return status;
-	case CHILD_OSERR:
-		warnx("%s", why);
-		PQfinish(c);
-		return EXIT_OSERR;
-	}
-
-	w.conn = c;
-	w.lock = &o.lock;
-	w.check_ms = o.check_ms;
-	w.lost_sig = o.lost_sig;
-	w.kill_after_ms = o.kill_after_ms;
-	switch (child_wait(&ch, &w, &status, why, sizeof(why))) {
-	case CHILD_EXITED:
-		break;
-	case CHILD_LOST:
-		PQfinish(c);
-		errx(EXIT_LOST, "%s: lock lost while the command ran (%s); "
-		    "the command was stopped", o.key, why);
-	case CHILD_FAILED:
-		PQfinish(c);
-		errx(EXIT_OSERR, "%s", why);
-	}
-	if (lock_release(c, &o.lock, why, sizeof(why)) == -1) {
-		PQfinish(c);
-		errx(EXIT_LOST, "%s: lock lost before the command finished "
-		    "(%s)", o.key, why);
-	}
+	if (o.counter)
+		status = version_counter(&o, c);
+	else
+		status = lock_and_run(&o, c);
+	/* Closing the session releases whatever is still held. */
 	PQfinish(c);
-	if (o.verbose)
-		warnx("%s: released after %.2fs", o.key, seconds() - t0);
 	return status;
 }

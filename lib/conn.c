@@ -4,10 +4,14 @@
  * tcp_user_timeout come first in the keyword list so that anything the user
  * gives in -d, -h, -p, -U or the environment overrides them.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "conn.h"
+#include "sig.h"
 
 /* The last message the server sent outside a query, e.g. why it hung up. */
 static char server_said[512];
@@ -127,4 +131,54 @@ conn_reason(PGconn *c, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", server_said);
 	else
 		conn_oneline(PQerrorMessage(c), err, errlen);
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int
+conn_wait(PGconn *c, int cancelled)
+{
+	struct pollfd p[2];
+	double give_up = now() + 5;
+	int sig;
+
+	while (PQisBusy(c)) {
+		p[0].fd = PQsocket(c);
+		p[0].events = POLLIN;
+		p[1].fd = sig_fd();
+		p[1].events = POLLIN;
+		/* After a cancel the server answers at once, or never. */
+		if (poll(p, 2, cancelled ? 1000 : -1) == -1 && errno != EINTR)
+			return -1;
+		if (cancelled && now() > give_up)
+			return -1;
+		if (p[1].revents & POLLIN) {
+			while ((sig = sig_take()) != 0)
+				if (!cancelled && sig_forwarded(sig))
+					return sig;
+		}
+		if ((p[0].revents & (POLLIN | POLLERR | POLLHUP)) &&
+		    !PQconsumeInput(c))
+			return -1;
+	}
+	return 0;
+}
+
+void
+conn_cancel(PGconn *c)
+{
+	char buf[256];
+	PGcancel *cn = PQgetCancel(c);
+
+	if (cn != NULL) {
+		(void)PQcancel(cn, buf, sizeof(buf));
+		PQfreeCancel(cn);
+	}
 }

@@ -39,6 +39,17 @@ int conn_send_settings(PGconn *c, long lock_ms, char *err, size_t errlen);
  */
 void conn_reason(PGconn *c, char *err, size_t errlen);
 
+/*
+ * Wait until a result can be read without blocking. A forwarded signal
+ * (sig.h) ends the wait and is returned, unless cancelled is set (a cancel
+ * was sent: then wait at most 5 s for the server's answer). Returns 0 when
+ * ready, the signal, or -1 when the connection failed.
+ */
+int conn_wait(PGconn *c, int cancelled);
+
+/* Ask the server to cancel the running query: a lock waiter leaves the queue. */
+void conn_cancel(PGconn *c);
+
 /* Copy a libpq message into err as one line, without the trailing newline. */
 void conn_oneline(const char *msg, char *err, size_t errlen);
 

@@ -5,17 +5,13 @@
  * round trip on a direct connection. Through a pooler the verification is
  * repeated in a transaction of its own, where a transaction pooler shows.
  */
-#include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "conn.h"
 #include "lock.h"
-#include "sig.h"
 
 /* Is this lock held, granted, by the backend running the query? */
 static const char check_sql[] =
@@ -105,61 +101,6 @@ lock_check_read(PGconn *c, char *err, size_t errlen)
 	return lock_check_read_pid(c, NULL, err, errlen);
 }
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/*
- * Wait until a result can be read without blocking, or a signal arrives.
- * Returns 0 when ready, a signal number, or -1 when the connection failed.
- */
-static int
-wait_ready(PGconn *c, int cancelled)
-{
-	struct pollfd p[2];
-	double give_up = now() + 5;
-	int sig;
-
-	while (PQisBusy(c)) {
-		p[0].fd = PQsocket(c);
-		p[0].events = POLLIN;
-		p[1].fd = sig_fd();
-		p[1].events = POLLIN;
-		/* After a cancel the server answers at once, or never. */
-		if (poll(p, 2, cancelled ? 1000 : -1) == -1 && errno != EINTR)
-			return -1;
-		if (cancelled && now() > give_up)
-			return -1;
-		if (p[1].revents & POLLIN) {
-			while ((sig = sig_take()) != 0)
-				if (!cancelled && sig_forwarded(sig))
-					return sig;
-		}
-		if ((p[0].revents & (POLLIN | POLLERR | POLLHUP)) &&
-		    !PQconsumeInput(c))
-			return -1;
-	}
-	return 0;
-}
-
-/* Ask the server to stop waiting: it then forgets this waiter. */
-static void
-cancel(PGconn *c)
-{
-	char buf[256];
-	PGcancel *cn = PQgetCancel(c);
-
-	if (cn != NULL) {
-		(void)PQcancel(cn, buf, sizeof(buf));
-		PQfreeCancel(cn);
-	}
-}
-
 /*
  * Through a pooler, PQbackendPID() is the pooler's invention, not the
  * server's pid. Then check again in a transaction of its own: a
@@ -173,7 +114,7 @@ recheck(PGconn *c, const struct lock_req *r, int pid, char *err,
 	int held, pid2 = 0;
 
 	if (lock_check_send(c, r, err, errlen) == -1 ||
-	    wait_ready(c, 0) != 0) {
+	    conn_wait(c, 0) != 0) {
 		conn_reason(c, err, errlen);
 		return LOCK_ERROR;
 	}
@@ -212,9 +153,9 @@ lock_acquire(PGconn *c, const struct lock_req *r, int *backend_pid,
 	 * sync. Each statement's results end with a NULL.
 	 */
 	for (step = 0; step < 4;) {
-		if ((s = wait_ready(c, *sig != 0)) > 0) {
+		if ((s = conn_wait(c, *sig != 0)) > 0) {
 			*sig = s;
-			cancel(c);
+			conn_cancel(c);
 			continue;
 		}
 		if (s == -1) {

@@ -8,8 +8,8 @@ load helper
 usage_error() {
 	run -64 --separate-stderr pglock "$@"
 	assert_output ''
-	[ "${#stderr_lines[@]}" -eq 1 ] || [ "${#stderr_lines[@]}" -eq 3 ]
-	[[ "${stderr_lines[-1]}" == "pglock: "* ]]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "pglock: "*" (see pglock --help)" ]]
 }
 
 @test "no arguments is a usage error" { usage_error; }

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * counter: read-and-bump under a per-tenant transaction-scoped advisory
+ * lock, in one READ COMMITTED transaction, so the lock and the number commit
+ * or roll back together: a failed writer burns no number, two writers never
+ * share one, and tenants never wait for each other. One row per tenant, so
+ * an allocation costs the same after a million versions as after one.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "counter.h"
+#include "key.h"
+
+int
+counter_table_ok(const char *name)
+{
+	const char *p = name;
+	int dots = 0;
+
+	if (strlen(name) > 127)
+		return 0;
+	for (; *p != '\0'; p++) {
+		if (*p == '.' && p != name && p[1] != '\0' && p[-1] != '.' &&
+		    dots++ == 0)
+			continue;
+		if (!(isalnum((unsigned char)*p) || *p == '_') ||
+		    ((p == name || p[-1] == '.') && isdigit((unsigned char)*p)))
+			return 0;
+	}
+	return p != name;
+}
+
+int
+counter_lock(const char *table, const char *tenant, long wait_ms,
+    struct lock_req *out)
+{
+	size_t tl = strlen(table), n = strlen(tenant);
+	char *s = malloc(16 + tl + n), err[64];
+	int rc;
+
+	if (s == NULL)
+		return -1;
+	/* NUL separators: no KEY given on the command line can equal this. */
+	memcpy(s, "pglock-counter", 15);
+	memcpy(s + 15, table, tl + 1);
+	memcpy(s + 16 + tl, tenant, n);
+	memset(out, 0, sizeof(*out));
+	rc = key_hash(s, 16 + tl + n, &out->key, err, sizeof(err));
+	out->wait_ms = wait_ms;
+	free(s);
+	return rc;
+}
+
+/* Render "schema.table" or "table" as quoted SQL identifiers. */
+static int
+quote_table(PGconn *c, const char *table, char *out, size_t len)
+{
+	const char *dot = strchr(table, '.');
+	char part[128], *q1, *q2 = NULL;
+	size_t n = dot != NULL ? (size_t)(dot - table) : strlen(table);
+
+	snprintf(part, sizeof(part), "%.*s", (int)n, table);
+	q1 = PQescapeIdentifier(c, part, strlen(part));
+	if (dot != NULL)
+		q2 = PQescapeIdentifier(c, dot + 1, strlen(dot + 1));
+	if (q1 == NULL || (dot != NULL && q2 == NULL)) {
+		PQfreemem(q1);
+		PQfreemem(q2);
+		return -1;
+	}
+	snprintf(out, len, "%s%s%s", q1, q2 != NULL ? "." : "",
+	    q2 != NULL ? q2 : "");
+	PQfreemem(q1);
+	PQfreemem(q2);
+	return 0;
+}
+
+static int
+is_state(const PGresult *res, const char *state)
+{
+	const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	return s != NULL && strcmp(s, state) == 0;
+}
+
+int
+counter_peek(PGconn *c, const char *table, const char *tenant,
+    long long *version, char *err, size_t errlen)
+{
+	char q[512], sql[640];
+	const char *params[1] = { tenant };
+	PGresult *res;
+	int rc = -1;
+
+	if (quote_table(c, table, q, sizeof(q)) == -1) {
+		conn_oneline(PQerrorMessage(c), err, errlen);
+		return -1;
+	}
+	snprintf(sql, sizeof(sql), "SELECT version FROM %s WHERE tenant = $1",
+	    q);
+	res = PQexecParams(c, sql, 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+		*version = PQntuples(res) == 1 ?
+		    strtoll(PQgetvalue(res, 0, 0), NULL, 10) : 0;
+		rc = 0;
+	} else if (is_state(res, "42P01")) {
+		*version = 0;	/* no table yet: nobody has a version */
+		rc = 0;
+	} else {
+		conn_oneline(PQresultErrorMessage(res), err, errlen);
+	}
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * First use: create the table. Concurrent CREATE TABLE IF NOT EXISTS can
+ * still collide in the catalog, so first users queue on a lock of their own.
+ */
+static int
+create_table(PGconn *c, const char *table, const char *q, char *err,
+    size_t errlen)
+{
+	char sql[1024];
+	const char *params[1] = { table };
+	PGresult *res;
+	int rc = -1;
+
+	res = PQexec(c, "BEGIN");
+	PQclear(res);
+	res = PQexecParams(c, "SELECT pg_advisory_xact_lock("
+	    "hashtextextended('pglock-create ' || $1, 0))", 1, NULL, params,
+	    NULL, NULL, 0);
+	PQclear(res);
+	snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s ("
+	    "tenant text PRIMARY KEY, version bigint NOT NULL)", q);
+	res = PQexec(c, sql);
+	if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+		rc = 0;
+	} else if (is_state(res, "42501")) {
+		snprintf(err, errlen, "table %s does not exist and this role "
+		    "may not create it; have an administrator run: CREATE "
+		    "TABLE %s (tenant text PRIMARY KEY, version bigint NOT "
+		    "NULL); GRANT SELECT, INSERT, UPDATE ON %s TO %s", q, q, q,
+		    PQuser(c));
+	} else {
+		conn_oneline(PQresultErrorMessage(res), err, errlen);
+	}
+	PQclear(res);
+	res = PQexec(c, rc == 0 ? "COMMIT" : "ROLLBACK");
+	if (rc == 0 && (PQresultStatus(res) != PGRES_COMMAND_OK ||
+	    strcmp(PQcmdStatus(res), "COMMIT") != 0)) {
+		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		rc = -1;
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* [try] */
+static const char *const xact_lock_sql[2] = {
+	"SELECT pg_advisory_xact_lock($1::bigint)",
+	"SELECT pg_try_advisory_xact_lock($1::bigint)"
+};
+
+/* One pipeline: settings, BEGIN, lock, bump, sync. */
+static enum counter_result
+bump(PGconn *c, const char *q, const char *tenant,
+    const struct lock_req *lk, long long *version, int *sig, int *no_table,
+    char *err, size_t errlen)
+{
+	char sql[640], id[2][24];
+	const char *lparams[1] = { id[0] }, *bparams[1] = { tenant };
+	enum counter_result out = COUNTER_ERROR;
+	PGresult *res;
+	int step, s, nres = 0;
+
+	(void)key_params(&lk->key, id);
+	snprintf(sql, sizeof(sql), "INSERT INTO %s AS t (tenant, version) "
+	    "VALUES ($1, 1) ON CONFLICT (tenant) DO UPDATE "
+	    "SET version = t.version + 1 RETURNING t.version", q);
+	if (!PQenterPipelineMode(c) ||
+	    conn_send_settings(c, lk->wait_ms > 0 ? lk->wait_ms : 0, err,
+	    errlen) == -1 ||
+	    !PQsendQueryParams(c, "BEGIN ISOLATION LEVEL READ COMMITTED", 0,
+	    NULL, NULL, NULL, NULL, 0) ||
+	    !PQsendQueryParams(c, xact_lock_sql[lk->wait_ms == 0], 1, NULL,
+	    lparams, NULL, NULL, 0) ||
+	    !PQsendQueryParams(c, sql, 1, NULL, bparams, NULL, NULL, 0) ||
+	    !PQpipelineSync(c)) {
+		conn_oneline(PQerrorMessage(c), err, errlen);
+		return COUNTER_ERROR;
+	}
+	for (step = 0; step < 5;) {
+		if ((s = conn_wait(c, *sig != 0)) > 0) {
+			*sig = s;
+			conn_cancel(c);
+			continue;
+		}
+		if (s == -1) {
+			conn_reason(c, err, errlen);
+			return *sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
+		}
+		if ((res = PQgetResult(c)) == NULL) {
+			if (step < 4)
+				step++;
+			continue;
+		}
+		if (step == 4) {
+			if (PQresultStatus(res) == PGRES_PIPELINE_SYNC)
+				step++;
+		} else if (PQresultStatus(res) == PGRES_FATAL_ERROR &&
+		    nres++ == 0) {
+			/* The first error is the one that matters. */
+			if (is_state(res, "55P03"))
+				out = COUNTER_BUSY;
+			else if (is_state(res, "42P01"))
+				*no_table = 1;
+			else
+				conn_oneline(PQresultErrorMessage(res), err,
+				    errlen);
+		} else if (step == 2 && PQresultStatus(res) == PGRES_TUPLES_OK &&
+		    strcmp(PQgetvalue(res, 0, 0), "f") == 0) {
+			out = COUNTER_BUSY;
+			nres++;
+		} else if (step == 3 && PQresultStatus(res) == PGRES_TUPLES_OK &&
+		    nres == 0) {
+			*version = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+			out = COUNTER_OK;
+		}
+		PQclear(res);
+	}
+	(void)PQexitPipelineMode(c);
+	if (*sig != 0)
+		return COUNTER_INTERRUPTED;
+	return out;
+}
+
+enum counter_result
+counter_next(PGconn *c, const char *table, const char *tenant,
+    const struct lock_req *lk, long long *version, int *sig, char *err,
+    size_t errlen)
+{
+	char q[512];
+	enum counter_result r;
+	int no_table = 0;
+
+	*sig = 0;
+	if (quote_table(c, table, q, sizeof(q)) == -1) {
+		conn_oneline(PQerrorMessage(c), err, errlen);
+		return COUNTER_ERROR;
+	}
+	r = bump(c, q, tenant, lk, version, sig, &no_table, err, errlen);
+	if (r != COUNTER_OK && no_table) {
+		(void)counter_end(c, 0, err, errlen);
+		if (create_table(c, table, q, err, errlen) == -1)
+			return COUNTER_ERROR;
+		no_table = 0;
+		r = bump(c, q, tenant, lk, version, sig, &no_table, err,
+		    errlen);
+	}
+	if (r != COUNTER_OK)
+		(void)counter_end(c, 0, q, sizeof(q));
+	return r;
+}
+
+int
+counter_end(PGconn *c, int commit, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(c, commit ? "COMMIT" : "ROLLBACK");
+	int rc = 0;
+
+	/* COMMIT of a failed transaction answers ROLLBACK, not an error. */
+	if (PQresultStatus(res) != PGRES_COMMAND_OK ||
+	    strcmp(PQcmdStatus(res), commit ? "COMMIT" : "ROLLBACK") != 0) {
+		if (PQresultStatus(res) == PGRES_COMMAND_OK)
+			snprintf(err, errlen, "the transaction was rolled back");
+		else
+			conn_reason(c, err, errlen);
+		rc = -1;
+	}
+	PQclear(res);
+	return rc;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * counter: gap-free, monotonic version numbers per tenant (and the fencing
+ * tokens of --fence), kept in one table with one row per tenant.
+ */
+#ifndef PGLOCK_COUNTER_H
+#define PGLOCK_COUNTER_H
+
+#include <stddef.h>
+
+#include <libpq-fe.h>
+
+#include "lock.h"
+
+enum counter_result {
+	COUNTER_OK,
+	COUNTER_BUSY,		/* -n / -w: the tenant's lock was held */
+	COUNTER_INTERRUPTED,	/* a signal cancelled the wait */
+	COUNTER_ERROR
+};
+
+/* Is NAME usable as --counter-table (an identifier, optionally schema.)? */
+int counter_table_ok(const char *name);
+
+/*
+ * The lock that serialises TENANT's allocations: distinct from the lock of
+ * KEY = TENANT, so "pglock T pglock --version-counter T" cannot deadlock.
+ * Returns 0, or -1 when out of memory.
+ */
+int counter_lock(const char *table, const char *tenant, long wait_ms,
+    struct lock_req *out);
+
+/* Read TENANT's current version: 0 for a new tenant (or no table yet). */
+int counter_peek(PGconn *c, const char *table, const char *tenant,
+    long long *version, char *err, size_t errlen);
+
+/*
+ * Open a READ COMMITTED transaction, take TENANT's transaction-scoped lock
+ * (lk, from counter_lock), create the table on first use, and bump the
+ * tenant's version into *version. The transaction stays open: end it with
+ * counter_end. A forwarded signal while waiting cancels (*sig).
+ */
+enum counter_result counter_next(PGconn *c, const char *table,
+    const char *tenant, const struct lock_req *lk, long long *version,
+    int *sig, char *err, size_t errlen);
+
+/* COMMIT (commit != 0) or ROLLBACK. Returns 0, or -1 if it did not commit. */
+int counter_end(PGconn *c, int commit, char *err, size_t errlen);
+
+#endif
