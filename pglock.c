@@ -192,10 +192,8 @@ duration_or_err(const char *opt, const char *s)
 	char why[256];
 	long ms;
 
-	if (arg_duration_ms(s, &ms, why, sizeof(why)) == -1) {
-		fprintf(stderr, "pglock: %s: %s\n", opt, why);
-		exit(EXIT_USAGE);
-	}
+	if (arg_duration_ms(s, &ms, why, sizeof(why)) == -1)
+		usage_err("%s: %s", opt, why);
 	return ms;
 }
 
