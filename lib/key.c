@@ -48,6 +48,7 @@ set_bigint(struct key *out, int64_t id)
 {
 	out->space = KEY_BIGINT;
 	out->id = id;
+	out->sql = out->text = NULL;
 }
 
 static void
@@ -56,6 +57,7 @@ set_pair(struct key *out, int32_t a, int32_t b)
 	out->space = KEY_PAIR;
 	out->a = a;
 	out->b = b;
+	out->sql = out->text = NULL;
 }
 
 /* Digests can be missing at run time (a FIPS provider refuses md5). */
@@ -382,8 +384,13 @@ key_hash_scheme(const char *scheme, const char *key, size_t len,
 	size_t i, n;
 	int w;
 
-	if ((s = scheme_find(scheme)) != NULL)
-		return s->hash(key, len, out, err, errlen);
+	if ((s = scheme_find(scheme)) != NULL) {
+		if (s->hash(key, len, out, err, errlen) == -1)
+			return -1;
+		out->sql = s->sql;
+		out->text = s->sql != NULL ? key : NULL;
+		return 0;
+	}
 	if (errlen == 0)
 		return -1;
 	/* Name every valid scheme: the caller has nowhere else to look. */
@@ -403,6 +410,8 @@ void
 key_namespace(int32_t ns, const char *key, size_t len, struct key *out)
 {
 	set_pair(out, ns, s32(hash_pg_bytes(key, len)));
+	out->sql = "hashtext($1)";
+	out->text = key;
 }
 
 const char *
@@ -453,16 +462,13 @@ key_parse_id(const char *s, struct key *out, char *err, size_t errlen)
 	long long a, b;
 
 	if (parse_num(s, &e, INT64_MIN, INT64_MAX, &a) == 0 && *e == '\0') {
-		out->space = KEY_BIGINT;
-		out->id = a;
+		set_bigint(out, a);
 		return 0;
 	}
 	if (parse_num(s, &e, INT32_MIN, INT32_MAX, &a) == 0 && *e == ',' &&
 	    parse_num(e + 1, &e, INT32_MIN, INT32_MAX, &b) == 0 &&
 	    *e == '\0') {
-		out->space = KEY_PAIR;
-		out->a = (int32_t)a;
-		out->b = (int32_t)b;
+		set_pair(out, (int32_t)a, (int32_t)b);
 		return 0;
 	}
 	snprintf(err, errlen,

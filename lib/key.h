@@ -20,6 +20,13 @@ struct key {
 	enum key_space space;
 	int64_t id;		/* KEY_BIGINT */
 	int32_t a, b;		/* KEY_PAIR */
+	/*
+	 * Server-side schemes: SQL computing the id (bigint) or b (pair)
+	 * from $1 = text, in the lock statement itself; id or b above is
+	 * then this host's offline estimate until the server reports it.
+	 */
+	const char *sql;
+	const char *text;
 };
 
 /* Default scheme: first 8 bytes of SHA-256 of KEY, big-endian, signed. */

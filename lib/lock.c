@@ -5,7 +5,6 @@
  * round trip on a direct connection. Through a pooler the verification is
  * repeated in a transaction of its own, where a transaction pooler shows.
  */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,65 +12,114 @@
 #include "conn.h"
 #include "lock.h"
 
-/* Is this lock held, granted, by the backend running the query? */
-static const char check_sql[] =
-    "SELECT pg_backend_pid(), EXISTS (SELECT FROM pg_catalog.pg_locks"
-    " WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted"
-    " AND database = (SELECT oid FROM pg_catalog.pg_database"
-    "  WHERE datname = current_database())"
-    " AND classid = $1::oid AND objid = $2::oid AND objsubid = $3::int2"
-    " AND mode = $4)";
-
-/* [try][shared][pair] */
-static const char *const lock_sql[2][2][2] = {
-	{ { "SELECT pg_advisory_lock($1::bigint)",
-	    "SELECT pg_advisory_lock($1::int4, $2::int4)" },
-	  { "SELECT pg_advisory_lock_shared($1::bigint)",
-	    "SELECT pg_advisory_lock_shared($1::int4, $2::int4)" } },
-	{ { "SELECT pg_try_advisory_lock($1::bigint)",
-	    "SELECT pg_try_advisory_lock($1::int4, $2::int4)" },
-	  { "SELECT pg_try_advisory_lock_shared($1::bigint)",
-	    "SELECT pg_try_advisory_lock_shared($1::int4, $2::int4)" } },
+/*
+ * The SQL of a key: the lock function's arguments ("$1::bigint", or for a
+ * server-side scheme "(hashtext($1))::bigint") and their parameters. Only
+ * fixed text from the scheme table goes into SQL; the key stays a parameter.
+ */
+struct args {
+	char e[2][64];		/* one expression per argument */
+	char num[2][24];
+	const char *params[2];
+	int n;
 };
 
-static const char *const unlock_sql[2][2] = {
-	{ "SELECT pg_advisory_unlock($1::bigint)",
-	  "SELECT pg_advisory_unlock($1::int4, $2::int4)" },
-	{ "SELECT pg_advisory_unlock_shared($1::bigint)",
-	  "SELECT pg_advisory_unlock_shared($1::int4, $2::int4)" },
-};
+static void
+key_args(const struct key *k, struct args *a)
+{
+	(void)key_params(k, a->num);
+	a->n = k->space == KEY_BIGINT ? 1 : 2;
+	if (k->sql == NULL) {
+		a->params[0] = a->num[0];
+		a->params[1] = a->num[1];
+		snprintf(a->e[0], sizeof(a->e[0]), k->space == KEY_BIGINT ?
+		    "$1::bigint" : "$1::int4");
+		snprintf(a->e[1], sizeof(a->e[1]), "$2::int4");
+	} else if (k->space == KEY_BIGINT) {
+		a->params[0] = k->text;
+		snprintf(a->e[0], sizeof(a->e[0]), "(%s)::bigint", k->sql);
+	} else {
+		/* --namespace: (A, hashtext(KEY)); the key text is $1. */
+		a->params[0] = k->text;
+		a->params[1] = a->num[0];
+		snprintf(a->e[0], sizeof(a->e[0]), "$2::int4");
+		snprintf(a->e[1], sizeof(a->e[1]), "(%s)::int4", k->sql);
+	}
+}
+
+/* "pg_advisory_lock(ARGS)" and its kin, with prefix and suffix. */
+static void
+call(const struct args *a, const char *fn, char *sql, size_t len)
+{
+	if (a->n == 1)
+		snprintf(sql, len, "SELECT %s(%s)", fn, a->e[0]);
+	else
+		snprintf(sql, len, "SELECT %s(%s, %s)", fn, a->e[0], a->e[1]);
+}
+
+/* The pg_locks condition (alias l) that matches the key's lock. */
+static void
+tag_sql(const struct args *a, char *sql, size_t len)
+{
+	/* pg_locks keeps the two halves of the id as unsigned oids. */
+	if (a->n == 1)
+		snprintf(sql, len, "l.objsubid = 1"
+		    " AND l.classid = ((%s >> 32) & 4294967295)::oid"
+		    " AND l.objid = (%s & 4294967295)::oid", a->e[0], a->e[0]);
+	else
+		snprintf(sql, len, "l.objsubid = 2"
+		    " AND l.classid = ((%s)::bigint & 4294967295)::oid"
+		    " AND l.objid = ((%s)::bigint & 4294967295)::oid",
+		    a->e[0], a->e[1]);
+}
 
 int
 lock_check_send(PGconn *c, const struct lock_req *r, char *err,
     size_t errlen)
 {
-	char cls[16], obj[16], sub[4];
-	const char *params[4] = { cls, obj, sub, NULL };
-	uint32_t classid, objid;
-	int objsubid;
+	char sql[1024], tag[512];
+	struct args a;
 
-	key_locktag(&r->key, &classid, &objid, &objsubid);
-	snprintf(cls, sizeof(cls), "%" PRIu32, classid);
-	snprintf(obj, sizeof(obj), "%" PRIu32, objid);
-	snprintf(sub, sizeof(sub), "%d", objsubid);
-	params[3] = r->shared ? "ShareLock" : "ExclusiveLock";
-	if (!PQsendQueryParams(c, check_sql, 4, NULL, params, NULL, NULL, 0)) {
+	key_args(&r->key, &a);
+	tag_sql(&a, tag, sizeof(tag));
+	/* Held, granted, by the backend running the query? And which id? */
+	snprintf(sql, sizeof(sql), "SELECT pg_backend_pid(), EXISTS (SELECT"
+	    " FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory'"
+	    " AND l.pid = pg_backend_pid() AND l.granted AND l.mode = '%s'"
+	    " AND l.database = (SELECT oid FROM pg_catalog.pg_database"
+	    " WHERE datname = current_database()) AND %s), %s%s%s",
+	    r->shared ? "ShareLock" : "ExclusiveLock", tag, a.e[0],
+	    a.n == 1 ? "" : "::text || ',' || ", a.n == 1 ? "" : a.e[1]);
+	if (!PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return -1;
 	}
 	return 0;
 }
 
-/* Interpret one check result: 1 held, 0 not held, -1 error. */
+/*
+ * Interpret one check result: 1 held, 0 not held, -1 error. The backend's
+ * pid and the id the server computed go to pid and id when not NULL.
+ */
 static int
-check_result(PGresult *res, int *backend_pid, char *err, size_t errlen)
+check_result(PGresult *res, int *pid, struct key *id, char *err,
+    size_t errlen)
 {
+	struct key k;
+	char why[64];
+
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
 		conn_oneline(PQresultErrorMessage(res), err, errlen);
 		return -1;
 	}
-	if (backend_pid != NULL)
-		*backend_pid = atoi(PQgetvalue(res, 0, 0));
+	if (pid != NULL)
+		*pid = atoi(PQgetvalue(res, 0, 0));
+	if (id != NULL && key_parse_id(PQgetvalue(res, 0, 2), &k, why,
+	    sizeof(why)) == 0) {
+		id->id = k.id;
+		id->a = k.a;
+		id->b = k.b;
+	}
 	if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
 		snprintf(err, errlen, "the lock is not held by this session");
 		return 0;
@@ -80,14 +128,14 @@ check_result(PGresult *res, int *backend_pid, char *err, size_t errlen)
 }
 
 static int
-lock_check_read_pid(PGconn *c, int *pid, char *err, size_t errlen)
+check_read(PGconn *c, int *pid, char *err, size_t errlen)
 {
 	PGresult *res;
 	int held = -1, n = 0;
 
 	while ((res = PQgetResult(c)) != NULL) {
 		if (n++ == 0)
-			held = check_result(res, pid, err, errlen);
+			held = check_result(res, pid, NULL, err, errlen);
 		PQclear(res);
 	}
 	if (n == 0)
@@ -98,7 +146,7 @@ lock_check_read_pid(PGconn *c, int *pid, char *err, size_t errlen)
 int
 lock_check_read(PGconn *c, char *err, size_t errlen)
 {
-	return lock_check_read_pid(c, NULL, err, errlen);
+	return check_read(c, NULL, err, errlen);
 }
 
 /*
@@ -118,31 +166,36 @@ recheck(PGconn *c, const struct lock_req *r, int pid, char *err,
 		conn_reason(c, err, errlen);
 		return LOCK_ERROR;
 	}
-	held = lock_check_read_pid(c, &pid2, err, errlen);
+	held = check_read(c, &pid2, err, errlen);
 	if (held == -1)
 		return LOCK_ERROR;
 	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
 }
 
+/* [try][shared] */
+static const char *const lock_fn[2][2] = {
+	{ "pg_advisory_lock", "pg_advisory_lock_shared" },
+	{ "pg_try_advisory_lock", "pg_try_advisory_lock_shared" }
+};
+
 enum lock_result
-lock_acquire(PGconn *c, const struct lock_req *r, int *backend_pid,
-    int *sig, char *err, size_t errlen)
+lock_acquire(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
+    char *err, size_t errlen)
 {
-	char vals[2][24];
-	const char *params[2] = { vals[0], vals[1] };
+	char sql[256];
+	struct args a;
 	enum lock_result out = LOCK_ERROR;
 	PGresult *res;
-	int nparams, step, s, held;
+	int step, s, held;
 	const char *state;
 
 	*sig = 0;
-	nparams = key_params(&r->key, vals);
+	key_args(&r->key, &a);
+	call(&a, lock_fn[r->wait_ms == 0][r->shared], sql, sizeof(sql));
 	if (!PQenterPipelineMode(c) ||
 	    conn_send_settings(c, r->wait_ms > 0 ? r->wait_ms : 0, err,
 	    errlen) == -1 ||
-	    !PQsendQueryParams(c,
-	    lock_sql[r->wait_ms == 0][r->shared][r->key.space == KEY_PAIR],
-	    nparams, NULL, params, NULL, NULL, 0) ||
+	    !PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0) ||
 	    lock_check_send(c, r, err, errlen) == -1 || !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return LOCK_ERROR;
@@ -192,7 +245,8 @@ lock_acquire(PGconn *c, const struct lock_req *r, int *backend_pid,
 		case 2:		/* check */
 			if (out != LOCK_ACQUIRED)
 				break;
-			held = check_result(res, backend_pid, err, errlen);
+			held = check_result(res, backend_pid, &r->key, err,
+			    errlen);
 			if (held != 1)
 				out = held == 0 ? LOCK_NOT_REAL : LOCK_ERROR;
 			break;
@@ -214,14 +268,15 @@ lock_acquire(PGconn *c, const struct lock_req *r, int *backend_pid,
 int
 lock_release(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 {
-	char vals[2][24];
-	const char *params[2] = { vals[0], vals[1] };
+	char sql[256];
+	struct args a;
 	PGresult *res;
-	int n, rc = -1;
+	int rc = -1;
 
-	n = key_params(&r->key, vals);
-	res = PQexecParams(c, unlock_sql[r->shared][r->key.space == KEY_PAIR],
-	    n, NULL, params, NULL, NULL, 0);
+	key_args(&r->key, &a);
+	call(&a, r->shared ? "pg_advisory_unlock_shared" :
+	    "pg_advisory_unlock", sql, sizeof(sql));
+	res = PQexecParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		conn_reason(c, err, errlen);
 	else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0)
@@ -230,4 +285,48 @@ lock_release(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 		rc = 0;
 	PQclear(res);
 	return rc;
+}
+
+/* When the holder got it (its session began) or the waiter began waiting. */
+#define SINCE_14 "CASE WHEN l.granted THEN a.backend_start" \
+	" ELSE coalesce(l.waitstart, a.query_start) END"
+#define SINCE_12 "CASE WHEN l.granted THEN a.backend_start" \
+	" ELSE a.query_start END"
+
+PGresult *
+lock_status(PGconn *c, const struct key *k)
+{
+	char sql[2048], tag[512] = "true";
+	const char *since = PQserverVersion(c) >= 140000 ? SINCE_14 : SINCE_12;
+	struct args a;
+
+	a.n = 0;
+	if (k != NULL) {
+		key_args(k, &a);
+		tag_sql(&a, tag, sizeof(tag));
+	}
+	/* Ids as PGLOCK_ID shows them: pairs as signed int4s. */
+	snprintf(sql, sizeof(sql), "SELECT CASE l.objsubid WHEN 1 THEN"
+	    " ((l.classid::bigint << 32) | l.objid::bigint)::text"
+	    " ELSE (l.classid::bigint - CASE WHEN l.classid::bigint >="
+	    " 2147483648 THEN 4294967296 ELSE 0 END)::text || ',' ||"
+	    " (l.objid::bigint - CASE WHEN l.objid::bigint >= 2147483648"
+	    " THEN 4294967296 ELSE 0 END)::text END AS id,"
+	    " CASE l.mode WHEN 'ShareLock' THEN 'shared' ELSE 'exclusive' END"
+	    " AS mode, CASE WHEN l.granted THEN 'held' ELSE 'waiting' END"
+	    " AS state, l.pid, coalesce(a.usename::text, '') AS user,"
+	    " coalesce(host(a.client_addr), 'local') AS client,"
+	    " coalesce(a.application_name, '') AS application_name,"
+	    " coalesce(to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'), '')"
+	    " AS since,"
+	    " coalesce(round(extract(epoch FROM now() - %s))::bigint, 0)"
+	    " AS seconds"
+	    " FROM pg_catalog.pg_locks l"
+	    " LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
+	    " WHERE l.locktype = 'advisory' AND l.pid <> pg_backend_pid()"
+	    " AND l.database = (SELECT oid FROM pg_catalog.pg_database"
+	    " WHERE datname = current_database()) AND %s"
+	    " ORDER BY 1, l.granted DESC, 8, l.pid", since, since, tag);
+	return PQexecParams(c, sql, a.n, NULL, a.n > 0 ? a.params : NULL,
+	    NULL, NULL, 0);
 }

@@ -30,11 +30,12 @@ enum lock_result {
  * Set the session up, take the lock and check that pg_locks shows it held
  * by this very backend, in one round trip (a transaction pooler or a stub
  * hands out locks nobody holds; through a pooler the check is repeated in a
- * transaction of its own). While waiting, a forwarded signal
+ * transaction of its own). For a server-side scheme, r->key gets the id the
+ * server computed. While waiting, a forwarded signal
  * (see sig.h) cancels the wait on the server; *sig tells which. On
  * LOCK_ACQUIRED *backend_pid is the server process that holds the lock.
  */
-enum lock_result lock_acquire(PGconn *c, const struct lock_req *r,
+enum lock_result lock_acquire(PGconn *c, struct lock_req *r,
     int *backend_pid, int *sig, char *err, size_t errlen);
 
 /* Send the "is it still mine?" query without waiting for the answer. */
@@ -53,5 +54,12 @@ int lock_check_read(PGconn *c, char *err, size_t errlen);
  */
 int lock_release(PGconn *c, const struct lock_req *r, char *err,
     size_t errlen);
+
+/*
+ * Every advisory lock held or awaited in this database (only k's when k is
+ * not NULL), with its holder: columns id, mode, state (held/waiting), pid,
+ * user, client, application_name, since, seconds. The caller PQclear()s.
+ */
+PGresult *lock_status(PGconn *c, const struct key *k);
 
 #endif
