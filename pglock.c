@@ -16,10 +16,12 @@
  * of the ISC licence in COPYING.
  */
 #include <err.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +54,7 @@ struct opts {
 	struct lock_req lock;
 	struct conn_opts conn;
 	const char *key;
-	const char *id;		/* --id: KEY is a raw id */
+	int raw_id;		/* --id: KEY is a lock id */
 	char *shell_cmd;		/* -c */
 	char **argv;		/* COMMAND [ARG ...] */
 	int conflict_exit;
@@ -66,11 +68,18 @@ struct opts {
 	int peek;
 	int fence;
 	const char *counter_table;
+	const char *hash;	/* --hash SCHEME; NULL: sha256 */
+	const char *ns;		/* --namespace N */
+	int status;		/* --status [KEY ...] */
+	int explain;		/* --explain KEY */
+	char **keys;		/* --status: the KEYs, NULL-terminated */
 };
 
 static const char usage_text[] =
     "usage: pglock [options] KEY COMMAND [ARG ...]\n"
     "       pglock [options] KEY -c SHELL-COMMAND\n"
+    "       pglock [options] --status [KEY ...]\n"
+    "       pglock [options] --explain KEY\n"
     "       pglock [options] --version-counter [--peek] TENANT"
     " [COMMAND [ARG ...]]\n";
 
@@ -93,6 +102,9 @@ usage(FILE *f)
 	    "  -c, --command STRING       run STRING with $SHELL -c\n"
 	    "  -F, --no-fork              exec COMMAND in place of pglock\n"
 	    "      --id                   KEY is a lock id: N or A,B\n"
+	    "      --hash SCHEME          how KEY becomes an id (default"
+	    " sha256; see --explain)\n"
+	    "      --namespace N          lock the pair (N, hashtext(KEY))\n"
 	    "      --fence                give the command PGLOCK_FENCE, a"
 	    " number that\n"
 	    "                             grows with every acquisition of KEY\n"
@@ -113,6 +125,14 @@ usage(FILE *f)
 	    "      --peek                 print TENANT's current version\n"
 	    "      --counter-table NAME   where versions live"
 	    " (default pglock_versions)\n"
+	    "\nInspection:\n"
+	    "      --status [KEY ...]     list advisory locks held or awaited,"
+	    " and by whom;\n"
+	    "                             with KEYs, exit 0 if all are held,"
+	    " 1 if not\n"
+	    "      --explain KEY          show KEY's id, its pg_locks columns"
+	    " and the SQL\n"
+	    "                             that takes the same lock\n"
 	    "\nConnection options:\n"
 	    "  -d, --dbname CONNINFO      database name, conninfo or URI\n"
 	    "  -h, --host HOST            server host or socket directory\n"
@@ -146,7 +166,8 @@ usage_err(const char *fmt, ...)
 
 enum {
 	OPT_ID = 256, OPT_CHECK, OPT_LOST_SIG, OPT_KILL_AFTER, OPT_COUNTER,
-	OPT_PEEK, OPT_TABLE, OPT_FENCE
+	OPT_PEEK, OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_STATUS,
+	OPT_EXPLAIN
 };
 
 static const struct option longopts[] = {
@@ -175,6 +196,10 @@ static const struct option longopts[] = {
 	{ "peek", no_argument, NULL, OPT_PEEK },
 	{ "counter-table", required_argument, NULL, OPT_TABLE },
 	{ "fence", no_argument, NULL, OPT_FENCE },
+	{ "hash", required_argument, NULL, OPT_HASH },
+	{ "namespace", required_argument, NULL, OPT_NAMESPACE },
+	{ "status", no_argument, NULL, OPT_STATUS },
+	{ "explain", no_argument, NULL, OPT_EXPLAIN },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -200,7 +225,8 @@ duration_or_err(const char *opt, const char *s)
 static void
 parse_or_err(int argc, char **argv, struct opts *o)
 {
-	char why[256];
+	char why[1024];
+	struct key k;
 	long n;
 	int c, id = 0;
 
@@ -292,6 +318,26 @@ parse_or_err(int argc, char **argv, struct opts *o)
 		case OPT_FENCE:
 			o->fence = 1;
 			break;
+		case OPT_HASH:
+			if (key_scheme_describe(optarg) == NULL) {
+				(void)key_hash_scheme(optarg, "", 0, &k, why,
+				    sizeof(why));
+				usage_err("--hash: %s", why);
+			}
+			o->hash = optarg;
+			break;
+		case OPT_NAMESPACE:
+			if (arg_long(optarg, INT32_MIN, INT32_MAX, &n, why,
+			    sizeof(why)) == -1)
+				usage_err("--namespace: %s", why);
+			o->ns = optarg;
+			break;
+		case OPT_STATUS:
+			o->status = 1;
+			break;
+		case OPT_EXPLAIN:
+			o->explain = 1;
+			break;
 		case '?':
 			/* getopt says '?' both for -? and for a bad option. */
 			if (optopt == 0 && strcmp(argv[optind - 1], "-?") != 0 &&
@@ -316,13 +362,28 @@ parse_or_err(int argc, char **argv, struct opts *o)
 	argc -= optind;
 	argv += optind;
 
+	if (o->hash != NULL && o->ns != NULL)
+		usage_err("%s", "--namespace hashes with hashtext: no --hash");
+	if ((id && (o->hash != NULL || o->ns != NULL)))
+		usage_err("%s", "--id takes an id: no --hash or --namespace");
+	if (o->status + o->explain + o->counter > 1)
+		usage_err("%s", "choose one of --status, --explain and "
+		    "--version-counter");
+	if (o->status) {
+		/* Every argument is a KEY; there is no COMMAND. */
+		o->keys = argv;
+		o->raw_id = id;
+		return;
+	}
+	if (o->explain && argc != 1)
+		usage_err("%s", "--explain takes one KEY and no COMMAND");
+
 	if (argc < 1)
 		usage_err("missing %s", o->counter ? "TENANT" : "KEY");
 	o->key = argv[0];
 	if (*o->key == '\0')
 		usage_err("%s is empty", o->counter ? "TENANT" : "KEY");
-	if (id)
-		o->id = o->key;
+	o->raw_id = id;
 	argc--;
 	argv++;
 	/* flock(1) style: KEY -c STRING. */
@@ -338,7 +399,7 @@ parse_or_err(int argc, char **argv, struct opts *o)
 	}
 	if (o->shell_cmd != NULL && argc > 0)
 		usage_err("%s", "both -c and a COMMAND given");
-	if (o->shell_cmd == NULL && argc == 0 && !o->counter)
+	if (o->shell_cmd == NULL && argc == 0 && !o->counter && !o->explain)
 		usage_err("%s", "missing COMMAND");
 	o->argv = argc > 0 ? argv : NULL;
 
@@ -528,6 +589,171 @@ version_counter(const struct opts *o, PGconn *c)
 	return status;
 }
 
+/* KEY -> lock id under --id, --namespace or --hash; bad input exits 64. */
+static void
+resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
+{
+	char why[1024];
+	long ns;
+
+	if (o->raw_id) {
+		if (key_parse_id(text, k, why, sizeof(why)) == -1)
+			usage_err("--id: %s", why);
+	} else if (o->ns != NULL) {
+		(void)arg_long(o->ns, INT32_MIN, INT32_MAX, &ns, why,
+		    sizeof(why));
+		key_namespace((int32_t)ns, text, strlen(text), k);
+	} else if (key_hash_scheme(o->hash, text, strlen(text), k, why,
+	    sizeof(why)) == -1) {
+		errx(EXIT_SOFTWARE, "%s", why);
+	}
+}
+
+/* Print s as an SQL string literal: quotes doubled. */
+static void
+print_literal(const char *s)
+{
+	putchar('\'');
+	for (; *s != '\0'; s++) {
+		if (*s == '\'')
+			putchar('\'');
+		putchar(*s);
+	}
+	putchar('\'');
+}
+
+/* --explain KEY: the id, where pg_locks shows it, the SQL to take it. */
+static int
+explain(const struct opts *o)
+{
+	struct key k;
+	char id[48];
+	uint32_t classid, objid;
+	int objsubid;
+
+	resolve_key_or_err(o, o->key, &k);
+	key_format(&k, id, sizeof(id));
+	key_locktag(&k, &classid, &objid, &objsubid);
+	printf("key\t%s\n", o->key);
+	if (o->raw_id)
+		printf("scheme\t--id: the key is the lock id\n");
+	else if (o->ns != NULL)
+		printf("scheme\t--namespace %s: the pair (%s, hashtext(key)),"
+		    " as pg_advisory_lock(%s, hashtext(key)) takes it\n",
+		    o->ns, o->ns, o->ns);
+	else
+		printf("scheme\t%s: %s\n", o->hash != NULL ? o->hash :
+		    "sha256", key_scheme_describe(o->hash));
+	printf("space\t%s\n", k.space == KEY_BIGINT ? "bigint" :
+	    "int4 pair");
+	printf("id\t%s%s\n", id, k.sql == NULL ? "" : " (computed by the "
+	    "server; this value assumes a little-endian server and a UTF8 "
+	    "database)");
+	printf("pg_locks\tlocktype=advisory classid=%lu objid=%lu "
+	    "objsubid=%d\n", (unsigned long)classid, (unsigned long)objid,
+	    objsubid);
+	/* Only the id: the same lock, whatever the client computes. */
+	if (k.sql == NULL) {
+		printf("sql\tSELECT pg_advisory_lock(%s);\n", id);
+	} else {
+		printf("sql\tSELECT pg_advisory_lock(");
+		if (k.space == KEY_PAIR)
+			printf("%" PRId32 ", ", k.a);
+		printf("%.*s", (int)(strchr(k.sql, '$') - k.sql), k.sql);
+		print_literal(o->key);
+		printf("%s);\n", strchr(k.sql, '$') + 2);
+	}
+	if (!o->raw_id && o->ns == NULL && o->hash == NULL) {
+		printf("sql\tSELECT pg_advisory_lock(('x' || left(encode("
+		    "sha256(convert_to(");
+		print_literal(o->key);
+		printf(", 'UTF8')), 'hex'), 16))::bit(64)::bigint);\n");
+	}
+	flush_stdout_or_err();
+	return 0;
+}
+
+/* Copy a field for tab-separated output: no tabs or newlines inside. */
+static const char *
+field(const char *s, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
+		buf[i] = s[i] == '\t' || s[i] == '\n' || s[i] == '\r' ? ' ' :
+		    s[i];
+	buf[i] = '\0';
+	return buf;
+}
+
+/* Print the locks on k (all locks when NULL); is any of them held? */
+static int
+print_locks(PGconn *c, const struct key *k)
+{
+	char buf[256];
+	PGresult *res = lock_status(c, k);
+	int j, row, held = 0;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		conn_oneline(PQresultErrorMessage(res), buf, sizeof(buf));
+		errx(EXIT_UNAVAILABLE, "--status: %s", buf);
+	}
+	for (row = 0; row < PQntuples(res); row++) {
+		for (j = 0; j < 8; j++)
+			printf("%s%c", field(PQgetvalue(res, row, j), buf,
+			    sizeof(buf)), j < 7 ? '\t' : '\n');
+		held |= strcmp(PQgetvalue(res, row, 2), "held") == 0;
+	}
+	PQclear(res);
+	return held;
+}
+
+/*
+ * --status [KEY ...]: a header line, then one tab-separated line a lock.
+ * With KEYs, exit 0 only if every one of them is held.
+ */
+static int
+show_status(const struct opts *o, PGconn *c)
+{
+	struct key k;
+	int i, all_held = 1;
+
+	puts("id\tmode\tstate\tpid\tuser\tclient\tapplication_name\tsince");
+	if (o->keys[0] == NULL)
+		(void)print_locks(c, NULL);
+	for (i = 0; o->keys[i] != NULL; i++) {
+		resolve_key_or_err(o, o->keys[i], &k);
+		all_held &= print_locks(c, &k);
+	}
+	flush_stdout_or_err();
+	return all_held ? 0 : 1;
+}
+
+/* -v: say who holds the lock before waiting for it. */
+static void
+report_holder(const struct opts *o, PGconn *c)
+{
+	char app[128];
+	PGresult *res = lock_status(c, &o->lock.key);
+	int row;
+
+	if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+		for (row = 0; row < PQntuples(res); row++) {
+			if (strcmp(PQgetvalue(res, row, 2), "held") != 0)
+				continue;
+			warnx("%s: held by pid %s (%s, %s, user %s, for %ss);"
+			    " waiting", o->key, PQgetvalue(res, row, 3),
+			    field(PQgetvalue(res, row, 6), app, sizeof(app)),
+			    PQgetvalue(res, row, 5), PQgetvalue(res, row, 4),
+			    PQgetvalue(res, row, 8));
+			PQclear(res);
+			return;
+		}
+	}
+	PQclear(res);
+	warnx("%s: waiting for the lock", o->key);
+}
+
 /* pglock KEY COMMAND: the lock runner. */
 static int
 lock_and_run(struct opts *o, PGconn *c)
@@ -538,7 +764,7 @@ lock_and_run(struct opts *o, PGconn *c)
 	int backend_pid = 0, sig = 0, status;
 
 	if (o->verbose && o->lock.wait_ms != 0)
-		warnx("%s: waiting for the lock", o->key);
+		report_holder(o, c);
 	t0 = seconds();
 	switch (lock_acquire(c, &o->lock, &backend_pid, &sig, why,
 	    sizeof(why))) {
@@ -608,23 +834,23 @@ main(int argc, char **argv)
 	if (o.shell_cmd != NULL)
 		o.argv = shell_argv(o.shell_cmd);
 
-	if (o.id != NULL) {
-		if (key_parse_id(o.id, &o.lock.key, why, sizeof(why)) == -1)
-			usage_err("--id: %s", why);
-	} else if (key_hash(o.key, strlen(o.key), &o.lock.key, why,
-	    sizeof(why)) == -1) {
-		errx(EXIT_SOFTWARE, "%s", why);
-	}
+	if (o.explain)
+		return explain(&o);
+	if (!o.status)
+		resolve_key_or_err(&o, o.key, &o.lock.key);
 
 	/* Name the key in pg_stat_activity, so a waiter can see the holder. */
-	snprintf(appname, sizeof(appname), "pglock: %s", o.key);
+	snprintf(appname, sizeof(appname), "pglock: %s",
+	    o.status ? "--status" : o.key);
 	o.conn.appname = appname;
 	if ((c = conn_open(&o.conn, why, sizeof(why))) == NULL)
 		errx(EXIT_UNAVAILABLE, "%s", why);
 	if (sig_init(why, sizeof(why)) == -1)
 		errx(EXIT_OSERR, "%s", why);
 
-	if (o.counter)
+	if (o.status)
+		status = show_status(&o, c);
+	else if (o.counter)
 		status = version_counter(&o, c);
 	else
 		status = lock_and_run(&o, c);

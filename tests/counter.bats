@@ -1,0 +1,464 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# --version-counter, --peek, --counter-table and --fence against a real
+# server (issue: "--version-counter: gap-free per-tenant versions, and
+# fencing tokens"). One behaviour per test; every tenant name is this file's
+# own, since the cluster is shared with the other suites.
+
+load helper
+
+# The helper's teardown, then the databases and roles these tests create.
+eval "helper_$(declare -f teardown)"
+teardown() {
+	helper_teardown
+	local db
+	for db in pglock_c_rr pglock_c_first pglock_c_priv; do
+		sql "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+	done
+	sql "DROP ROLE IF EXISTS pglock_c_nocreate" >/dev/null 2>&1 || true
+	sql 'DROP ROLE IF EXISTS "pglock-c-Bot"' >/dev/null 2>&1 || true
+}
+
+vc() { pglock --version-counter "$@"; }
+peek() { pglock --version-counter --peek "$@"; }
+
+# sqld DB STATEMENT: sql in another database.
+sqld() {
+	psql -XAtq -v ON_ERROR_STOP=1 -d "$1" -c "$2"
+}
+
+# The pglock sessions of TENANT (or KEY) waiting for an advisory lock.
+waiters_of() {
+	sql "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+	     WHERE l.locktype = 'advisory' AND NOT l.granted
+	     AND a.application_name = 'pglock: $1'"
+}
+has_waiter() { [ "$(waiters_of "$1")" -ge 1 ]; }
+
+alive() { kill -0 "$1" 2>/dev/null; }
+
+# many N M [OPTION ...] TENANT [COMMAND ...]: N clients at once, each running
+# `pglock --version-counter OPTION ... TENANT [COMMAND ...]` M times in a
+# row. Client W appends what pglock prints to $BATS_TEST_TMPDIR/out.W, its
+# stderr to err.W and each exit status to rc.W. Bounded: 90 s in all.
+export -f pglock
+many() {
+	run -0 timeout 90 bash -c '
+		n=$1 m=$2 dir=$3
+		shift 3
+		for w in $(seq "$n"); do
+			(
+				for i in $(seq "$m"); do
+					rc=0
+					pglock --version-counter "$@" \
+					    >>"$dir/out.$w" 2>>"$dir/err.$w" || rc=$?
+					echo "$rc" >>"$dir/rc.$w"
+				done
+			) &
+		done
+		wait' _ "$1" "$2" "$BATS_TEST_TMPDIR" "${@:3}"
+}
+
+# The lines of every client's FILE (out, err, rc), numbers sorted.
+all() { cat "$BATS_TEST_TMPDIR/$1".* | sort -n; }
+
+# Exactly the numbers 1..N, each once: no duplicate, no gap.
+assert_one_to() {
+	local got
+	got=$(cat)
+	[ -z "$(uniq -d <<<"$got")" ] || { echo "duplicates: $(uniq -d <<<"$got" | head)"; return 1; }
+	[ "$(wc -l <<<"$got")" -eq "$1" ] || { echo "$(wc -l <<<"$got") numbers, not $1"; return 1; }
+	[ "$got" = "$(seq "$1")" ] || { echo "gaps:"; diff <(seq "$1") - <<<"$got" | head; return 1; }
+}
+
+# ------------------------------------------------------------------ basics
+
+@test "a new tenant gets 1, then 2, then 3, each printed alone on stdout" {
+	run -0 --separate-stderr vc c-new
+	assert_output 1
+	[ -z "$stderr" ]
+	run -0 --separate-stderr vc c-new
+	assert_output 2
+	run -0 --separate-stderr vc c-new
+	assert_output 3
+	[ "$(sql "SELECT version FROM pglock_versions WHERE tenant = 'c-new'")" = 3 ]
+}
+
+@test "another tenant starts at 1 whatever the first tenant is at" {
+	run -0 vc c-other-a
+	run -0 vc c-other-a
+	run -0 --separate-stderr vc c-other-b
+	assert_output 1
+	[ "$(sql "SELECT tenant || '=' || version FROM pglock_versions WHERE tenant LIKE 'c-other-%' ORDER BY tenant")" = "$(printf 'c-other-a=2\nc-other-b=1')" ]
+}
+
+@test "--peek prints 0 for a new tenant and the current version without bumping it" {
+	run -0 --separate-stderr peek c-peek
+	assert_output 0
+	[ -z "$stderr" ]
+	run -0 vc c-peek
+	run -0 vc c-peek
+	run -0 --separate-stderr peek c-peek
+	assert_output 2
+	run -0 --separate-stderr peek c-peek
+	assert_output 2
+	run -0 vc c-peek
+	assert_output 3
+	# Peeking at a tenant creates no row.
+	run -0 peek c-peek-never
+	assert_output 0
+	[ "$(sql "SELECT count(*) FROM pglock_versions WHERE tenant = 'c-peek-never'")" = 0 ]
+}
+
+@test "the table is created on first use as (tenant text primary key, version bigint)" {
+	[ "$(sql "SELECT to_regclass('c_fresh_table') IS NULL")" = t ]
+	run -0 pglock --counter-table c_fresh_table --version-counter c-fresh
+	assert_output 1
+	run -0 sql "SELECT column_name || ' ' || data_type || ' ' || is_nullable
+	    FROM information_schema.columns WHERE table_name = 'c_fresh_table'
+	    ORDER BY ordinal_position"
+	assert_output "$(printf 'tenant text NO\nversion bigint NO')"
+	run -0 sql "SELECT a.attname FROM pg_index i JOIN pg_attribute a
+	    ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+	    WHERE i.indrelid = 'c_fresh_table'::regclass AND i.indisprimary"
+	assert_output tenant
+}
+
+# ------------------------------------------------------------ concurrency
+
+@test "16 clients x 25 allocations for one tenant get exactly 1..400" {
+	many 16 25 c-conc
+	run -0 all err
+	assert_output ''
+	run -0 all rc
+	[ "$(grep -cvx 0 <<<"$output")" -eq 0 ]
+	all out | assert_one_to 400
+	[ "$(sql "SELECT version FROM pglock_versions WHERE tenant = 'c-conc'")" = 400 ]
+}
+
+@test "16 clients x 25 COMMANDs, a random third failing: committed versions are exactly 1..successes" {
+	# A third of the commands exit 1 (bash's $RANDOM decides); only a
+	# successful one writes "VERSION TENANT ok", to a file of its own.
+	many 16 25 c-cmd bash -c '
+		if [ $((RANDOM % 3)) -eq 0 ]; then exit 1; fi
+		echo "$PGLOCK_VERSION $PGLOCK_TENANT ok" >>"$0.$$"' \
+	    "$BATS_TEST_TMPDIR/seen"
+	run -0 all err
+	assert_output ''
+	run -0 all rc
+	[ "${#lines[@]}" -eq 400 ]
+	[ "$(grep -cvx '[01]' <<<"$output")" -eq 0 ]
+	ok=$(grep -cx 0 <<<"$output")
+	echo "$ok of 400 commands succeeded" >&3
+	[ "$ok" -gt 0 ]
+	[ "$ok" -lt 400 ]
+	[ -z "$(all out)" ]
+	run -0 all seen
+	[ "${#lines[@]}" -eq "$ok" ]
+	[ "$(grep -cvx '[0-9]* c-cmd ok' <<<"$output")" -eq 0 ]
+	cut -d' ' -f1 <<<"$output" | assert_one_to "$ok"
+	[ "$(sql "SELECT version FROM pglock_versions WHERE tenant = 'c-cmd'")" = "$ok" ]
+}
+
+@test "while tenant A's COMMAND holds its transaction, tenant B allocates at once" {
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg a pglock --version-counter c-iso-a sh -c 'echo "$PGLOCK_VERSION" >"$0.started"; read x <"$0"; echo done >"$0.done"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/fifo.started"
+	run -0 --separate-stderr timeout 5 "$PGLOCK" --version-counter c-iso-b
+	assert_output 1
+	# B's number was printed while A's command still waits on the fifo.
+	alive "$(bgpid a)"
+	[ ! -e "$BATS_TEST_TMPDIR/fifo.done" ]
+	echo go >"$BATS_TEST_TMPDIR/fifo"
+	bgwait a 10
+	[ "$bg_status" -eq 0 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/fifo.started")" = 1 ]
+	[ "$(peek c-iso-a)" = 1 ]
+}
+
+@test "a second allocation for tenant A waits in pg_locks until A's COMMAND ends, then gets the next number" {
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg a pglock --version-counter c-wait sh -c 'echo "$PGLOCK_VERSION" >"$0.started"; read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/fifo.started"
+	bg a2 pglock --version-counter c-wait
+	wait_until 10 has_waiter c-wait
+	[ "$(waiters_of c-wait)" -eq 1 ]
+	alive "$(bgpid a2)"
+	[ ! -s "$BATS_TEST_TMPDIR/a2.out" ]
+	echo go >"$BATS_TEST_TMPDIR/fifo"
+	bgwait a 10
+	[ "$bg_status" -eq 0 ]
+	bgwait a2 10
+	[ "$bg_status" -eq 0 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/fifo.started")" = 1 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/a2.out")" = 2 ]
+	[ ! -s "$BATS_TEST_TMPDIR/a2.err" ]
+}
+
+@test "--peek does not wait for a running COMMAND and shows the last committed version" {
+	run -0 vc c-peekrun
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg a pglock --version-counter c-peekrun sh -c 'echo "$PGLOCK_VERSION" >"$0.started"; read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/fifo.started"
+	run -0 timeout 5 "$PGLOCK" --version-counter --peek c-peekrun
+	assert_output 1
+	alive "$(bgpid a)"
+	echo go >"$BATS_TEST_TMPDIR/fifo"
+	bgwait a 10
+	[ "$bg_status" -eq 0 ]
+	run -0 peek c-peekrun
+	assert_output 2
+}
+
+@test "a database defaulting to REPEATABLE READ still gets exactly 1..200 from 8 clients x 25" {
+	sql "CREATE DATABASE pglock_c_rr"
+	sql "ALTER DATABASE pglock_c_rr SET default_transaction_isolation = 'repeatable read'"
+	[ "$(sqld pglock_c_rr 'SHOW default_transaction_isolation')" = "repeatable read" ]
+	many 8 25 -d pglock_c_rr c-rr
+	run -0 all err
+	assert_output ''
+	run -0 all rc
+	[ "$(grep -cvx 0 <<<"$output")" -eq 0 ]
+	all out | assert_one_to 200
+	[ "$(sqld pglock_c_rr "SELECT version FROM pglock_versions WHERE tenant = 'c-rr'")" = 200 ]
+	sql "DROP DATABASE pglock_c_rr WITH (FORCE)"
+}
+
+@test "8 concurrent first-ever allocations on a fresh database all succeed with 1..8" {
+	sql "CREATE DATABASE pglock_c_first"
+	[ "$(sqld pglock_c_first "SELECT to_regclass('pglock_versions') IS NULL")" = t ]
+	log=$PGLOCK_TEST_DIR/pg/log missing='relation "pglock_versions" does not exist'
+	before=$(grep -c "$missing" "$log" || true)
+	many 8 1 -d pglock_c_first c-first
+	echo "$(( $(grep -c "$missing" "$log" || true) - before )) of 8 clients met the missing table" >&3
+	run -0 all err
+	assert_output ''
+	run -0 all rc
+	assert_output "$(printf '0\n%.0s' 1 2 3 4 5 6 7 8)"
+	all out | assert_one_to 8
+	[ "$(sqld pglock_c_first "SELECT version FROM pglock_versions WHERE tenant = 'c-first'")" = 8 ]
+	sql "DROP DATABASE pglock_c_first WITH (FORCE)"
+}
+
+# ------------------------------------------------------------ lock keys
+
+@test "pglock T pglock --version-counter T completes and prints the version" {
+	run -0 --separate-stderr timeout 10 "$PGLOCK" c-nest "$PGLOCK" --version-counter c-nest
+	assert_output 1
+	[ -z "$stderr" ]
+	[ "$(peek c-nest)" = 1 ]
+}
+
+@test "pglock --version-counter T COMMAND can take pglock T inside" {
+	run -0 --separate-stderr timeout 10 "$PGLOCK" --version-counter c-nest2 "$PGLOCK" -n c-nest2 sh -c 'echo "$PGLOCK_VERSION"'
+	assert_output 1
+	[ "$(peek c-nest2)" = 1 ]
+}
+
+@test "--version-counter T allocates while another session holds pglock T" {
+	bg holder pglock c-dist sleep 60
+	wait_until 10 held "$(sha_id c-dist)"
+	run -0 --separate-stderr timeout 10 "$PGLOCK" -n --version-counter c-dist
+	assert_output 1
+	alive "$(bgpid holder)"
+	held "$(sha_id c-dist)"
+}
+
+@test "-n exits 1 when another allocation holds the tenant, and consumes nothing" {
+	run -0 vc c-busy
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg a pglock --version-counter c-busy sh -c 'echo "$PGLOCK_VERSION" >"$0.started"; read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/fifo.started"
+	run -1 --separate-stderr timeout 5 "$PGLOCK" -n --version-counter c-busy sh -c 'touch "$0"' "$BATS_TEST_TMPDIR/ran"
+	assert_output ''
+	[ "$stderr" = "pglock: c-busy: another allocation holds the tenant's lock" ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	echo go >"$BATS_TEST_TMPDIR/fifo"
+	bgwait a 10
+	[ "$bg_status" -eq 0 ]
+	run -0 vc c-busy
+	assert_output 3
+}
+
+# ------------------------------------------------------------ COMMAND mode
+
+@test "COMMAND sees PGLOCK_VERSION and PGLOCK_TENANT; exit 0 commits; pglock prints nothing itself" {
+	run -0 --separate-stderr vc c-env sh -c 'echo "$PGLOCK_VERSION $PGLOCK_TENANT"'
+	assert_output "1 c-env"
+	[ -z "$stderr" ]
+	run -0 vc c-env sh -c 'echo "$PGLOCK_VERSION"'
+	assert_output 2
+	[ "$(peek c-env)" = 2 ]
+}
+
+@test "a failing COMMAND passes its status through and consumes no version" {
+	run -0 vc c-fail
+	run -3 vc c-fail sh -c 'echo "$PGLOCK_VERSION"; exit 3'
+	assert_output 2
+	[ "$(peek c-fail)" = 1 ]
+	run -0 vc c-fail sh -c 'echo "$PGLOCK_VERSION"'
+	assert_output 2
+	[ "$(peek c-fail)" = 2 ]
+}
+
+@test "a COMMAND killed by a signal gives 128+N and consumes no version" {
+	run -0 vc c-killed
+	run -143 vc c-killed sh -c 'kill -TERM $$'
+	run -137 vc c-killed sh -c 'kill -KILL $$'
+	[ "$(peek c-killed)" = 1 ]
+}
+
+@test "a COMMAND that cannot be run gives 127 and consumes no version" {
+	run -127 vc c-noexec /nonexistent/command
+	[ "$(peek c-noexec)" = 0 ]
+	run -0 vc c-noexec
+	assert_output 1
+}
+
+@test "terminating the counter's backend while COMMAND runs: exit 75, command stopped, version not committed" {
+	run -0 vc c-lost
+	bg runner pglock --version-counter c-lost sh -c 'echo "$PGLOCK_VERSION" >"$0.v"; echo $$ >"$0"; exec sleep 60' "$BATS_TEST_TMPDIR/cmd"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/cmd"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/cmd.v"
+	[ "$(cat "$BATS_TEST_TMPDIR/cmd.v")" = 2 ]
+	run -0 sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pglock: c-lost'"
+	assert_output t
+	bgwait runner 10
+	[ "$bg_status" -eq 75 ]
+	! alive "$(cat "$BATS_TEST_TMPDIR/cmd")"
+	grep -q '^pglock: c-lost: lock lost while the command ran (.*); the command was stopped$' "$BATS_TEST_TMPDIR/runner.err"
+	[ ! -s "$BATS_TEST_TMPDIR/runner.out" ]
+	run -0 peek c-lost
+	assert_output 1
+	run -0 vc c-lost
+	assert_output 2
+}
+
+# ------------------------------------------------------------ --counter-table
+
+@test "--counter-table NAME keeps versions in that table only" {
+	run -0 pglock --counter-table c_custom --version-counter c-tab
+	assert_output 1
+	run -0 pglock --counter-table c_custom --version-counter c-tab
+	assert_output 2
+	[ "$(sql "SELECT tenant || '=' || version FROM c_custom")" = c-tab=2 ]
+	run -0 pglock --counter-table c_custom --version-counter --peek c-tab
+	assert_output 2
+	run -0 peek c-tab
+	assert_output 0
+	run -0 vc c-tab
+	assert_output 1
+}
+
+@test "--counter-table schema.table keeps versions in that schema" {
+	sql "CREATE SCHEMA c_schema"
+	run -0 pglock --counter-table c_schema.versions --version-counter c-sch
+	assert_output 1
+	run -0 pglock --counter-table c_schema.versions --version-counter c-sch sh -c 'echo "$PGLOCK_VERSION"'
+	assert_output 2
+	[ "$(sql "SELECT tenant || '=' || version FROM c_schema.versions")" = c-sch=2 ]
+	[ "$(sql "SELECT to_regclass('public.versions') IS NULL")" = t ]
+	run -0 pglock --counter-table c_schema.versions --version-counter --peek c-sch
+	assert_output 2
+}
+
+@test "a role that may not create the table gets one line naming the CREATE TABLE an admin must run, exit 69" {
+	sql "CREATE DATABASE pglock_c_priv"
+	sql "CREATE ROLE pglock_c_nocreate LOGIN"
+	[ "$(sqld pglock_c_priv "SELECT has_schema_privilege('pglock_c_nocreate', 'public', 'CREATE')")" = f ]
+	run -69 --separate-stderr pglock -d pglock_c_priv -U pglock_c_nocreate --version-counter c-priv
+	assert_output ''
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "pglock: c-priv: "*"CREATE TABLE "*"pglock_versions"*" (tenant text PRIMARY KEY, version bigint NOT NULL)"* ]]
+	[ "$(sqld pglock_c_priv "SELECT to_regclass('pglock_versions') IS NULL")" = t ]
+	# The statement named is the one that works.
+	sqld pglock_c_priv "CREATE TABLE${stderr#*CREATE TABLE}"
+	run -0 --separate-stderr pglock -d pglock_c_priv -U pglock_c_nocreate --version-counter c-priv
+	assert_output 1
+	[ -z "$stderr" ]
+	sql "DROP DATABASE pglock_c_priv WITH (FORCE)"
+	sql "DROP ROLE pglock_c_nocreate"
+}
+
+@test "the statement named for a role without CREATE works as given when the role's name needs quoting" {
+	sql "CREATE DATABASE pglock_c_priv"
+	sql 'CREATE ROLE "pglock-c-Bot" LOGIN'
+	run -69 --separate-stderr pglock -d pglock_c_priv -U pglock-c-Bot --version-counter c-priv2
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == *"CREATE TABLE "* ]]
+	run -0 sqld pglock_c_priv "CREATE TABLE${stderr#*CREATE TABLE}"
+	run -0 --separate-stderr pglock -d pglock_c_priv -U pglock-c-Bot --version-counter c-priv2
+	assert_output 1
+	sql "DROP DATABASE pglock_c_priv WITH (FORCE)"
+	sql 'DROP ROLE "pglock-c-Bot"'
+}
+
+# ------------------------------------------------------------ --fence
+
+@test "--fence: three successive holders of KEY see strictly increasing PGLOCK_FENCE" {
+	# (not $i: bats' run uses it)
+	for n in 1 2 3; do
+		run -0 --separate-stderr pglock --fence c-fence sh -c 'echo "$PGLOCK_FENCE"'
+		[[ "$output" =~ ^[1-9][0-9]*$ ]]
+		[ -z "$stderr" ]
+		fence[n]=$output
+	done
+	[ "${fence[1]}" -lt "${fence[2]}" ]
+	[ "${fence[2]}" -lt "${fence[3]}" ]
+}
+
+@test "--fence: holders that queued for KEY get PGLOCK_FENCE in the order they acquired it" {
+	id=$(sha_id c-fenceq)
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	cmd='echo "$PGLOCK_FENCE" >>"$0.order"; read x <"$0"'
+	bg h1 pglock --fence c-fenceq sh -c "$cmd" "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/fifo.order"
+	bg h2 pglock --fence c-fenceq sh -c "$cmd" "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 waiting "$id" 1
+	bg h3 pglock --fence c-fenceq sh -c "$cmd" "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 waiting "$id" 2
+	for n in 2 3; do
+		echo go >"$BATS_TEST_TMPDIR/fifo"
+		wait_until 10 eval "[ \$(wc -l <\"$BATS_TEST_TMPDIR/fifo.order\") -eq $n ]"
+	done
+	echo go >"$BATS_TEST_TMPDIR/fifo"
+	for h in h1 h2 h3; do
+		bgwait "$h" 10
+		[ "$bg_status" -eq 0 ]
+	done
+	run -0 cat "$BATS_TEST_TMPDIR/fifo.order"
+	[ "${#lines[@]}" -eq 3 ]
+	[ "${lines[0]}" -lt "${lines[1]}" ]
+	[ "${lines[1]}" -lt "${lines[2]}" ]
+}
+
+@test "without --fence the command gets no PGLOCK_FENCE" {
+	run -0 pglock c-nofence sh -c 'echo "${PGLOCK_FENCE-unset}"'
+	assert_output unset
+}
+
+# ------------------------------------------------------------ usage
+
+# usage_error WHY ARG...: exit 64 before connecting, nothing on stdout, one
+# line on stderr that contains WHY.
+usage_error() {
+	local why=$1
+	shift
+	run -64 --separate-stderr pglock -h /nonexistent "$@"
+	assert_output ''
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "pglock: "*"$why"*" (see pglock --help)" ]]
+}
+
+@test "--peek with a COMMAND is a usage error" { usage_error 'no COMMAND' --version-counter --peek c-u true; }
+@test "--peek without --version-counter is a usage error" { usage_error 'needs --version-counter' --peek c-u true; }
+@test "--fence with --version-counter is a usage error" { usage_error '--fence' --fence --version-counter c-u; }
+@test "-s with --version-counter is a usage error" { usage_error '(-s)' -s --version-counter c-u; }
+@test "-F with --version-counter is a usage error" { usage_error '-F' -F --version-counter c-u true; }
+@test "--id with --version-counter is a usage error" { usage_error '--id' --id --version-counter 5; }
+@test "--version-counter without a TENANT is a usage error" { usage_error 'TENANT' --version-counter; }
+@test "an empty TENANT is a usage error" { usage_error 'TENANT' --version-counter ''; }
+@test "--counter-table 'bad;name' is a usage error" { usage_error "'bad;name'" --counter-table 'bad;name' --version-counter c-u; }
+@test "--counter-table a.b.c is a usage error" { usage_error "'a.b.c'" --counter-table a.b.c --version-counter c-u; }
+@test "--counter-table starting with a digit is a usage error" { usage_error "'1tab'" --counter-table 1tab --version-counter c-u; }
+@test "an empty --counter-table is a usage error" { usage_error "''" --counter-table '' --version-counter c-u; }
