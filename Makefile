@@ -33,11 +33,21 @@ check: pglock $(UNIT)
 	mandoc -Tlint -Wwarning man/pglock.1
 	$(BATS) tests
 
+# ASan + UBSan over the unit tests and the whole bats suite; any report
+# (logged to tests/.san, as stderr is under test) fails the target.
+SAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=all
 sanitize:
-	$(MAKE) -B CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" pglock $(UNIT)
-	./tests/unit_arg
-	./tests/unit_key
-	ASAN_OPTIONS=detect_leaks=0 PGLOCK_SANITIZE=1 $(BATS) tests
+	$(MAKE) -B CFLAGS="$(SAN)" pglock $(UNIT)
+	rm -rf tests/.san && mkdir -p tests/.san
+	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan ./tests/unit_arg
+	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan ./tests/unit_key
+	ASAN_OPTIONS=detect_leaks=0:log_path=$(CURDIR)/tests/.san/asan \
+	UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/tests/.san/ubsan \
+	$(BATS) tests
+	@if ls tests/.san/* >/dev/null 2>&1; then cat tests/.san/*; \
+	echo "sanitize: reports above"; exit 1; fi
+	$(MAKE) -B pglock $(UNIT)
 
 lint:
 	mandoc -Tlint -Wwarning man/pglock.1
