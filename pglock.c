@@ -16,6 +16,7 @@
  * of the ISC licence in COPYING.
  */
 #include <err.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -267,7 +268,12 @@ parse_or_err(int argc, char **argv, struct opts *o)
 			o->verbose = 0;
 			break;
 		case 'd':
-			o->conn.dbname = optarg;
+			if (conn_check(optarg, why, sizeof(why)) == -1)
+				usage_err("-d: %s", why);
+			/* Connect with a copy; ps shows the masked original. */
+			if ((o->conn.dbname = strdup(optarg)) == NULL)
+				err(EXIT_OSERR, "strdup");
+			conn_hide_password(optarg);
 			break;
 		case 'h':
 			o->conn.host = optarg;
@@ -569,8 +575,11 @@ version_counter(const struct opts *o, PGconn *c)
 		/* Print first: a number nobody saw must not be committed. */
 		printf("%lld\n", v);
 		if (fflush(stdout) == EOF || ferror(stdout)) {
+			int e = errno;
+
 			(void)counter_end(c, 0, why, sizeof(why));
-			err(EXIT_OSERR, "stdout");
+			errno = e;
+			err(EXIT_OSERR, "stdout: version %lld rolled back", v);
 		}
 		if (counter_end(c, 1, why, sizeof(why)) == -1)
 			errx(EXIT_LOST, "%s: version %lld was not committed "
@@ -815,6 +824,23 @@ lock_and_run(struct opts *o, PGconn *c)
 	return status;
 }
 
+/*
+ * With stdin, stdout or stderr closed, the next open() (libpq's socket)
+ * would take its number, and output meant for stdout would go to the
+ * server. Fill the gap with /dev/null opened the wrong way round, so that
+ * using the stream still fails as it would have.
+ */
+static void
+guard_std_fds(void)
+{
+	int fd;
+
+	for (fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) == -1 &&
+		    open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY) == -1)
+			_exit(EXIT_OSERR);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -823,6 +849,7 @@ main(int argc, char **argv)
 	PGconn *c;
 	int status;
 
+	guard_std_fds();
 	memset(&o, 0, sizeof(o));
 	o.lock.wait_ms = -1;
 	o.conflict_exit = EXIT_CONFLICT;

@@ -182,3 +182,68 @@ conn_cancel(PGconn *c)
 		PQfreeCancel(cn);
 	}
 }
+
+int
+conn_check(const char *conninfo, char *err, size_t errlen)
+{
+	PQconninfoOption *opts;
+	char *msg = NULL;
+
+	/* A plain database name is not parsed: any string is a name. */
+	if (strchr(conninfo, '=') == NULL &&
+	    strncmp(conninfo, "postgres://", 11) != 0 &&
+	    strncmp(conninfo, "postgresql://", 13) != 0)
+		return 0;
+	if ((opts = PQconninfoParse(conninfo, &msg)) == NULL) {
+		conn_oneline(msg != NULL ? msg : "out of memory", err, errlen);
+		PQfreemem(msg);
+		return -1;
+	}
+	PQconninfoFree(opts);
+	return 0;
+}
+
+/* Mask the value that starts at p: quoted, or up to a space or '&'. */
+static void
+mask_value(char *p)
+{
+	char q = *p == '\'' ? *p++ : '\0';
+
+	for (; *p != '\0'; p++) {
+		if (q != '\0' && *p == '\\' && p[1] != '\0') {
+			*p++ = 'x';
+		} else if (q != '\0' ? *p == q :
+		    (*p == ' ' || *p == '\t' || *p == '&')) {
+			break;
+		}
+		*p = 'x';
+	}
+}
+
+void
+conn_hide_password(char *s)
+{
+	char *p, *at, *colon, *end;
+
+	/* URI: scheme://user:PASSWORD@host... */
+	if ((p = strstr(s, "://")) != NULL) {
+		p += 3;
+		end = p + strcspn(p, "/?");
+		at = memchr(p, '@', (size_t)(end - p));
+		colon = at != NULL ? memchr(p, ':', (size_t)(at - p)) : NULL;
+		if (colon != NULL)
+			memset(colon + 1, 'x', (size_t)(at - colon - 1));
+	}
+	/* key=value, in a conninfo string or a URI's query. */
+	for (p = s; (p = strstr(p, "password")) != NULL; p += 8) {
+		end = p + 8;
+		while (*end == ' ' || *end == '\t')
+			end++;
+		if (*end != '=')
+			continue;
+		end++;
+		while (*end == ' ' || *end == '\t')
+			end++;
+		mask_value(end);
+	}
+}

@@ -50,6 +50,18 @@ int conn_wait(PGconn *c, int cancelled);
 /* Ask the server to cancel the running query: a lock waiter leaves the queue. */
 void conn_cancel(PGconn *c);
 
+/*
+ * Check that a -d value that looks like a conninfo string or URI parses.
+ * Returns 0, or -1 with libpq's reason in err.
+ */
+int conn_check(const char *conninfo, char *err, size_t errlen);
+
+/*
+ * Overwrite, in place, any password in a conninfo string or URI with 'x',
+ * so that ps(1) does not show it (the caller keeps a copy to connect with).
+ */
+void conn_hide_password(char *conninfo);
+
 /* Copy a libpq message into err as one line, without the trailing newline. */
 void conn_oneline(const char *msg, char *err, size_t errlen);
 
