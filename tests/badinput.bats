@@ -1,0 +1,215 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# Bad input, table-driven: every case gets its documented exit status and
+# exactly one "pglock: ..." line on stderr, nothing on stdout, no command
+# run, no crash and no hang (each run is bounded by timeout).
+
+load helper
+
+# expect STATUS ARGS...: run pglock (bounded), check the status, one
+# stderr line, empty stdout, and that the command (touch ran) did not run.
+expect() {
+	local want=$1
+	shift
+	run -"$want" --separate-stderr timeout 20 "$PGLOCK" "$@"
+	[ -z "$output" ] || { echo "stdout: $output"; false; }
+	[ "${#stderr_lines[@]}" -eq 1 ] || { echo "stderr: $stderr"; false; }
+	[[ "$stderr" == "pglock: "* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
+RAN='touch "$BATS_TEST_TMPDIR/ran"'
+
+# The matrix: status, then arguments; "@CMD" stands for the command.
+MATRIX='64|-w|
+64|-w||k|@CMD
+64|-w|-1|k|@CMD
+64|-w|-0.5|k|@CMD
+64|-w|abc|k|@CMD
+64|-w|1e3|k|@CMD
+64|-w|0x10|k|@CMD
+64|-w|5s|k|@CMD
+64|-w|1.5.2|k|@CMD
+64|-w|inf|k|@CMD
+64|-w|nan|k|@CMD
+64|-w|99999999999999999999|k|@CMD
+64|-w|2147484|k|@CMD
+64|-E||k|@CMD
+64|-E|256|k|@CMD
+64|-E|-1|k|@CMD
+64|-E|1x|k|@CMD
+64|-E|99999999999999999999|k|@CMD
+64|-E| 1|k|@CMD
+64|--check-interval|0|k|@CMD
+64|--check-interval|-1|k|@CMD
+64|--check-interval|x|k|@CMD
+64|--kill-after|-3|k|@CMD
+64|--kill-after|3m|k|@CMD
+64|--lost-signal|FOO|k|@CMD
+64|--lost-signal|0|k|@CMD
+64|--lost-signal|65|k|@CMD
+64|--lost-signal||k|@CMD
+64|--id|x|@CMD
+64|--id||@CMD
+64|--id|1,|@CMD
+64|--id|,2|@CMD
+64|--id|1,2,3|@CMD
+64|--id|9223372036854775808|@CMD
+64|--id|-9223372036854775809|@CMD
+64|--id|2147483648,1|@CMD
+64|--id|1 |@CMD
+64|--hash|nope|k|@CMD
+64|--hash||k|@CMD
+64|--namespace|x|k|@CMD
+64|--namespace|2147483648|k|@CMD
+64|--hash|md5|--namespace|1|k|@CMD
+64|--id|--hash|md5|1|@CMD
+64|--counter-table|bad;name|--version-counter|t
+64|--counter-table||--version-counter|t
+64|--counter-table|1abc|--version-counter|t
+64|--counter-table|a.b.c|--version-counter|t
+64|--peek|k|@CMD
+64|--version-counter|--peek|t|@CMD
+64|--version-counter|-s|t
+64|--version-counter|-F|t
+64|--version-counter|--fence|t
+64|--status|--explain|k
+64|--explain
+64|--explain|a|b
+64|k
+64|
+64|-c|true|k|@CMD
+64|k|-c
+64|k|-c|a|b
+64|--frobnicate|k|@CMD
+64|-Z|k|@CMD
+64|-d|host=x =y|k|@CMD
+64|-d|postgresql://[bad|k|@CMD
+64|-d|postgresql://h:99999999999/db|k|@CMD'
+
+@test "the bad-input matrix: at least 60 cases, each with its status and one line" {
+	n=0
+	while IFS= read -r row; do
+		IFS='|' read -r -a f <<<"$row"
+		want=${f[0]}
+		args=()
+		for a in "${f[@]:1}"; do
+			if [ "$a" = @CMD ]; then
+				args+=(sh -c "$RAN")
+			else
+				args+=("$a")
+			fi
+		done
+		expect "$want" "${args[@]}" || { echo "case: $row"; false; }
+		n=$((n + 1))
+	done <<<"$MATRIX"
+	[ "$n" -ge 60 ]
+}
+
+@test "an empty key, a key of binary bytes and a key at the argument size limit" {
+	expect 64 '' sh -c "$RAN"
+	k=$(printf '\001\002\377\376 \t\033[0m')
+	run -0 pglock "$k" sh -c 'printf %s "$PGLOCK_KEY" | od -An -tx1 | tr -d " \n"'
+	assert_output "$(printf %s "$k" | od -An -tx1 | tr -d ' \n')"
+	# Linux caps one argument, and one environment string, at 128 KiB.
+	big=$(head -c 131000 /dev/zero | tr '\0' 'k')
+	run -0 pglock "$big" sh -c 'echo ${#PGLOCK_KEY}'
+	assert_output 131000
+	# The largest key a shell can pass does not fit in PGLOCK_KEY=...
+	big=$(head -c 131071 /dev/zero | tr '\0' 'k')
+	run -126 --separate-stderr pglock "$big" sh -c 'echo ran'
+	[ "$stderr" = "pglock: sh: Argument list too long" ]
+}
+
+@test "a closed stdout fails --version-counter with 71 and rolls the version back" {
+	run -0 pglock --version-counter --peek closed-out
+	assert_output 0
+	run -71 --separate-stderr bash -c '"$PGLOCK" --version-counter closed-out >&-'
+	[ "$stderr" = "pglock: stdout: version 1 rolled back: Bad file descriptor" ]
+	run -0 pglock --version-counter --peek closed-out
+	assert_output 0
+}
+
+@test "stdout on /dev/full fails --version-counter, --status, --explain and --help with 71" {
+	for args in "--version-counter full-out" "--status" "--explain k" "--help" "--version"; do
+		run -71 --separate-stderr bash -c "\"\$PGLOCK\" $args >/dev/full"
+		[[ "$stderr" == "pglock: stdout"*": No space left on device" ]] || { echo "$args: $stderr"; false; }
+	done
+	run -0 pglock --version-counter --peek full-out
+	assert_output 0
+}
+
+@test "a closed stdin or stderr does not let the command write to the database socket" {
+	run -0 bash -c '"$PGLOCK" closed-in sh -c "ls -l /proc/\$\$/fd | grep -c socket || true" <&-'
+	assert_output 0
+	run -0 bash -c '"$PGLOCK" closed-err sh -c "echo ok" 2>&-'
+	assert_output ok
+}
+
+@test "a missing or unreadable \$SHELL gives 127 or 126 with one line" {
+	SHELL=/nonexistent/sh expect 127 k -c "$RAN"
+	touch "$BATS_TEST_TMPDIR/noexec"
+	SHELL=$BATS_TEST_TMPDIR/noexec expect 126 k -c "$RAN"
+}
+
+@test "an unreachable server gives 69 with one line" {
+	expect 69 -h /nonexistent k sh -c "$RAN"
+	expect 69 -h 127.0.0.1 -p 1 k sh -c "$RAN"
+	expect 69 -d "host=$PGHOST port=$PGPORT dbname=no_such_db" k sh -c "$RAN"
+	expect 69 -U no_such_role k sh -c "$RAN"
+}
+
+@test "a server that accepts TCP but never answers: connect_timeout gives 69 in time" {
+	python3 -c '' 2>/dev/null || skip "python3 is not installed"
+	port=$(( PGPORT + 2000 ))
+	bg listener python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)' "$port"
+	wait_until 10 bash -c "ss -Hltn 'sport = :$port' | grep -q ."
+	start=$(date +%s)
+	expect 69 -d "host=127.0.0.1 port=$port connect_timeout=2" k sh -c "$RAN"
+	[ $(( $(date +%s) - start )) -lt 10 ]
+	[[ "$stderr" == *"timeout expired"* ]]
+}
+
+@test "a password given in -d shows neither in ps nor in any message" {
+	run -0 pglock -d "host=$PGHOST dbname=postgres password=sekrit-1" pw-k sh -c 'tr "\0" " " </proc/$PPID/cmdline'
+	[[ "$output" != *sekrit* ]]
+	[[ "$output" == *"password=xxxxxxxx"* ]]
+	run -0 pglock -d "postgresql://postgres:sekrit-2@/postgres?host=$PGHOST&port=$PGPORT" pw-k sh -c 'tr "\0" " " </proc/$PPID/cmdline'
+	[[ "$output" != *sekrit* ]]
+	run -69 --separate-stderr pglock -d "host=$PGHOST dbname=nope password=sekrit-3" pw-k true
+	[[ "$stderr" != *sekrit* ]]
+}
+
+@test "64 concurrent pglocks against max_connections 30: the excess get 69, the rest run exclusively" {
+	sql "ALTER SYSTEM SET max_connections = 30"
+	"$BATS_TEST_DIRNAME/pg.sh" restart "$PGLOCK_TEST_DIR/pg"
+	echo 0 >"$BATS_TEST_TMPDIR/n"
+	for i in $(seq 64); do
+		timeout 120 "$PGLOCK" crowd sh -c 'n=$(cat "$0"); sleep 0.05; echo $((n + 1)) >"$0"' "$BATS_TEST_TMPDIR/n" \
+		    2>"$BATS_TEST_TMPDIR/err.$i" &
+	done
+	ok=0 refused=0 other=0
+	for i in $(seq 64); do
+		s=0
+		wait -n || s=$?
+		case $s in
+		0) ok=$((ok + 1)) ;;
+		69) refused=$((refused + 1)) ;;
+		*) other=$((other + 1)) ;;
+		esac
+	done
+	sql "ALTER SYSTEM RESET max_connections"
+	"$BATS_TEST_DIRNAME/pg.sh" restart "$PGLOCK_TEST_DIR/pg"
+	echo "ran $ok, refused $refused, other $other" >&3
+	[ "$other" -eq 0 ]
+	[ "$refused" -gt 0 ]
+	[ "$ok" -gt 0 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/n")" -eq "$ok" ]
+	grep -h . "$BATS_TEST_TMPDIR"/err.* | sort -u | grep -v "sorry, too many clients already" | grep -v "remaining connection slots are reserved" && false
+	true
+}
