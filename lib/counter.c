@@ -142,11 +142,15 @@ create_table(PGconn *c, const char *table, const char *q, char *err,
 	if (PQresultStatus(res) == PGRES_COMMAND_OK) {
 		rc = 0;
 	} else if (is_state(res, "42501")) {
+		char *role = PQescapeIdentifier(c, PQuser(c),
+		    strlen(PQuser(c)));
+
 		snprintf(err, errlen, "table %s does not exist and this role "
 		    "may not create it; have an administrator run: CREATE "
 		    "TABLE %s (tenant text PRIMARY KEY, version bigint NOT "
 		    "NULL); GRANT SELECT, INSERT, UPDATE ON %s TO %s", q, q, q,
-		    PQuser(c));
+		    role != NULL ? role : PQuser(c));
+		PQfreemem(role);
 	} else {
 		conn_oneline(PQresultErrorMessage(res), err, errlen);
 	}
@@ -161,41 +165,43 @@ create_table(PGconn *c, const char *table, const char *q, char *err,
 	return rc;
 }
 
-/* [try] */
-static const char *const xact_lock_sql[2] = {
-	"SELECT pg_advisory_xact_lock($1::bigint)",
-	"SELECT pg_try_advisory_xact_lock($1::bigint)"
-};
-
-/* One pipeline: settings, BEGIN, lock, bump, sync. */
+/*
+ * One round trip: BEGIN (first, so that its isolation level holds for all
+ * that follows), the session settings, then one statement that takes the
+ * tenant's lock and only then bumps the row; with -n a lock not got bumps
+ * nothing and returns no row.
+ */
 static enum counter_result
 bump(PGconn *c, const char *q, const char *tenant,
     const struct lock_req *lk, long long *version, int *sig, int *no_table,
     char *err, size_t errlen)
 {
-	char sql[640], id[2][24];
-	const char *lparams[1] = { id[0] }, *bparams[1] = { tenant };
+	char sql[1024], id[2][24];
+	const char *params[2] = { tenant, id[0] };
 	enum counter_result out = COUNTER_ERROR;
 	PGresult *res;
-	int step, s, nres = 0;
+	int step, s, failed = 0;
 
 	(void)key_params(&lk->key, id);
-	snprintf(sql, sizeof(sql), "INSERT INTO %s AS t (tenant, version) "
-	    "VALUES ($1, 1) ON CONFLICT (tenant) DO UPDATE "
-	    "SET version = t.version + 1 RETURNING t.version", q);
+	snprintf(sql, sizeof(sql), "WITH l AS (%s)"
+	    " INSERT INTO %s AS t (tenant, version) SELECT $1, 1 FROM l"
+	    " WHERE l.got ON CONFLICT (tenant) DO UPDATE"
+	    " SET version = t.version + 1 RETURNING t.version",
+	    lk->wait_ms == 0 ?
+	    "SELECT pg_try_advisory_xact_lock($2::bigint) AS got" :
+	    "SELECT true AS got FROM pg_advisory_xact_lock($2::bigint)", q);
 	if (!PQenterPipelineMode(c) ||
-	    conn_send_settings(c, lk->wait_ms > 0 ? lk->wait_ms : 0, err,
-	    errlen) == -1 ||
 	    !PQsendQueryParams(c, "BEGIN ISOLATION LEVEL READ COMMITTED", 0,
 	    NULL, NULL, NULL, NULL, 0) ||
-	    !PQsendQueryParams(c, xact_lock_sql[lk->wait_ms == 0], 1, NULL,
-	    lparams, NULL, NULL, 0) ||
-	    !PQsendQueryParams(c, sql, 1, NULL, bparams, NULL, NULL, 0) ||
+	    conn_send_settings(c, lk->wait_ms > 0 ? lk->wait_ms : 0, err,
+	    errlen) == -1 ||
+	    !PQsendQueryParams(c, sql, 2, NULL, params, NULL, NULL, 0) ||
 	    !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return COUNTER_ERROR;
 	}
-	for (step = 0; step < 5;) {
+	/* Steps: BEGIN, settings, bump (each ends with NULL), sync. */
+	for (step = 0; step < 4;) {
 		if ((s = conn_wait(c, *sig != 0)) > 0) {
 			*sig = s;
 			conn_cancel(c);
@@ -206,15 +212,15 @@ bump(PGconn *c, const char *q, const char *tenant,
 			return *sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
 		}
 		if ((res = PQgetResult(c)) == NULL) {
-			if (step < 4)
+			if (step < 3)
 				step++;
 			continue;
 		}
-		if (step == 4) {
+		if (step == 3) {
 			if (PQresultStatus(res) == PGRES_PIPELINE_SYNC)
 				step++;
 		} else if (PQresultStatus(res) == PGRES_FATAL_ERROR &&
-		    nres++ == 0) {
+		    !failed++) {
 			/* The first error is the one that matters. */
 			if (is_state(res, "55P03"))
 				out = COUNTER_BUSY;
@@ -223,14 +229,14 @@ bump(PGconn *c, const char *q, const char *tenant,
 			else
 				conn_oneline(PQresultErrorMessage(res), err,
 				    errlen);
-		} else if (step == 2 && PQresultStatus(res) == PGRES_TUPLES_OK &&
-		    strcmp(PQgetvalue(res, 0, 0), "f") == 0) {
-			out = COUNTER_BUSY;
-			nres++;
-		} else if (step == 3 && PQresultStatus(res) == PGRES_TUPLES_OK &&
-		    nres == 0) {
-			*version = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-			out = COUNTER_OK;
+		} else if (step == 2 && PQresultStatus(res) == PGRES_TUPLES_OK) {
+			if (PQntuples(res) == 0) {
+				out = COUNTER_BUSY;
+			} else {
+				*version = strtoll(PQgetvalue(res, 0, 0), NULL,
+				    10);
+				out = COUNTER_OK;
+			}
 		}
 		PQclear(res);
 	}

@@ -12,7 +12,7 @@ eval "helper_$(declare -f teardown)"
 teardown() {
 	helper_teardown
 	local db
-	for db in pglock_c_rr pglock_c_first pglock_c_priv; do
+	for db in pglock_c_rr pglock_c_rr_fence pglock_c_first pglock_c_priv; do
 		sql "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
 	done
 	sql "DROP ROLE IF EXISTS pglock_c_nocreate" >/dev/null 2>&1 || true
@@ -61,6 +61,9 @@ many() {
 
 # The lines of every client's FILE (out, err, rc), numbers sorted.
 all() { cat "$BATS_TEST_TMPDIR/$1".* | sort -n; }
+
+# What the clients said on stderr, each distinct line once, with a count.
+errors() { cat "$BATS_TEST_TMPDIR"/err.* | sort | uniq -c; }
 
 # Exactly the numbers 1..N, each once: no duplicate, no gap.
 assert_one_to() {
@@ -128,7 +131,7 @@ assert_one_to() {
 
 @test "16 clients x 25 allocations for one tenant get exactly 1..400" {
 	many 16 25 c-conc
-	run -0 all err
+	run -0 errors
 	assert_output ''
 	run -0 all rc
 	[ "$(grep -cvx 0 <<<"$output")" -eq 0 ]
@@ -143,7 +146,7 @@ assert_one_to() {
 		if [ $((RANDOM % 3)) -eq 0 ]; then exit 1; fi
 		echo "$PGLOCK_VERSION $PGLOCK_TENANT ok" >>"$0.$$"' \
 	    "$BATS_TEST_TMPDIR/seen"
-	run -0 all err
+	run -0 errors
 	assert_output ''
 	run -0 all rc
 	[ "${#lines[@]}" -eq 400 ]
@@ -215,7 +218,7 @@ assert_one_to() {
 	sql "ALTER DATABASE pglock_c_rr SET default_transaction_isolation = 'repeatable read'"
 	[ "$(sqld pglock_c_rr 'SHOW default_transaction_isolation')" = "repeatable read" ]
 	many 8 25 -d pglock_c_rr c-rr
-	run -0 all err
+	run -0 errors
 	assert_output ''
 	run -0 all rc
 	[ "$(grep -cvx 0 <<<"$output")" -eq 0 ]
@@ -231,7 +234,7 @@ assert_one_to() {
 	before=$(grep -c "$missing" "$log" || true)
 	many 8 1 -d pglock_c_first c-first
 	echo "$(( $(grep -c "$missing" "$log" || true) - before )) of 8 clients met the missing table" >&3
-	run -0 all err
+	run -0 errors
 	assert_output ''
 	run -0 all rc
 	assert_output "$(printf '0\n%.0s' 1 2 3 4 5 6 7 8)"
@@ -326,6 +329,7 @@ assert_one_to() {
 	bgwait runner 10
 	[ "$bg_status" -eq 75 ]
 	! alive "$(cat "$BATS_TEST_TMPDIR/cmd")"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/runner.err")" -eq 1 ]
 	grep -q '^pglock: c-lost: lock lost while the command ran (.*); the command was stopped$' "$BATS_TEST_TMPDIR/runner.err"
 	[ ! -s "$BATS_TEST_TMPDIR/runner.out" ]
 	run -0 peek c-lost
@@ -430,6 +434,15 @@ assert_one_to() {
 	[ "${#lines[@]}" -eq 3 ]
 	[ "${lines[0]}" -lt "${lines[1]}" ]
 	[ "${lines[1]}" -lt "${lines[2]}" ]
+}
+
+@test "--fence works on a database defaulting to REPEATABLE READ" {
+	sql "CREATE DATABASE pglock_c_rr_fence"
+	sql "ALTER DATABASE pglock_c_rr_fence SET default_transaction_isolation = 'repeatable read'"
+	run -0 --separate-stderr pglock -d pglock_c_rr_fence --fence c-fence-rr sh -c 'echo "$PGLOCK_FENCE"'
+	[[ "$output" =~ ^[1-9][0-9]*$ ]]
+	[ -z "$stderr" ]
+	sql "DROP DATABASE pglock_c_rr_fence WITH (FORCE)"
 }
 
 @test "without --fence the command gets no PGLOCK_FENCE" {
