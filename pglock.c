@@ -74,6 +74,8 @@ struct opts {
 	int status;		/* --status [KEY ...] */
 	int explain;		/* --explain KEY */
 	char **keys;		/* --status: the KEYs, NULL-terminated */
+	double wait_start;	/* for the live "waiting" line */
+	int live_line;		/* it was shown: end it with a newline */
 };
 
 static const char usage_text[] =
@@ -738,6 +740,17 @@ show_status(const struct opts *o, PGconn *c)
 	return all_held ? 0 : 1;
 }
 
+/* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
+static void
+show_waiting(void *arg)
+{
+	struct opts *o = arg;
+
+	fprintf(stderr, "\rpglock: %s: waiting %.0fs", o->key,
+	    seconds() - o->wait_start);
+	o->live_line = 1;
+}
+
 /* -v: say who holds the lock before waiting for it. */
 static void
 report_holder(const struct opts *o, PGconn *c)
@@ -774,12 +787,18 @@ lock_and_run(struct opts *o, PGconn *c)
 
 	if (o->verbose && o->lock.wait_ms != 0)
 		report_holder(o, c);
-	t0 = seconds();
+	t0 = o->wait_start = seconds();
+	if (o->verbose && o->lock.wait_ms != 0 && isatty(STDERR_FILENO)) {
+		o->lock.waiting = show_waiting;
+		o->lock.waiting_arg = o;
+	}
 	switch (lock_acquire(c, &o->lock, &backend_pid, &sig, why,
 	    sizeof(why))) {
 	case LOCK_ACQUIRED:
 		break;
 	case LOCK_BUSY:
+		if (o->live_line)
+			fputc('\n', stderr);
 		if (!o->quiet && o->lock.wait_ms == 0)
 			warnx("%s: the lock is held by another session",
 			    o->key);
@@ -800,6 +819,8 @@ lock_and_run(struct opts *o, PGconn *c)
 	case LOCK_ERROR:
 		errx(EXIT_UNAVAILABLE, "%s: %s", o->key, why);
 	}
+	if (o->live_line)
+		fputc('\n', stderr);	/* end the live line */
 	if (o->verbose)
 		warnx("%s: acquired after %.2fs (server pid %d)", o->key,
 		    seconds() - t0, backend_pid);

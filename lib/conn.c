@@ -143,22 +143,27 @@ now(void)
 }
 
 int
-conn_wait(PGconn *c, int cancelled)
+conn_wait(PGconn *c, int cancelled, int tick_ms)
 {
 	struct pollfd p[2];
 	double give_up = now() + 5;
-	int sig;
+	int sig, n;
 
 	while (PQisBusy(c)) {
 		p[0].fd = PQsocket(c);
 		p[0].events = POLLIN;
+		p[0].revents = 0;
 		p[1].fd = sig_fd();
 		p[1].events = POLLIN;
+		p[1].revents = 0;
 		/* After a cancel the server answers at once, or never. */
-		if (poll(p, 2, cancelled ? 1000 : -1) == -1 && errno != EINTR)
+		n = poll(p, 2, cancelled ? 1000 : tick_ms);
+		if (n == -1 && errno != EINTR)
 			return -1;
 		if (cancelled && now() > give_up)
 			return -1;
+		if (n == 0 && !cancelled)
+			return -2;
 		if (p[1].revents & POLLIN) {
 			while ((sig = sig_take()) != 0)
 				if (!cancelled && sig_forwarded(sig))

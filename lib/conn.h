@@ -43,9 +43,10 @@ void conn_reason(PGconn *c, char *err, size_t errlen);
  * Wait until a result can be read without blocking. A forwarded signal
  * (sig.h) ends the wait and is returned, unless cancelled is set (a cancel
  * was sent: then wait at most 5 s for the server's answer). Returns 0 when
- * ready, the signal, or -1 when the connection failed.
+ * ready, the signal, -1 when the connection failed, or -2 when tick_ms
+ * passed first (-1: no tick).
  */
-int conn_wait(PGconn *c, int cancelled);
+int conn_wait(PGconn *c, int cancelled, int tick_ms);
 
 /* Ask the server to cancel the running query: a lock waiter leaves the queue. */
 void conn_cancel(PGconn *c);

@@ -202,7 +202,7 @@ bump(PGconn *c, const char *q, const char *tenant,
 	}
 	/* Steps: BEGIN, settings, bump (each ends with NULL), sync. */
 	for (step = 0; step < 4;) {
-		if ((s = conn_wait(c, *sig != 0)) > 0) {
+		if ((s = conn_wait(c, *sig != 0, -1)) > 0) {
 			*sig = s;
 			conn_cancel(c);
 			continue;

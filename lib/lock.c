@@ -162,7 +162,7 @@ recheck(PGconn *c, const struct lock_req *r, int pid, char *err,
 	int held, pid2 = 0;
 
 	if (lock_check_send(c, r, err, errlen) == -1 ||
-	    conn_wait(c, 0) != 0) {
+	    conn_wait(c, 0, -1) != 0) {
 		conn_reason(c, err, errlen);
 		return LOCK_ERROR;
 	}
@@ -206,7 +206,12 @@ lock_acquire(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	 * sync. Each statement's results end with a NULL.
 	 */
 	for (step = 0; step < 4;) {
-		if ((s = conn_wait(c, *sig != 0)) > 0) {
+		s = conn_wait(c, *sig != 0, r->waiting != NULL ? 1000 : -1);
+		if (s == -2) {
+			r->waiting(r->waiting_arg);
+			continue;
+		}
+		if (s > 0) {
 			*sig = s;
 			conn_cancel(c);
 			continue;

@@ -16,6 +16,8 @@ struct lock_req {
 	struct key key;
 	int shared;		/* pg_advisory_lock_shared, not exclusive */
 	long wait_ms;		/* -1: wait for ever; 0: try once; >0: bound */
+	void (*waiting)(void *);	/* if set, called each second of waiting */
+	void *waiting_arg;
 };
 
 enum lock_result {

@@ -198,3 +198,22 @@ flyway|flyway lockNum for \"public\".\"flyway_schema_history\"|77433833903597"
 		grep -q "^\.It Cm $s$" "$BATS_TEST_DIRNAME/../man/pglock.1" || { echo "undocumented: $s"; false; }
 	done
 }
+
+@test "-v on a terminal shows a live waiting line, ended before 'acquired'" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	id=$(sha_id live-k)
+	bg holder pglock live-k sleep 2
+	wait_until 10 held "$id"
+	run -0 script -qec "$PGLOCK -v -w 10 live-k true" /dev/null
+	[[ "$output" == *$'\rpglock: live-k: waiting 1s'* ]]
+	[[ "$output" == *$'s\r\npglock: live-k: acquired after '* ]]
+}
+
+@test "-v without a terminal writes no live line" {
+	id=$(sha_id live-k)
+	bg holder pglock live-k sleep 2
+	wait_until 10 held "$id"
+	run -0 --separate-stderr pglock -v -w 10 live-k true
+	[[ "$stderr" != *$'\r'* ]]
+	[ "${#stderr_lines[@]}" -eq 3 ]
+}
