@@ -49,6 +49,16 @@ sanitize:
 	echo "sanitize: reports above"; exit 1; fi
 	$(MAKE) -B pglock $(UNIT)
 
+# memcheck over the suites whose assertions do not time pglock itself.
+VG_SUITES = tests/runner.bats tests/usage.bats tests/keys.bats \
+	tests/counter.bats tests/docs.bats
+valgrind: pglock
+	rm -rf tests/.vg && mkdir -p tests/.vg
+	PGLOCK=$(CURDIR)/tests/valgrind.sh PGLOCK_VG_DIR=$(CURDIR)/tests/.vg \
+	$(BATS) $(VG_SUITES)
+	@if find tests/.vg -type f -size +0 | grep -q .; then \
+	cat tests/.vg/*; echo "valgrind: reports above"; exit 1; fi
+
 lint:
 	mandoc -Tlint -Wwarning man/pglock.1
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c99 $(SRC)
@@ -67,4 +77,4 @@ uninstall:
 clean:
 	rm -f pglock $(UNIT)
 
-.PHONY: all check sanitize lint demo install uninstall clean
+.PHONY: all check sanitize valgrind lint demo install uninstall clean

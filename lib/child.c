@@ -144,8 +144,10 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			timeout = (answer_by >= 0 ? answer_by : next_check) - t;
 		if (kill_at >= 0 && (timeout < 0 || kill_at - t < timeout))
 			timeout = kill_at - t;
+		/* After EINTR poll() leaves revents alone: clear them first. */
 		p[0].fd = sig_fd();
 		p[0].events = POLLIN;
+		p[0].revents = 0;
 		p[1].fd = watching ? PQsocket(w->conn) : -1;
 		p[1].events = POLLIN;
 		p[1].revents = 0;

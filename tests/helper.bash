@@ -12,15 +12,8 @@ bats_load_library bats-assert
 PGLOCK=${PGLOCK:-$BATS_TEST_DIRNAME/../pglock}
 export PGLOCK
 
-# Under `make sanitize` and `make valgrind` the binary is wrapped.
-if [ -n "${PGLOCK_VALGRIND:-}" ]; then
-	pglock() {
-		valgrind -q --error-exitcode=99 --leak-check=no \
-		    --trace-children=no "$PGLOCK" "$@"
-	}
-else
-	pglock() { "$PGLOCK" "$@"; }
-fi
+# `make valgrind` sets PGLOCK to tests/valgrind.sh.
+pglock() { "$PGLOCK" "$@"; }
 
 sql() {
 	psql -XAtq -v ON_ERROR_STOP=1 -c "$1"
