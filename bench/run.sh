@@ -33,6 +33,10 @@ esac
 for f in "$pglock" "$floor" "$rmw"; do
 	[ -x "$f" ] || die "$f: not built (run make bench)"
 done
+# `make sanitize` leaves an instrumented pglock behind: not one to time.
+if LC_ALL=C grep -q -e __asan_init -e __ubsan_handle "$pglock"; then
+	die "$pglock is a sanitizer build: rebuild it (make -B pglock)"
+fi
 
 # --- installing -------------------------------------------------------------
 
@@ -151,6 +155,7 @@ trap 'exit 143' TERM
 
 rm -rf "$raw"
 mkdir -p "$raw"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
 say "starting PostgreSQL"
 timeout 120 "$top/tests/pg.sh" start "$work/pg" >&2 ||
@@ -195,7 +200,7 @@ if [ -z "${why_missing[etcd]:-}" ]; then
 	    --listen-client-urls "http://$etcd_ep" \
 	    --advertise-client-urls "http://$etcd_ep" \
 	    --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
-	    --initial-cluster "bench=$peer" --log-level error \
+	    --initial-cluster "bench=$peer" --logger zap --log-level error \
 	    >"$raw/etcd.log" 2>&1 &
 	etcd_pid=$!
 	export ETCDCTL_API=3
@@ -263,7 +268,7 @@ for i in "${!names[@]}"; do
 done
 
 # Rounds with the order rotated, so that drift and position favour no tool.
-rounds=5
+rounds=10
 per=$(((runs + rounds - 1) / rounds))
 say "1. uncontended: ${#ok_names[@]} tools x $rounds rounds x $per runs"
 for ((r = 0; r < rounds; r++)); do
@@ -274,7 +279,7 @@ for ((r = 0; r < rounds; r++)); do
 		args+=(-n "${ok_names[j]}" "${ok_cmds[j]}")
 	done
 	if command -v hyperfine >/dev/null; then
-		timeout 600 hyperfine -N --style none --warmup 2 --runs "$per" \
+		timeout 600 hyperfine -N --style none --warmup 1 --runs "$per" \
 		    --export-json "$raw/uncontended-$r.json" "${args[@]}" \
 		    >/dev/null 2>"$raw/hyperfine-$r.log" ||
 		    die "hyperfine failed (see results/hyperfine-$r.log)"
@@ -432,6 +437,33 @@ else
 	rss["floor unix"]=$hwm_f
 fi
 
+# CPU per run, client and server: what bounds contended throughput. The
+# server's share is the CPU of exited backends, which the postmaster reaps.
+pm=$(head -n 1 "$work/pg/data/postmaster.pid")
+reaped_ticks() {
+	local s
+	s=$(cat "/proc/$1/stat")
+	s=${s##*) }
+	read -ra s <<<"$s"
+	echo $((s[13] + s[14]))
+}
+declare -A cpu=()
+cpu_per_run() {		# cpu_per_run NAME CMD...
+	local nm=$1 n=$((runs * 3)) s0 s1 c
+	shift
+	s0=$(reaped_ticks "$pm")
+	c=$( (for ((i = 0; i < n; i++)); do
+		"$@" >/dev/null 2>&1 || exit 1
+	    done; times) | tail -n 1) || return 0
+	s1=$(reaped_ticks "$pm")
+	# times: "0mU.UUUs 0mS.SSSs" for the children, that is the runs.
+	c=$(echo "$c" | awk '{ gsub(/[ms]/, " "); print ($1 * 60 + $2 + $3 * 60 + $4) * 1000 }')
+	cpu[$nm]="$(calc "$c / $n" 2)|$(calc "($s1 - $s0) * $tick_ns / 1e6 / $n" 2)"
+}
+say "CPU per run: pglock and the floor, $((runs * 3)) runs each"
+cpu_per_run "floor unix" "$floor" "$conn_unix" 1004 true
+cpu_per_run "pglock unix" "$pglock" -d "$conn_unix" bench-cpu true
+
 # --- 5. version counter -----------------------------------------------------
 
 # vc NAME TENANTS CLIENTS EACH: every client allocates EACH versions of its
@@ -549,7 +581,8 @@ done
 	echo "Written by \`bench/run.sh\` (\`make bench\`); do not edit by hand."
 	echo
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "- machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), Linux $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "- machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), Linux $(uname -r)"
+	echo "- load average: $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 	echo "- PostgreSQL $pg_version (private, fsync off, Unix socket and 127.0.0.1);" \
 	    "etcd ${etcd_version:-n/a} (private, 127.0.0.1, data on tmpfs);" \
 	    "advisory-lock ${lock_version:-n/a}; $("$pglock" -V 2>/dev/null | head -n 1)"
@@ -608,6 +641,20 @@ done
 	echo "Handoff: from the holder's command writing its last timestamp to the" \
 	    "next holder's command reading its first (CLOCK_MONOTONIC, \`bench/rmw\`)."
 	echo
+	echo "CPU per run (\`TOOL KEY true\`, Unix socket, $((runs * 3)) runs), which bounds" \
+	    "the contended rate on $(nproc) CPUs:"
+	echo
+	echo "| tool | client CPU ms/run | server CPU ms/run | total |"
+	echo "|---|---:|---:|---:|"
+	for nm in "pglock unix" "floor unix"; do
+		[ -n "${cpu[$nm]:-}" ] || continue
+		c=${cpu[$nm]%|*} sv=${cpu[$nm]#*|}
+		echo "| $nm | $c | $sv | $(calc "$c + $sv" 2) |"
+	done
+	echo
+	echo "Client: the tool, its \`true\` and the fork from bash; server: the" \
+	    "backend of each run, from the postmaster's reaped-children time."
+	echo
 	echo "## 4. Waiting ${wait_s} s behind a holder"
 	echo
 	echo "| process | CPU while waiting, /proc/PID/stat | CPU while waiting, schedstat | VmHWM KiB |"
@@ -645,11 +692,21 @@ done
 # --- results.png ------------------------------------------------------------
 
 if command -v gnuplot >/dev/null; then
+	colour() {	# pglock stands out, the floor is grey, peers blue
+		case $1 in
+		pglock*) echo 0xee7733 ;;
+		floor*) echo 0x999999 ;;
+		*) echo 0x4477aa ;;
+		esac
+	}
 	for nm in "${ok_names[@]}"; do
-		printf '"%s" %s\n' "$nm" "${unc[$nm]}"
+		printf '"%s" %s %d\n' "$nm" "${unc[$nm]}" "$(colour "$nm")"
 	done >"$raw/uncontended.dat"
 	for nm in "pglock unix" "floor unix" "flock" "etcdctl lock"; do
-		[ -n "${con[$nm]:-}" ] && printf '"%s" %s\n' "$nm" "$(field "$nm" 1)"
+		if [ -n "${con[$nm]:-}" ]; then
+			printf '"%s" %s %d\n' "$nm" "$(field "$nm" 1)" \
+			    "$(colour "$nm")"
+		fi
 	done >"$raw/contended.dat"
 	term=png
 	gnuplot -e 'set terminal' 2>&1 | grep -q pngcairo && term=pngcairo
@@ -657,21 +714,23 @@ if command -v gnuplot >/dev/null; then
 	set terminal $term size 1200,500 font ",10"
 	set output "$png"
 	set multiplot layout 1,2 title "pglock vs the floor and its peers ($(nproc) CPUs, $(date -u +%Y-%m-%d))"
-	set style data histograms
 	set style fill solid 0.8 border -1
-	set boxwidth 0.8
+	set boxwidth 0.7
+	set offsets 0.6, 0.6, 0, 0
 	set grid ytics
 	set xtics rotate by -30 nomirror
 	unset key
 	set title "1. uncontended: TOOL KEY true, median wall ms (log scale)"
 	set logscale y
 	set yrange [0.5:*]
-	plot "$raw/uncontended.dat" using 2:xtic(1) lc rgb "#4477aa", \
+	plot "$raw/uncontended.dat" using 0:2:3:xtic(1) with boxes \
+	    lc rgb variable, \
 	    "" using 0:2:(sprintf("%.1f", \$2)) with labels offset 0,0.8 notitle
 	unset logscale y
 	set yrange [0:*]
 	set title "2. contended: $workers workers on one key, handoffs per second"
-	plot "$raw/contended.dat" using 2:xtic(1) lc rgb "#228833", \
+	plot "$raw/contended.dat" using 0:2:3:xtic(1) with boxes \
+	    lc rgb variable, \
 	    "" using 0:2:(sprintf("%.0f", \$2)) with labels offset 0,0.8 notitle
 	unset multiplot
 	EOF
