@@ -449,7 +449,7 @@ seconds(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void
@@ -690,9 +690,11 @@ field(const char *s, char *buf, size_t len)
 {
 	size_t i;
 
-	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
-		buf[i] = s[i] == '\t' || s[i] == '\n' || s[i] == '\r' ? ' ' :
-		    s[i];
+	for (i = 0; s[i] != '\0' && i + 1 < len; i++) {
+		buf[i] = s[i];
+		if (s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
+			buf[i] = ' ';
+	}
 	buf[i] = '\0';
 	return buf;
 }
@@ -804,7 +806,7 @@ lock_and_run(struct opts *o, PGconn *c)
 			    o->key);
 		else if (!o->quiet)
 			warnx("%s: timed out after %.3gs waiting for the lock",
-			    o->key, o->lock.wait_ms / 1000.0);
+			    o->key, (double)o->lock.wait_ms / 1000.0);
 		return o->conflict_exit;
 	case LOCK_INTERRUPTED:
 		if (o->verbose)

@@ -49,8 +49,8 @@ arg_duration_ms(const char *s, long *ms, char *err, size_t errlen)
 		whole++;
 		frac = 0;
 	}
-	if (whole > ARG_MAX_MS / 1000 ||
-	    whole * 1000 + frac > ARG_MAX_MS)
+	/* Subtract, not add: whole * 1000 + frac overflows a 32-bit long. */
+	if (whole > ARG_MAX_MS / 1000 || frac > ARG_MAX_MS - whole * 1000)
 		goto range;
 	*ms = whole * 1000 + frac;
 	return 0;

@@ -58,18 +58,20 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 	PGconn *c;
 	int n = 0;
 
-#define KV(k, v) do { if ((v) != NULL) { keys[n] = (k); vals[n++] = (v); } } while (0)
+#define SET(k, v) do { keys[n] = (k); vals[n++] = (v); } while (0)
+#define KV(k, v) do { if ((v) != NULL) SET(k, v); } while (0)
 	KV("fallback_application_name", o->appname);
-	KV("keepalives", "1");
-	KV("keepalives_idle", "5");
-	KV("keepalives_interval", "2");
-	KV("keepalives_count", "3");
-	KV("tcp_user_timeout", "10000");
+	SET("keepalives", "1");
+	SET("keepalives_idle", "5");
+	SET("keepalives_interval", "2");
+	SET("keepalives_count", "3");
+	SET("tcp_user_timeout", "10000");
 	KV("dbname", o->dbname);
 	KV("host", o->host);
 	KV("port", o->port);
 	KV("user", o->user);
 #undef KV
+#undef SET
 	keys[n] = NULL;
 	vals[n] = NULL;
 
@@ -139,7 +141,7 @@ now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 int
@@ -212,7 +214,10 @@ conn_check(const char *conninfo, char *err, size_t errlen)
 static void
 mask_value(char *p)
 {
-	char q = *p == '\'' ? *p++ : '\0';
+	char q = '\0';
+
+	if (*p == '\'')
+		q = *p++;
 
 	for (; *p != '\0'; p++) {
 		if (q != '\0' && *p == '\\' && p[1] != '\0') {

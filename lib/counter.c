@@ -20,15 +20,18 @@ counter_table_ok(const char *name)
 {
 	const char *p = name;
 	int dots = 0;
+	size_t part = 0;
 
-	if (strlen(name) > 127)
-		return 0;
 	for (; *p != '\0'; p++) {
 		if (*p == '.' && p != name && p[1] != '\0' && p[-1] != '.' &&
-		    dots++ == 0)
+		    dots++ == 0) {
+			part = 0;
 			continue;
+		}
+		/* PostgreSQL cuts identifiers at 63 bytes: refuse, not alias. */
 		if (!(isalnum((unsigned char)*p) || *p == '_') ||
-		    ((p == name || p[-1] == '.') && isdigit((unsigned char)*p)))
+		    ((p == name || p[-1] == '.') && isdigit((unsigned char)*p)) ||
+		    ++part > 63)
 			return 0;
 	}
 	return p != name;
@@ -47,6 +50,7 @@ counter_lock(const char *table, const char *tenant, long wait_ms,
 	/* NUL separators: no KEY given on the command line can equal this. */
 	memcpy(s, "pglock-counter", 15);
 	memcpy(s + 15, table, tl + 1);
+	/* NOLINTNEXTLINE(bugprone-not-null-terminated-result): hashed by length */
 	memcpy(s + 16 + tl, tenant, n);
 	memset(out, 0, sizeof(*out));
 	rc = key_hash(s, 16 + tl + n, &out->key, err, sizeof(err));

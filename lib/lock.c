@@ -5,6 +5,8 @@
  * round trip on a direct connection. Through a pooler the verification is
  * repeated in a transaction of its own, where a transaction pooler shows.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,14 +108,24 @@ check_result(PGresult *res, int *pid, struct key *id, char *err,
     size_t errlen)
 {
 	struct key k;
-	char why[64];
+	char why[64], *end;
+	long v;
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
 		conn_oneline(PQresultErrorMessage(res), err, errlen);
 		return -1;
 	}
-	if (pid != NULL)
-		*pid = atoi(PQgetvalue(res, 0, 0));
+	if (pid != NULL) {
+		/* A stub or a pooler may answer anything: atoi would be UB. */
+		errno = 0;
+		v = strtol(PQgetvalue(res, 0, 0), &end, 10);
+		if (errno != 0 || *end != '\0' || v <= 0 || v > INT_MAX) {
+			snprintf(err, errlen, "the server sent a bad backend "
+			    "pid");
+			return -1;
+		}
+		*pid = (int)v;
+	}
 	if (id != NULL && key_parse_id(PQgetvalue(res, 0, 2), &k, why,
 	    sizeof(why)) == 0) {
 		id->id = k.id;
@@ -208,7 +220,8 @@ lock_acquire(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	for (step = 0; step < 4;) {
 		s = conn_wait(c, *sig != 0, r->waiting != NULL ? 1000 : -1);
 		if (s == -2) {
-			r->waiting(r->waiting_arg);
+			if (r->waiting != NULL)
+				r->waiting(r->waiting_arg);
 			continue;
 		}
 		if (s > 0) {
