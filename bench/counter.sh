@@ -4,14 +4,14 @@
 # clients and 8 tenants x 8 clients, on a fresh table and again after
 # 1,000,000 versions were issued (by the very transaction pglock runs), to
 # show that an allocation does not get dearer as versions accumulate.
-# Writes bench/counter.md. Knobs: VERSIONS (1000000), RUNS (5), PER (25).
+# Writes bench/counter.md. Knobs: VERSIONS (1000000), RUNS (9), PER (25).
 set -euo pipefail
 
 bench=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$bench/.." && pwd)
 pglock=$top/pglock
 versions=${VERSIONS:-1000000}
-runs=${RUNS:-5}
+runs=${RUNS:-9}
 per=${PER:-25}
 clients=8
 out=$bench/counter.md
@@ -79,28 +79,36 @@ SELECT pg_advisory_xact_lock(hashtextextended('issue' || :t, 1));
 INSERT INTO pglock_versions AS v (tenant, version) VALUES (CASE WHEN :t = 8 THEN 't1-0' ELSE 't8-' || :t END, 1) ON CONFLICT (tenant) DO UPDATE SET version = v.version + 1;
 COMMIT;
 SQL
+sum_sql="SELECT sum(version) FROM pglock_versions WHERE tenant LIKE 't%'"
+total=$(psql -XAtc "$sum_sql")
 "$pgbench" -n -M prepared -c "$clients" -j 2 -t $((versions / clients)) -f "$dir/issue.sql" >/dev/null 2>&1
-total=$(psql -XAtc "SELECT sum(version) FROM pglock_versions WHERE tenant LIKE 't%'")
+total=$(( $(psql -XAtc "$sum_sql") - total ))
+# Right after the burst the table still holds its dead row versions, as a
+# busy server would between autovacuum runs; then once vacuumed.
 after=$(measure "after")
 echo "$after" >&2
+psql -XAtqc "VACUUM pglock_versions"
+vacuumed=$(measure "vacuumed")
+echo "$vacuumed" >&2
 
 {
 	echo "# --version-counter throughput"
 	echo
 	echo "$(date -u +%F), $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)."
 	echo "Command: \`bench/counter.sh\` (RUNS=$runs, PER=$per; medians)."
-	echo "Versions issued between the two columns: $total in all."
+	echo "Versions issued between the fresh and the after columns: $total."
 	echo
-	echo "| case | fresh, allocs/s | after, allocs/s | after / fresh | target | |"
-	echo "|---|---|---|---|---|---|"
-	while read -r _ t r s && read -r _ t2 r2 s2 <&3; do
+	echo "| case | fresh, allocs/s | after, allocs/s | after / fresh | after VACUUM | vacuumed / fresh | target (>= 0.90) |"
+	echo "|---|---|---|---|---|---|---|"
+	while read -r _ t r s && read -r _ _ r2 s2 <&3 && read -r _ _ r3 s3 <&4; do
 		for kind in pglock sql; do
-			if [ $kind = pglock ]; then a=$r b=$r2; name="pglock, $t tenant(s) x $clients clients"
-			else a=$s b=$s2; name="same transaction via pgbench, $t tenant(s) x $clients"; fi
+			if [ $kind = pglock ]; then a=$r b=$r2 v=$r3; name="pglock, $t tenant(s) x $clients clients"
+			else a=$s b=$s2 v=$s3; name="same transaction via pgbench, $t tenant(s) x $clients"; fi
 			ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b / a }')
-			verdict=$(awk -v x="$ratio" 'BEGIN { print (x >= 0.90) ? "PASS" : "MISS" }')
-			echo "| $name | $a | $b | $ratio | >= 0.90 | $verdict |"
+			vratio=$(awk -v a="$a" -v b="$v" 'BEGIN { printf "%.2f", b / a }')
+			verdict=$(awk -v x="$ratio" -v y="$vratio" 'BEGIN { print (x >= 0.90 ? "PASS" : "MISS") " / " (y >= 0.90 ? "PASS" : "MISS") }')
+			echo "| $name | $a | $b | $ratio | $v | $vratio | $verdict |"
 		done
-	done <<<"$before" 3<<<"$after"
+	done <<<"$before" 3<<<"$after" 4<<<"$vacuumed"
 } >"$out"
 cat "$out"
