@@ -5,6 +5,7 @@
  * gives in -d, -h, -p, -U or the environment overrides them.
  */
 #include <errno.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -90,36 +91,78 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 }
 
 /*
- * One statement, so it costs no extra round trip. Joining pg_settings skips
- * settings the server lacks (idle_session_timeout and
- * client_connection_check_interval are 14+, tcp_user_timeout 12+). The
- * timeouts are always forced; dead-peer settings only where the client did
- * not choose them itself (options=-c ... in the conninfo or PGOPTIONS).
+ * pglock's session settings. Timeouts are always forced off (lock_timeout
+ * is -w); dead-peer detection is left alone where the user chose it in the
+ * connection's options (options=-c ... or PGOPTIONS). Settings older
+ * servers lack are not sent, and TCP ones not on a Unix socket, so that
+ * the statement stays a handful of set_config() calls: cheap for a fresh
+ * backend, unlike a join with pg_settings.
  */
-static const char settings_sql[] =
-    "SELECT count(set_config(s.name, s.value, false))"
-    " FROM (VALUES ('statement_timeout', '0', true),"
-    "  ('idle_in_transaction_session_timeout', '0', true),"
-    "  ('idle_session_timeout', '0', true),"
-    "  ('lock_timeout', $1, true),"
-    "  ('client_connection_check_interval', '2000', false),"
-    "  ('tcp_keepalives_idle', '5', false),"
-    "  ('tcp_keepalives_interval', '2', false),"
-    "  ('tcp_keepalives_count', '3', false),"
-    "  ('tcp_user_timeout', '10000', false))"
-    " AS s(name, value, forced)"
-    " JOIN pg_catalog.pg_settings p ON p.name = s.name"
-    " WHERE s.forced OR p.source <> 'client'";
+static const struct setting {
+	const char *name;
+	const char *value;	/* NULL: $1, the lock timeout */
+	int since;		/* server version that has it */
+	int forced;
+	int tcp;		/* meaningful on TCP connections only */
+} settings[] = {
+	{ "statement_timeout", "0", 0, 1, 0 },
+	{ "idle_in_transaction_session_timeout", "0", 0, 1, 0 },
+	{ "idle_session_timeout", "0", 140000, 1, 0 },
+	{ "lock_timeout", NULL, 0, 1, 0 },
+	{ "client_connection_check_interval", "2000", 140000, 0, 0 },
+	{ "tcp_keepalives_idle", "5", 0, 0, 1 },
+	{ "tcp_keepalives_interval", "2", 0, 0, 1 },
+	{ "tcp_keepalives_count", "3", 0, 0, 1 },
+	{ "tcp_user_timeout", "10000", 120000, 0, 1 },
+};
+
+/* Did the user set NAME in the connection's startup options? */
+static int
+user_set(PQconninfoOption *info, const char *name)
+{
+	PQconninfoOption *o;
+
+	for (o = info; o != NULL && o->keyword != NULL; o++)
+		if (strcmp(o->keyword, "options") == 0 && o->val != NULL)
+			return strstr(o->val, name) != NULL;
+	return 0;
+}
+
+static int
+is_tcp(PGconn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	return getsockname(PQsocket(c), (struct sockaddr *)&ss, &len) == 0 &&
+	    ss.ss_family != AF_UNIX;
+}
 
 int
 conn_send_settings(PGconn *c, long lock_ms, char *err, size_t errlen)
 {
-	char ms[32];
+	char sql[1024], ms[32];
 	const char *params[1] = { ms };
+	PQconninfoOption *info = PQconninfo(c);
+	size_t i, n;
+	int tcp = is_tcp(c), version = PQserverVersion(c);
 
+	n = (size_t)snprintf(sql, sizeof(sql), "SELECT 1");
+	for (i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+		const struct setting *s = &settings[i];
+
+		if (version < s->since || (s->tcp && !tcp) ||
+		    (!s->forced && user_set(info, s->name)))
+			continue;
+		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
+		    ", set_config('%s', %s%s%s, false)", s->name,
+		    s->value != NULL ? "'" : "",
+		    s->value != NULL ? s->value : "$1::text",
+		    s->value != NULL ? "'" : "");
+	}
+	PQconninfoFree(info);
 	snprintf(ms, sizeof(ms), "%ld", lock_ms);
-	if (!PQsendQueryParams(c, settings_sql, 1, NULL, params, NULL, NULL,
-	    0)) {
+	if (!PQsendQueryParams(c, sql, 1, NULL, params, NULL, NULL, 0)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return -1;
 	}

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <zlib.h>
 
@@ -67,6 +68,11 @@ digest(const EVP_MD *md, const char *name, const char *k, size_t len,
 {
 	unsigned int mdlen;
 
+	/*
+	 * A digest needs no configuration: skipping openssl.cnf saves a
+	 * millisecond of start-up on every run.
+	 */
+	(void)OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
 	if (md == NULL || EVP_Digest(k, len, out, &mdlen, md, NULL) != 1) {
 		snprintf(err, errlen, "%s is not available", name);
 		return -1;
