@@ -61,6 +61,18 @@ valgrind: pglock
 	@if find tests/.vg -type f -size +0 | grep -q .; then \
 	cat tests/.vg/*; echo "valgrind: reports above"; exit 1; fi
 
+# Side-by-side benchmarks (installs its peers; see bench/run.sh), and the
+# version counter's (bench/counter.sh).
+bench/floor: bench/floor.c
+	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) -o $@ bench/floor.c $(PQ_LIBS)
+
+bench/rmw: bench/rmw.c
+	$(CC) $(WARN) $(CFLAGS) -o $@ bench/rmw.c
+
+bench: pglock bench/floor bench/rmw
+	bench/run.sh
+	bench/counter.sh
+
 # libFuzzer (clang): every parser of user text, 300 s each, two at a time.
 fuzz:
 	FUZZ_JOBS=2 fuzz/run.sh 300
@@ -93,6 +105,6 @@ uninstall:
 
 clean:
 	rm -f pglock $(UNIT)
-	rm -rf fuzz/bin tests/.san tests/.vg
+	rm -rf fuzz/bin tests/.san tests/.vg bench/floor bench/rmw
 
-.PHONY: all check sanitize valgrind fuzz lint demo install uninstall clean
+.PHONY: all check sanitize valgrind fuzz lint bench demo install uninstall clean
