@@ -63,11 +63,14 @@ valgrind: pglock
 
 # Side-by-side benchmarks (installs its peers; see bench/run.sh), and the
 # version counter's (bench/counter.sh).
+# The floor links libpq alone: the least a client of this kind loads.
+FLOOR_LIBS != $(PKG_CONFIG) --libs libpq 2>/dev/null || echo -L`pg_config --libdir` -lpq
+
 bench/floor: bench/floor.c
-	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) -o $@ bench/floor.c $(PQ_LIBS)
+	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ bench/floor.c $(FLOOR_LIBS)
 
 bench/rmw: bench/rmw.c
-	$(CC) $(WARN) $(CFLAGS) -o $@ bench/rmw.c
+	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ bench/rmw.c
 
 bench: pglock bench/floor bench/rmw
 	bench/run.sh

@@ -409,9 +409,10 @@ wait_cpu_total_ms=$(calc "$p1 / 1e6" 1)
 wait_cpu_floor_ms=$(calc "($f1 - $f0) / 1e6" 1)
 if [ "$ps1" != nan ]; then
 	wait_sched_ms=$(calc "($ps1 - $ps0) / 1e6" 3)
+	wait_sched_total_ms=$(calc "$ps1 / 1e6" 2)
 	wait_sched_floor_ms=$(calc "($fs1 - $fs0) / 1e6" 3)
 else
-	wait_sched_ms=n/a wait_sched_floor_ms=n/a
+	wait_sched_ms=n/a wait_sched_floor_ms=n/a wait_sched_total_ms=n/a
 fi
 
 # Peak RSS of one whole run: GNU time where there is one, else VmHWM above.
@@ -585,7 +586,8 @@ done
 	echo "- load average: $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 	echo "- PostgreSQL $pg_version (private, fsync off, Unix socket and 127.0.0.1);" \
 	    "etcd ${etcd_version:-n/a} (private, 127.0.0.1, data on tmpfs);" \
-	    "advisory-lock ${lock_version:-n/a}; $("$pglock" -V 2>/dev/null | head -n 1)"
+	    "advisory-lock ${lock_version:-n/a}; $("$pglock" -V 2>/dev/null | head -n 1)," \
+	    "tree $(git -C "$top" describe --always --dirty 2>/dev/null || echo n/a)${BENCH_PGLOCK:+, binary $BENCH_PGLOCK}"
 	echo "- BENCH_RUNS=$runs: uncontended $((rounds * per)) timed runs per tool" \
 	    "($rounds rounds, order rotated, $(command -v hyperfine >/dev/null && echo "hyperfine -N" || echo "bash timing")," \
 	    "medians); contended $workers workers x $runs runs per tool"
@@ -659,10 +661,12 @@ done
 	echo
 	echo "| process | CPU while waiting, /proc/PID/stat | CPU while waiting, schedstat | VmHWM KiB |"
 	echo "|---|---:|---:|---:|"
-	echo "| pglock | ${wait_cpu_ms} ms (${wait_cpu_total_ms} ms since start) | ${wait_sched_ms} ms | $hwm_p |"
+	echo "| pglock | ${wait_cpu_ms} ms (${wait_cpu_total_ms} ms since start) | ${wait_sched_ms} ms (${wait_sched_total_ms} ms since start) | $hwm_p |"
 	echo "| floor | ${wait_cpu_floor_ms} ms | ${wait_sched_floor_ms} ms | $hwm_f |"
 	echo
-	echo "/proc/PID/stat counts in ticks of $((tick_ns / 1000000)) ms; peak RSS: $rss_how."
+	echo "/proc/PID/stat counts in ticks of $((tick_ns / 1000000)) ms. Both waiters" \
+	    "take the lock with a raw id (\`--id\`), so no key hashing is in their VmHWM." \
+	    "Peak RSS in section 1: $rss_how."
 	echo
 	echo "## 5. Version counter"
 	echo
