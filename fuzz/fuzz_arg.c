@@ -12,18 +12,8 @@
 #include <string.h>
 
 #include "../lib/arg.h"
+#include "check.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* abort() rather than assert(): the checks must survive -DNDEBUG. */
-#define CHECK(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: check failed: %s\n",	\
-			    __FILE__, __LINE__, #cond);			\
-			abort();					\
-		}							\
-	} while (0)
 
 /* A failed parse must leave one readable line, whatever the input. */
 static void

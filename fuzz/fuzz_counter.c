@@ -11,18 +11,8 @@
 #include "../lib/arg.h"
 #include "../lib/counter.h"
 #include "../lib/key.h"
+#include "check.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* abort() rather than assert(): the checks must survive -DNDEBUG. */
-#define CHECK(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: check failed: %s\n",	\
-			    __FILE__, __LINE__, #cond);			\
-			abort();					\
-		}							\
-	} while (0)
 
 #define LETTERS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
 #define DIGITS "0123456789"

@@ -11,18 +11,8 @@
 
 #include "../lib/hash.h"
 #include "../lib/key.h"
+#include "check.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* abort() rather than assert(): the checks must survive -DNDEBUG. */
-#define CHECK(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: check failed: %s\n",	\
-			    __FILE__, __LINE__, #cond);			\
-			abort();					\
-		}							\
-	} while (0)
 
 /* Bit-for-bit equality of the fields that identify the lock. */
 static int

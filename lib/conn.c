@@ -187,7 +187,13 @@ now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int
+/*
+ * Wait until a result can be read without blocking. Returns 0 when ready,
+ * a forwarded signal (unless cancelled: a cancel was sent, so wait at most
+ * 5 s for its answer), -1 when the connection failed, or -2 when tick_ms
+ * passed first (-1: no tick).
+ */
+static int
 conn_wait(PGconn *c, int cancelled, int tick_ms)
 {
 	struct pollfd p[2];
@@ -298,5 +304,30 @@ conn_hide_password(char *s)
 		while (*end == ' ' || *end == '\t')
 			end++;
 		mask_value(end);
+	}
+}
+
+PGresult *
+conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
+    char *err, size_t errlen)
+{
+	int s;
+
+	*failed = 0;
+	for (;;) {
+		s = conn_wait(c, *sig != 0, tick != NULL ? 1000 : -1);
+		if (s == 0)
+			return PQgetResult(c);
+		if (s == -2 && tick != NULL) {
+			tick(arg);
+		} else if (s > 0) {
+			/* Cancel once; the server then forgets the waiter. */
+			*sig = s;
+			conn_cancel(c);
+		} else if (s == -1) {
+			conn_reason(c, err, errlen);
+			*failed = 1;
+			return NULL;
+		}
 	}
 }

@@ -40,13 +40,15 @@ int conn_send_settings(PGconn *c, long lock_ms, char *err, size_t errlen);
 void conn_reason(PGconn *c, char *err, size_t errlen);
 
 /*
- * Wait until a result can be read without blocking. A forwarded signal
- * (sig.h) ends the wait and is returned, unless cancelled is set (a cancel
- * was sent: then wait at most 5 s for the server's answer). Returns 0 when
- * ready, the signal, -1 when the connection failed, or -2 when tick_ms
- * passed first (-1: no tick).
+ * The next result of the query or pipeline in progress, or NULL at the end
+ * of a statement's results. While waiting, the first forwarded signal
+ * (sig.h) cancels the query on the server and is kept in *sig, and
+ * tick(arg), if set, is called every second. *failed is set, with the
+ * reason in err, when the connection fails (or a cancel gets no answer
+ * within 5 s).
  */
-int conn_wait(PGconn *c, int cancelled, int tick_ms);
+PGresult *conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg,
+    int *failed, char *err, size_t errlen);
 
 /* Ask the server to cancel the running query: a lock waiter leaves the queue. */
 void conn_cancel(PGconn *c);

@@ -184,7 +184,7 @@ bump(PGconn *c, const char *q, const char *tenant,
 	const char *params[2] = { tenant, id[0] };
 	enum counter_result out = COUNTER_ERROR;
 	PGresult *res;
-	int step, s, failed = 0;
+	int step, failed, errors = 0;
 
 	(void)key_params(&lk->key, id);
 	snprintf(sql, sizeof(sql), "WITH l AS (%s)"
@@ -206,16 +206,10 @@ bump(PGconn *c, const char *q, const char *tenant,
 	}
 	/* Steps: BEGIN, settings, bump (each ends with NULL), sync. */
 	for (step = 0; step < 4;) {
-		if ((s = conn_wait(c, *sig != 0, -1)) > 0) {
-			*sig = s;
-			conn_cancel(c);
-			continue;
-		}
-		if (s == -1) {
-			conn_reason(c, err, errlen);
+		res = conn_next(c, sig, NULL, NULL, &failed, err, errlen);
+		if (failed)
 			return *sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
-		}
-		if ((res = PQgetResult(c)) == NULL) {
+		if (res == NULL) {
 			if (step < 3)
 				step++;
 			continue;
@@ -224,7 +218,7 @@ bump(PGconn *c, const char *q, const char *tenant,
 			if (PQresultStatus(res) == PGRES_PIPELINE_SYNC)
 				step++;
 		} else if (PQresultStatus(res) == PGRES_FATAL_ERROR &&
-		    !failed++) {
+		    !errors++) {
 			/* The first error is the one that matters. */
 			if (is_state(res, "55P03"))
 				out = COUNTER_BUSY;

@@ -173,11 +173,8 @@ recheck(PGconn *c, const struct lock_req *r, int pid, char *err,
 {
 	int held, pid2 = 0;
 
-	if (lock_check_send(c, r, err, errlen) == -1 ||
-	    conn_wait(c, 0, -1) != 0) {
-		conn_reason(c, err, errlen);
+	if (lock_check_send(c, r, err, errlen) == -1)
 		return LOCK_ERROR;
-	}
 	held = check_read(c, &pid2, err, errlen);
 	if (held == -1)
 		return LOCK_ERROR;
@@ -198,7 +195,7 @@ lock_acquire(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	struct args a;
 	enum lock_result out = LOCK_ERROR;
 	PGresult *res;
-	int step, s, held;
+	int step, failed, held;
 	const char *state;
 
 	*sig = 0;
@@ -218,22 +215,11 @@ lock_acquire(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	 * sync. Each statement's results end with a NULL.
 	 */
 	for (step = 0; step < 4;) {
-		s = conn_wait(c, *sig != 0, r->waiting != NULL ? 1000 : -1);
-		if (s == -2) {
-			if (r->waiting != NULL)
-				r->waiting(r->waiting_arg);
-			continue;
-		}
-		if (s > 0) {
-			*sig = s;
-			conn_cancel(c);
-			continue;
-		}
-		if (s == -1) {
-			conn_reason(c, err, errlen);
+		res = conn_next(c, sig, r->waiting, r->waiting_arg, &failed, err,
+		    errlen);
+		if (failed)
 			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
-		}
-		if ((res = PQgetResult(c)) == NULL) {
+		if (res == NULL) {
 			if (step < 3)
 				step++;
 			continue;
