@@ -74,8 +74,11 @@ bgwait() {
 teardown() {
 	eval "${NETNS_CLEANUP:-}" 2>/dev/null || true
 	local p
+	# The group, and the process itself: a daemon (pgbouncer -d) forks
+	# again after setsid(), so its pid is not its group's.
 	for p in ${BG_PIDS:-}; do
 		kill -KILL -- "-$p" 2>/dev/null || true
+		kill -KILL "$p" 2>/dev/null || true
 	done
 	sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 	     WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'" \
