@@ -15,7 +15,7 @@ SRC = pglock.c lib/arg.c lib/child.c lib/conn.c lib/counter.c lib/hash.c lib/key
 HDR = lib/arg.h lib/child.h lib/conn.h lib/counter.h lib/hash.h lib/key.h lib/lock.h lib/sig.h
 UNIT = tests/unit_arg tests/unit_key
 BATS = timeout 600 bats
-FUZZ_CHECK_SECONDS = 20
+FUZZ_CHECK_SECONDS = 30
 
 all: pglock
 
