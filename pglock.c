@@ -584,8 +584,9 @@ version_counter(const struct opts *o, PGconn *c)
 			err(EXIT_OSERR, "stdout: version %lld rolled back", v);
 		}
 		if (counter_end(c, 1, why, sizeof(why)) == -1)
-			errx(EXIT_LOST, "%s: version %lld was not committed "
-			    "(%s); do not use it", o->key, v, why);
+			errx(EXIT_LOST, "%s: the commit of version %lld did "
+			    "not answer (%s); it may or may not be committed: "
+			    "check with --peek", o->key, v, why);
 		return 0;
 	}
 	snprintf(num, sizeof(num), "%lld", v);
@@ -595,8 +596,8 @@ version_counter(const struct opts *o, PGconn *c)
 	/* A failed command consumes no number. */
 	if (counter_end(c, status == 0, why, sizeof(why)) == -1 &&
 	    status == 0)
-		errx(EXIT_LOST, "%s: version %lld was not committed (%s)",
-		    o->key, v, why);
+		errx(EXIT_LOST, "%s: the commit of version %lld failed (%s); "
+		    "check with --peek", o->key, v, why);
 	return status;
 }
 
@@ -783,7 +784,7 @@ static int
 lock_and_run(struct opts *o, PGconn *c)
 {
 	struct lock_req fence_lk;
-	char why[1024], num[32];
+	char why[1024], num[32], *fence;
 	double t0;
 	int backend_pid = 0, sig = 0, status;
 
@@ -828,9 +829,17 @@ lock_and_run(struct opts *o, PGconn *c)
 		    seconds() - t0, backend_pid);
 	export_lock_env_or_err(o, backend_pid);
 	if (o->fence) {
-		/* A number that grows with every acquisition of KEY. */
+		/*
+		 * A number that grows with every acquisition of KEY, kept as
+		 * a tenant of its own: sharing tenant KEY's lock would let
+		 * "pglock --version-counter K pglock --fence K" deadlock.
+		 */
+		if ((fence = malloc(strlen(o->key) + 14)) == NULL)
+			err(EXIT_OSERR, "malloc");
+		snprintf(fence, strlen(o->key) + 14, "pglock-fence:%s", o->key);
 		snprintf(num, sizeof(num), "%lld",
-		    counter_next_or_err(o, c, o->key, -1, &fence_lk));
+		    counter_next_or_err(o, c, fence, -1, &fence_lk));
+		free(fence);
 		if (counter_end(c, 1, why, sizeof(why)) == -1)
 			errx(EXIT_UNAVAILABLE, "%s: fence: %s", o->key, why);
 		setenv_or_err("PGLOCK_FENCE", num);

@@ -64,9 +64,14 @@ child_spawn(char *const argv[], int death_sig, struct child *ch, int *status,
 {
 	int fds[2], e = 0;
 	pid_t parent = getpid();
+	sigset_t mask;
 	ssize_t n;
 
-	ch->foreground = isatty(STDIN_FILENO) &&
+	/*
+	 * Hand the terminal over only when pglock is alone on it: in
+	 * "pglock k cmd | less", less would lose it.
+	 */
+	ch->foreground = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) &&
 	    tcgetpgrp(STDIN_FILENO) == getpgrp();
 	/* The child reports a failed exec through this close-on-exec pipe. */
 	if (pipe(fds) == -1 || fcntl(fds[0], F_SETFD, FD_CLOEXEC) == -1 ||
@@ -74,9 +79,11 @@ child_spawn(char *const argv[], int death_sig, struct child *ch, int *status,
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return CHILD_OSERR;
 	}
+	sig_block(&mask);
 	ch->pid = fork();
 	if (ch->pid == -1) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
+		sigprocmask(SIG_SETMASK, &mask, NULL);
 		close(fds[0]);
 		close(fds[1]);
 		return CHILD_OSERR;
@@ -96,6 +103,7 @@ child_spawn(char *const argv[], int death_sig, struct child *ch, int *status,
 		(void)parent;
 #endif
 		sig_reset();
+		sigprocmask(SIG_SETMASK, &mask, NULL);
 		execvp(argv[0], argv);
 		e = errno;
 		(void)write(fds[1], &e, sizeof(e));
@@ -103,6 +111,7 @@ child_spawn(char *const argv[], int death_sig, struct child *ch, int *status,
 	}
 	/* Both sides set the group, so no signal can race ahead of it. */
 	(void)setpgid(ch->pid, ch->pid);
+	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(fds[1]);
 	do
 		n = read(fds[0], &e, sizeof(e));
@@ -121,7 +130,11 @@ child_spawn(char *const argv[], int death_sig, struct child *ch, int *status,
 void
 child_exec(char *const argv[], int *status, char *err, size_t errlen)
 {
+	sigset_t mask;
+
+	sig_block(&mask);
 	sig_reset();
+	sigprocmask(SIG_SETMASK, &mask, NULL);
 	execvp(argv[0], argv);
 	exec_error(argv[0], errno, status, err, errlen);
 }

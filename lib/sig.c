@@ -18,6 +18,7 @@ static const int handled[] = {
 #define NHANDLED (sizeof(handled) / sizeof(handled[0]))
 
 static volatile sig_atomic_t pending[NHANDLED];
+static int caught[NHANDLED];	/* a handler is installed */
 static int wake[2] = { -1, -1 };
 
 static void
@@ -60,10 +61,17 @@ sig_init(char *err, size_t errlen)
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < NHANDLED; i++) {
+		struct sigaction old;
+
+		/* Ignored by the caller (nohup, cmd &): stay ignored, for both. */
+		if (sigaction(handled[i], NULL, &old) == 0 &&
+		    old.sa_handler == SIG_IGN && handled[i] != SIGCHLD)
+			continue;
 		if (sigaction(handled[i], &sa, NULL) == -1) {
 			snprintf(err, errlen, "sigaction: %s", strerror(errno));
 			return -1;
 		}
+		caught[i] = 1;
 	}
 	return 0;
 }
@@ -103,5 +111,18 @@ sig_reset(void)
 	size_t i;
 
 	for (i = 0; i < NHANDLED; i++)
-		signal(handled[i], SIG_DFL);
+		if (caught[i])
+			signal(handled[i], SIG_DFL);
+}
+
+void
+sig_block(sigset_t *old)
+{
+	sigset_t set;
+	size_t i;
+
+	sigemptyset(&set);
+	for (i = 0; i < NHANDLED; i++)
+		sigaddset(&set, handled[i]);
+	sigprocmask(SIG_BLOCK, &set, old);
 }

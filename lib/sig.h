@@ -7,11 +7,13 @@
 #ifndef PGLOCK_SIG_H
 #define PGLOCK_SIG_H
 
+#include <signal.h>
 #include <stddef.h>
 
 /*
- * Install the handlers (TERM, INT, HUP, QUIT, USR1, USR2, CHLD) and the
- * wake-up pipe. Returns 0, or -1 with the reason in err.
+ * Install the handlers (TERM, INT, HUP, QUIT, USR1, USR2, CHLD; not for a
+ * signal the caller ignores) and the wake-up pipe. Returns 0, or -1 with
+ * the reason in err.
  */
 int sig_init(char *err, size_t errlen);
 
@@ -27,7 +29,13 @@ int sig_take(void);
 /* Is sig one of those a signal to pglock is passed on to the command for? */
 int sig_forwarded(int sig);
 
-/* Give the handled signals back their default action (before exec). */
+/* Give the caught signals back their default action (before exec). */
 void sig_reset(void);
+
+/*
+ * Block the handled signals, the old mask into *old: around fork(), so
+ * that none reaches the child before sig_reset() (sigprocmask restores).
+ */
+void sig_block(sigset_t *old);
 
 #endif

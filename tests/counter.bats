@@ -475,3 +475,10 @@ usage_error() {
 @test "--counter-table a.b.c is a usage error" { usage_error "'a.b.c'" --counter-table a.b.c --version-counter c-u; }
 @test "--counter-table starting with a digit is a usage error" { usage_error "'1tab'" --counter-table 1tab --version-counter c-u; }
 @test "an empty --counter-table is a usage error" { usage_error "''" --counter-table '' --version-counter c-u; }
+
+@test "--fence inside --version-counter of the same name does not deadlock" {
+	run -0 timeout 20 "$PGLOCK" --version-counter c-fdl "$PGLOCK" --fence c-fdl sh -c 'echo "$PGLOCK_FENCE"'
+	[[ "$output" =~ ^[0-9]+$ ]]
+	run -0 pglock --version-counter --peek c-fdl
+	assert_output 1
+}

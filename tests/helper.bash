@@ -54,7 +54,9 @@ bg() {
 	local name=$1
 	shift
 	[ "$1" = pglock ] && { shift; set -- "$PGLOCK" "$@"; }
-	setsid "$@" </dev/null >"$BATS_TEST_TMPDIR/$name.out" \
+	# A shell starts background jobs with INT and QUIT ignored, which
+	# pglock (rightly) keeps: give them back their default action.
+	setsid env --default-signal=INT,QUIT "$@" </dev/null >"$BATS_TEST_TMPDIR/$name.out" \
 	    2>"$BATS_TEST_TMPDIR/$name.err" &
 	echo $! >"$BATS_TEST_TMPDIR/$name.pid"
 	BG_PIDS="${BG_PIDS:-} $!"

@@ -105,3 +105,25 @@ count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; whil
 	run -5 pglock -F nofork-k sh -c 'exit 5'
 	run -127 pglock -F nofork-k /nonexistent
 }
+
+@test "a signal the caller ignores (nohup) stays ignored, for pglock and the command" {
+	out=$BATS_TEST_TMPDIR/survived
+	bg runner bash -c 'trap "" HUP; exec "$PGLOCK" nohup-k sh -c "echo >\"\$0.ready\"; sleep 1; echo survived >\"\$0\"" "$1"' _ "$out"
+	wait_until 10 test -e "$out.ready"
+	kill -HUP "$(bgpid runner)"
+	bgwait runner 10
+	[ "$bg_status" -eq 0 ]
+	[ "$(cat "$out")" = survived ]
+}
+
+@test "in a pipeline on a terminal, pglock leaves the terminal to the pipeline" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	run -0 timeout 20 script -qec "$PGLOCK pipe-k sleep 0.2 | (sleep 0.5; stty sane </dev/tty && echo OK)" /dev/null
+	[[ "$output" == *OK* ]]
+}
+
+@test "on a terminal, the command gets the terminal and can read it" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	run -0 timeout 20 script -qec "$PGLOCK tty-k sh -c 'stty size </dev/tty >/dev/null && echo READ'" /dev/null
+	[[ "$output" == *READ* ]]
+}
