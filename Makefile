@@ -28,7 +28,15 @@ tests/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h
 tests/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.c lib/hash.c lib/key.h lib/hash.h
 	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/unit_key.c lib/key.c lib/hash.c $(PQ_LIBS)
 
-check: pglock $(UNIT)
+# On a fresh Debian machine as root, the two set-up commands install what
+# they need first (tests/deps.sh); elsewhere it names the packages.
+deps-check:
+	tests/deps.sh check
+
+deps-demo:
+	tests/deps.sh demo
+
+check: deps-check pglock $(UNIT)
 	./tests/unit_arg
 	./tests/unit_key
 	fuzz/run.sh $(FUZZ_CHECK_SECONDS)
@@ -95,7 +103,7 @@ lint:
 	    $(SRC) fuzz/*.c -- -std=c99 -D_POSIX_C_SOURCE=200809L \
 	    -D_DEFAULT_SOURCE $(PQ_CFLAGS)
 
-demo: pglock
+demo: deps-demo pglock
 	tests/demo.sh
 
 install: pglock
@@ -110,4 +118,4 @@ clean:
 	rm -f pglock $(UNIT)
 	rm -rf fuzz/bin tests/.san tests/.vg bench/floor bench/rmw
 
-.PHONY: all check sanitize valgrind fuzz lint bench demo install uninstall clean
+.PHONY: all deps-check deps-demo check sanitize valgrind fuzz lint bench demo install uninstall clean
