@@ -5,8 +5,10 @@ PREFIX ?= /usr/local
 MANDIR ?= $(PREFIX)/share/man
 CFLAGS ?= -O2 -g
 PKG_CONFIG ?= pkg-config
-PQ_CFLAGS != $(PKG_CONFIG) --cflags libpq libcrypto zlib 2>/dev/null || echo -I`pg_config --includedir`
-PQ_LIBS != $(PKG_CONFIG) --libs libpq libcrypto zlib 2>/dev/null || echo -L`pg_config --libdir` -lpq -lcrypto -lz
+# Asked for when a recipe runs, not when make starts: on a fresh machine
+# tests/deps.sh installs libpq-dev first.
+PQ_CFLAGS = `$(PKG_CONFIG) --cflags libpq libcrypto zlib 2>/dev/null || echo -I$$(pg_config --includedir)`
+PQ_LIBS = `$(PKG_CONFIG) --libs libpq libcrypto zlib 2>/dev/null || echo -L$$(pg_config --libdir) -lpq -lcrypto -lz`
 WARN = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra \
 	-Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wcast-qual -Wwrite-strings
@@ -72,7 +74,7 @@ valgrind: pglock
 # Side-by-side benchmarks (installs its peers; see bench/run.sh), and the
 # version counter's (bench/counter.sh).
 # The floor links libpq alone: the least a client of this kind loads.
-FLOOR_LIBS != $(PKG_CONFIG) --libs libpq 2>/dev/null || echo -L`pg_config --libdir` -lpq
+FLOOR_LIBS = `$(PKG_CONFIG) --libs libpq 2>/dev/null || echo -L$$(pg_config --libdir) -lpq`
 
 bench/floor: bench/floor.c
 	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ bench/floor.c $(FLOOR_LIBS)
