@@ -49,7 +49,7 @@ key_args(const struct key *k, struct args *a)
 	}
 }
 
-/* "pg_advisory_lock(ARGS)" and its kin, with prefix and suffix. */
+/* "SELECT fn(ARGS)": the lock, try-lock or unlock call for the key. */
 static void
 call(const struct args *a, const char *fn, char *sql, size_t len)
 {
