@@ -161,10 +161,12 @@ load helper
 }
 
 @test "-c runs a shell command with \$SHELL" {
-	run -0 pglock shk -c 'echo "$0" "$PGLOCK_KEY"'
-	assert_output "$SHELL shk"
+	SHELL=/bin/bash run -0 pglock shk -c 'echo "$0" "$PGLOCK_KEY"'
+	assert_output "/bin/bash shk"
 	SHELL=/bin/sh run -3 pglock shk -c 'exit 3'
 	SHELL= run -0 pglock shk -c 'echo $0'
+	assert_output /bin/sh
+	run -0 env -u SHELL "$PGLOCK" shk -c 'echo $0'
 	assert_output /bin/sh
 	run -0 pglock -c 'echo before' shk
 	assert_output before
