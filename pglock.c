@@ -497,8 +497,8 @@ run_command_or_err(const struct opts *o, PGconn *c,
 		warnx("%s", why);
 		return status;
 	}
-	switch (child_spawn(o->argv, o->lost_sig, &ch, &status, why,
-	    sizeof(why))) {
+	switch (child_spawn(o->argv, o->lost_sig, o->kill_after_ms, &ch,
+	    &status, why, sizeof(why))) {
 	case CHILD_STARTED:
 		break;
 	case CHILD_NOEXEC:

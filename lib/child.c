@@ -10,12 +10,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include "child.h"
 #include "conn.h"
@@ -58,12 +56,81 @@ give_terminal(pid_t pgrp)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
-enum child_start
-child_spawn(char *const argv[], int death_sig, struct child *ch, int *status,
-    char *err, size_t errlen)
+/*
+ * Close every descriptor above stderr except keep: above all the database
+ * socket, which must close when pglock dies, so that the lock goes too.
+ */
+static void
+close_others(int keep)
 {
-	int fds[2], e = 0;
-	pid_t parent = getpid();
+	long fd, max;
+
+	if (keep != 3 && dup2(keep, 3) == -1)
+		_exit(70);
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, 4U, ~0U, 0U) == 0)
+		return;
+#endif
+	max = sysconf(_SC_OPEN_MAX);
+	for (fd = 4; fd < max; fd++)
+		(void)close((int)fd);
+}
+
+/*
+ * The watchdog leads the command's process group and reads a pipe whose
+ * write end only pglock holds. pglock dismisses it with SIGKILL once the
+ * command is reaped; end of file means pglock died first (SIGKILL, a
+ * crash), and its session and lock with it: stop the whole group, as a
+ * lost lock does. The parent-death signal would reach the command alone.
+ */
+static void
+watchdog(int fd, int lost_sig, long kill_after_ms)
+{
+	struct timespec ts;
+	ssize_t n;
+	char c;
+
+	close_others(fd);
+	do
+		n = read(3, &c, 1);
+	while (n == -1 && errno == EINTR);
+	(void)kill(0, lost_sig);
+	ts.tv_sec = kill_after_ms / 1000;
+	ts.tv_nsec = kill_after_ms % 1000 * 1000000;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+	(void)kill(0, SIGKILL);
+	_exit(0);
+}
+
+static int
+cloexec_pipe(int fds[2])
+{
+	if (pipe(fds) == -1)
+		return -1;
+	if (fcntl(fds[0], F_SETFD, FD_CLOEXEC) == -1 ||
+	    fcntl(fds[1], F_SETFD, FD_CLOEXEC) == -1) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	return 0;
+}
+
+/* The command is reaped: the watchdog has nothing left to guard. */
+static void
+dismiss_watchdog(struct child *ch)
+{
+	(void)kill(ch->pgrp, SIGKILL);
+	(void)waitpid(ch->pgrp, NULL, 0);
+	close(ch->watchdog);
+}
+
+enum child_start
+child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
+    struct child *ch, int *status, char *err, size_t errlen)
+{
+	int dog[2], ex[2], e = 0;
 	sigset_t mask;
 	ssize_t n;
 
@@ -73,58 +140,80 @@ child_spawn(char *const argv[], int death_sig, struct child *ch, int *status,
 	 */
 	ch->foreground = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) &&
 	    tcgetpgrp(STDIN_FILENO) == getpgrp();
-	/* The child reports a failed exec through this close-on-exec pipe. */
-	if (pipe(fds) == -1 || fcntl(fds[0], F_SETFD, FD_CLOEXEC) == -1 ||
-	    fcntl(fds[1], F_SETFD, FD_CLOEXEC) == -1) {
+	/* The child reports a failed exec through the close-on-exec ex. */
+	if (cloexec_pipe(dog) == -1) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return CHILD_OSERR;
 	}
+	if (cloexec_pipe(ex) == -1) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		close(dog[0]);
+		close(dog[1]);
+		return CHILD_OSERR;
+	}
 	sig_block(&mask);
-	ch->pid = fork();
-	if (ch->pid == -1) {
+	ch->pgrp = fork();
+	if (ch->pgrp == 0) {
+		(void)setpgid(0, 0);
+		sig_ignore(lost_sig);
+		sigprocmask(SIG_SETMASK, &mask, NULL);
+		watchdog(dog[0], lost_sig, kill_after_ms);
+	}
+	if (ch->pgrp != -1) {
+		/* Both sides set each group, so no signal races ahead of it. */
+		(void)setpgid(ch->pgrp, ch->pgrp);
+		close(dog[0]);
+		ch->watchdog = dog[1];
+		ch->pid = fork();
+	}
+	if (ch->pgrp == -1 || ch->pid == -1) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		sigprocmask(SIG_SETMASK, &mask, NULL);
-		close(fds[0]);
-		close(fds[1]);
+		if (ch->pgrp == -1) {
+			close(dog[0]);
+			close(dog[1]);
+		} else
+			dismiss_watchdog(ch);
+		close(ex[0]);
+		close(ex[1]);
 		return CHILD_OSERR;
 	}
 	if (ch->pid == 0) {
-		close(fds[0]);
-		(void)setpgid(0, 0);
+		close(ex[0]);
+		/* Joined before exec: the watchdog sees no EOF until then. */
+		if (setpgid(0, ch->pgrp) == -1) {
+			e = -errno;
+			(void)write(ex[1], &e, sizeof(e));
+			_exit(127);
+		}
 		if (ch->foreground)
-			give_terminal(getpid());
-#ifdef __linux__
-		/* The command must not outlive the lock: die with pglock. */
-		(void)prctl(PR_SET_PDEATHSIG, death_sig);
-		if (getppid() != parent)
-			_exit(128 + death_sig);
-#else
-		(void)death_sig;
-		(void)parent;
-#endif
+			give_terminal(ch->pgrp);
 		sig_reset();
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		execvp(argv[0], argv);
 		e = errno;
-		(void)write(fds[1], &e, sizeof(e));
+		(void)write(ex[1], &e, sizeof(e));
 		_exit(127);
 	}
-	/* Both sides set the group, so no signal can race ahead of it. */
-	(void)setpgid(ch->pid, ch->pid);
+	(void)setpgid(ch->pid, ch->pgrp);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
-	close(fds[1]);
+	close(ex[1]);
 	do
-		n = read(fds[0], &e, sizeof(e));
+		n = read(ex[0], &e, sizeof(e));
 	while (n == -1 && errno == EINTR);
-	close(fds[0]);
-	if (n == (ssize_t)sizeof(e)) {
-		(void)waitpid(ch->pid, NULL, 0);
-		if (ch->foreground)
-			give_terminal(getpgrp());
-		exec_error(argv[0], e, status, err, errlen);
-		return CHILD_NOEXEC;
+	close(ex[0]);
+	if (n != (ssize_t)sizeof(e))
+		return CHILD_STARTED;
+	(void)waitpid(ch->pid, NULL, 0);
+	if (ch->foreground)
+		give_terminal(getpgrp());
+	dismiss_watchdog(ch);
+	if (e < 0) {
+		snprintf(err, errlen, "setpgid: %s", strerror(-e));
+		return CHILD_OSERR;
 	}
-	return CHILD_STARTED;
+	exec_error(argv[0], e, status, err, errlen);
+	return CHILD_NOEXEC;
 }
 
 void
@@ -173,7 +262,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 		if (p[0].revents & POLLIN) {
 			while ((sig = sig_take()) != 0) {
 				if (sig_forwarded(sig))
-					(void)kill(-ch->pid, sig);
+					(void)kill(-ch->pgrp, sig);
 			}
 			r = waitpid(ch->pid, &st, WNOHANG);
 			if (r == ch->pid)
@@ -216,21 +305,20 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			/* Lost: stop the whole group, and KILL it later. */
 			watching = 0;
 			lost = 1;
-			(void)kill(-ch->pid, w->lost_sig);
+			(void)kill(-ch->pgrp, w->lost_sig);
 			kill_at = t + w->kill_after_ms;
 		}
 		if (kill_at >= 0 && t >= kill_at) {
-			(void)kill(-ch->pid, SIGKILL);
+			(void)kill(-ch->pgrp, SIGKILL);
 			kill_at = -1;
 		}
 	}
 	if (ch->foreground)
 		give_terminal(getpgrp());
 	*status = exit_code(st);
-	if (lost) {
-		/* Leave nothing of the command running without the lock. */
-		(void)kill(-ch->pid, SIGKILL);
-		return CHILD_LOST;
-	}
-	return CHILD_EXITED;
+	/* Leave nothing of the command running without the lock. */
+	if (lost)
+		(void)kill(-ch->pgrp, SIGKILL);
+	dismiss_watchdog(ch);
+	return lost ? CHILD_LOST : CHILD_EXITED;
 }

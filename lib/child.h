@@ -14,8 +14,10 @@
 #include "lock.h"
 
 struct child {
-	pid_t pid;		/* also the id of its process group */
-	int foreground;		/* it was handed the terminal */
+	pid_t pid;		/* the command */
+	pid_t pgrp;		/* its process group: the watchdog's pid */
+	int watchdog;		/* pglock's end of the watchdog's pipe */
+	int foreground;		/* the group was handed the terminal */
 };
 
 enum child_start {
@@ -26,11 +28,14 @@ enum child_start {
 
 /*
  * Fork and exec argv (searched in PATH) in a new process group that gets
- * the terminal if pglock had it. The child gets death_sig if pglock dies
- * (Linux). Exec errors are reported here, with the reason in err.
+ * the terminal if pglock had it. The group's leader is a watchdog: if
+ * pglock dies (even by SIGKILL), it sends lost_sig to the whole group, and
+ * SIGKILL kill_after_ms later. Exec errors are reported here, with the
+ * reason in err.
  */
-enum child_start child_spawn(char *const argv[], int death_sig,
-    struct child *ch, int *status, char *err, size_t errlen);
+enum child_start child_spawn(char *const argv[], int lost_sig,
+    long kill_after_ms, struct child *ch, int *status, char *err,
+    size_t errlen);
 
 /*
  * Replace pglock by argv (for -F): only returns on failure, with *status

@@ -116,6 +116,20 @@ sig_reset(void)
 }
 
 void
+sig_ignore(int also)
+{
+	static const int stops[] = { SIGTSTP, SIGTTIN, SIGTTOU };
+	size_t i;
+
+	for (i = 0; i < NHANDLED; i++)
+		signal(handled[i], handled[i] == SIGCHLD ? SIG_DFL : SIG_IGN);
+	for (i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+		signal(stops[i], SIG_IGN);
+	if (also != SIGKILL && also != SIGSTOP && also != SIGCHLD)
+		signal(also, SIG_IGN);
+}
+
+void
 sig_block(sigset_t *old)
 {
 	sigset_t set;

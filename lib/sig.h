@@ -33,6 +33,13 @@ int sig_forwarded(int sig);
 void sig_reset(void);
 
 /*
+ * Ignore the handled signals, the terminal's stop signals and also (when
+ * it can be ignored): for the watchdog, which must outlast what reaches
+ * its process group.
+ */
+void sig_ignore(int also);
+
+/*
  * Block the handled signals, the old mask into *old: around fork(), so
  * that none reaches the child before sig_reset() (sigprocmask restores).
  */

@@ -87,6 +87,35 @@ count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; whil
 	wait_until 5 free "$id"
 }
 
+@test "KILL on pglock: the command's children get --lost-signal too, KILL after --kill-after" {
+	id=$(sha_id kill-k)
+	bg runner pglock --lost-signal USR1 --kill-after 1 kill-k sh -c '
+		sleep 60 & echo $! >"$0.sleep"
+		sh -c "trap \"echo USR1 >>$0.stubborn\" USR1; echo \$\$ >$0.pid; while :; do sleep 0.1; done" &
+		wait' "$BATS_TEST_TMPDIR/gc"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/gc.sleep"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/gc.pid"
+	wait_until 10 held "$id"
+	sleeper=$(cat "$BATS_TEST_TMPDIR/gc.sleep")
+	stubborn=$(cat "$BATS_TEST_TMPDIR/gc.pid")
+	kill -KILL "$(bgpid runner)"
+	wait_until 2 bash -c "! kill -0 $sleeper 2>/dev/null"
+	wait_until 5 free "$id"
+	# It caught USR1 once and ran on until the KILL a second later.
+	wait_until 5 bash -c "! kill -0 $stubborn 2>/dev/null"
+	[ "$(cat "$BATS_TEST_TMPDIR/gc.stubborn")" = USR1 ]
+}
+
+@test "when the command exits, pglock leaves no process of its own behind" {
+	run -0 pglock grp-k sh -c 'ps -o pgid= $$' 
+	pgid=$(echo "$output" | tr -d ' ')
+	[ "$pgid" -gt 1 ]
+	run -1 pgrep -g "$pgid"
+	# Nor when the command could not be run.
+	run -127 pglock grp-k /nonexistent/cmd
+	[ -z "$(pgrep -f '^[^ ]*pglock grp-k')" ]
+}
+
 @test "-F: the command runs under pglock's own pid and holds the lock until it exits" {
 	id=$(sha_id nofork-k)
 	bg runner pglock -F nofork-k sh -c 'echo $$ >"$0"; read x <"$0.fifo"' "$BATS_TEST_TMPDIR/pid"
