@@ -21,13 +21,17 @@ FUZZ_CHECK_SECONDS = 30
 
 all: pglock
 
-pglock: $(SRC) $(HDR)
+# Each binary is built twice: here, and under build/san/ for `make sanitize`.
+pglock build/san/pglock: $(SRC) $(HDR)
+	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(PQ_LIBS)
 
-tests/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h
+tests/unit_arg build/san/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h
+	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) -o $@ tests/unit_arg.c lib/arg.c
 
-tests/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.c lib/hash.c lib/key.h lib/hash.h
+tests/unit_key build/san/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.c lib/hash.c lib/key.h lib/hash.h
+	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/unit_key.c lib/key.c lib/hash.c $(PQ_LIBS)
 
 # On a fresh Debian machine as root, the two set-up commands install what
@@ -38,6 +42,9 @@ deps-check:
 deps-demo:
 	tests/deps.sh demo
 
+deps-valgrind:
+	tests/deps.sh valgrind
+
 check: deps-check pglock $(UNIT)
 	./tests/unit_arg
 	./tests/unit_key
@@ -45,26 +52,29 @@ check: deps-check pglock $(UNIT)
 	mandoc -Tlint -Wwarning man/pglock.1
 	$(BATS) tests
 
-# ASan + UBSan over the unit tests and the whole bats suite; any report
-# (logged to tests/.san, as stderr is under test) fails the target.
+# ASan + UBSan over the unit tests and the whole bats suite, with binaries
+# of their own (build/san), so that `make valgrind` can run at the same
+# time; any report (logged to tests/.san, as stderr is under test) fails.
 SAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
-sanitize:
-	$(MAKE) -B CFLAGS="$(SAN)" pglock $(UNIT)
+SAN_BIN = build/san/pglock build/san/unit_arg build/san/unit_key
+$(SAN_BIN): CFLAGS = $(SAN)
+sanitize: deps-check $(SAN_BIN)
 	rm -rf tests/.san && mkdir -p tests/.san
-	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan ./tests/unit_arg
-	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan ./tests/unit_key
+	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_arg
+	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_key
+	PGLOCK=$(CURDIR)/build/san/pglock \
 	ASAN_OPTIONS=detect_leaks=0:log_path=$(CURDIR)/tests/.san/asan \
 	UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/tests/.san/ubsan \
 	$(BATS) tests
 	@if ls tests/.san/* >/dev/null 2>&1; then cat tests/.san/*; \
 	echo "sanitize: reports above"; exit 1; fi
-	$(MAKE) -B pglock $(UNIT)
 
 # memcheck over the suites whose assertions do not time pglock itself and
 # that do not start dozens of pglocks at once (slow under valgrind).
-VG_SUITES = tests/runner.bats tests/usage.bats tests/keys.bats tests/docs.bats
-valgrind: pglock
+VG_SUITES = tests/runner.bats tests/usage.bats tests/keys.bats \
+	tests/docs.bats tests/signals.bats
+valgrind: deps-valgrind pglock
 	rm -rf tests/.vg && mkdir -p tests/.vg
 	PGLOCK=$(CURDIR)/tests/valgrind.sh PGLOCK_VG_DIR=$(CURDIR)/tests/.vg \
 	$(BATS) $(VG_SUITES)
@@ -118,6 +128,6 @@ uninstall:
 
 clean:
 	rm -f pglock $(UNIT)
-	rm -rf fuzz/bin tests/.san tests/.vg bench/floor bench/rmw
+	rm -rf build fuzz/bin tests/.san tests/.vg bench/floor bench/rmw
 
-.PHONY: all deps-check deps-demo check sanitize valgrind fuzz lint bench demo install uninstall clean
+.PHONY: all deps-check deps-demo deps-valgrind check sanitize valgrind fuzz lint bench demo install uninstall clean

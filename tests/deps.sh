@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: ISC
-# deps.sh: make sure what `make demo` (demo) or `make check` (check) needs
-# is installed; on Debian as root, apt-get what is missing, else say what.
+# deps.sh: make sure what `make demo` (demo), `make check` (check) or
+# `make valgrind` (valgrind) needs is installed; on Debian as root, apt-get
+# what is missing, else say what.
 set -eu
 what=${1:-check}
 need="pkg-config:pkg-config cc:build-essential pg_config:libpq-dev
@@ -10,6 +11,7 @@ psql:postgresql-client runuser:util-linux ss:iproute2"
 [ -e /usr/include/zlib.h ] || need="$need missing-zlib:zlib1g-dev"
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 ||
 	need="$need missing-initdb:postgresql"
+[ "$what" = valgrind ] && need="$need valgrind:valgrind" && what=check
 if [ "$what" = check ]; then
 	need="$need bats:bats mandoc:mandoc col:bsdextrautils clang:clang
 python3:python3 pgbouncer:pgbouncer script:bsdutils"

@@ -16,7 +16,11 @@ run_example() {
 		printf '#!/bin/sh\necho "%s ran under $PGLOCK_KEY"\n' "$s" >"$dir/$s.sh"
 		chmod +x "$dir/$s.sh"
 	done
-	(cd "$dir" && DATABASE=postgres ENV=staging PATH="$(dirname "$PGLOCK"):$PATH" \
+	# "pglock" on PATH runs $PGLOCK, which may be a wrapper (valgrind.sh).
+	mkdir -p "$dir/bin"
+	printf '#!/bin/sh\nexec "%s" "$@"\n' "$PGLOCK" >"$dir/bin/pglock"
+	chmod +x "$dir/bin/pglock"
+	(cd "$dir" && DATABASE=postgres ENV=staging PATH="$dir/bin:$PATH" \
 	    timeout 60 bash -c "$1")
 }
 

@@ -107,13 +107,14 @@ count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; whil
 }
 
 @test "when the command exits, pglock leaves no process of its own behind" {
-	run -0 pglock grp-k sh -c 'ps -o pgid= $$' 
+	run -0 pglock grp-k sh -c 'ps -o pgid= $$'
 	pgid=$(echo "$output" | tr -d ' ')
 	[ "$pgid" -gt 1 ]
 	run -1 pgrep -g "$pgid"
 	# Nor when the command could not be run.
-	run -127 pglock grp-k /nonexistent/cmd
-	[ -z "$(pgrep -f '^[^ ]*pglock grp-k')" ]
+	key=grp-k-$BATS_ROOT_PID
+	run -127 pglock "$key" /nonexistent/cmd
+	run -1 pgrep -f "pglock $key"
 }
 
 @test "-F: the command runs under pglock's own pid and holds the lock until it exits" {
