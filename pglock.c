@@ -904,7 +904,8 @@ main(int argc, char **argv)
 	o.conn.appname = appname;
 	if ((c = conn_open(&o.conn, why, sizeof(why))) == NULL)
 		errx(EXIT_UNAVAILABLE, "%s", why);
-	if (sig_init(why, sizeof(why)) == -1)
+	/* A query that only reads (--status, --peek) dies by signal, as psql. */
+	if (!o.status && !o.peek && sig_init(why, sizeof(why)) == -1)
 		errx(EXIT_OSERR, "%s", why);
 
 	if (o.status)

@@ -198,6 +198,18 @@ assert_one_to() {
 	[ ! -s "$BATS_TEST_TMPDIR/a2.err" ]
 }
 
+@test "TERM ends a --peek whose query waits, at once, as it would psql" {
+	run -0 vc c-peekterm
+	bg locker psql -XAtq -c BEGIN -c "LOCK TABLE pglock_versions" -c "SELECT pg_sleep(60)"
+	wait_until 10 bash -c "[ \"\$(psql -XAtqc \"SELECT count(*) FROM pg_locks WHERE relation = 'pglock_versions'::regclass AND granted\")\" = 1 ]"
+	bg peek pglock --version-counter --peek c-peekterm
+	wait_until 10 bash -c "[ \"\$(psql -XAtqc \"SELECT count(*) FROM pg_locks WHERE relation = 'pglock_versions'::regclass AND NOT granted\")\" = 1 ]"
+	kill -TERM "$(bgpid peek)"
+	bgwait peek 3
+	[ "$bg_status" -eq 143 ]
+	[ ! -s "$BATS_TEST_TMPDIR/peek.out" ]
+}
+
 @test "--peek does not wait for a running COMMAND and shows the last committed version" {
 	run -0 vc c-peekrun
 	mkfifo "$BATS_TEST_TMPDIR/fifo"

@@ -202,18 +202,25 @@ flyway|flyway lockNum for \"public\".\"flyway_schema_history\"|77433833903597"
 @test "-v on a terminal shows a live waiting line, ended before 'acquired'" {
 	command -v script >/dev/null || skip "script(1) is not installed"
 	id=$(sha_id live-k)
-	bg holder pglock live-k sleep 2
+	# The holder lets go once the waiter has shown "waiting 1s" (however
+	# slowly pglock starts, as under valgrind).
+	ts=$BATS_TEST_TMPDIR/typescript
+	bg holder pglock live-k timeout 30 sh -c \
+	    'until grep -q "waiting 1s" "$0" 2>/dev/null; do sleep 0.1; done' "$ts"
 	wait_until 10 held "$id"
-	run -0 script -qec "$PGLOCK -v -w 10 live-k true" /dev/null
+	run -0 timeout 40 script -qfec "$PGLOCK -v -w 30 live-k true" "$ts"
 	[[ "$output" == *$'\rpglock: live-k: waiting 1s'* ]]
 	[[ "$output" == *$'s\r\npglock: live-k: acquired after '* ]]
 }
 
 @test "-v without a terminal writes no live line" {
 	id=$(sha_id live-k)
-	bg holder pglock live-k sleep 2
+	# The holder lets go once the waiter is queued in pg_locks.
+	bg holder pglock live-k timeout 30 sh -c 'until [ "$(psql -XAtqc \
+	    "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = '"'advisory'"'")" = 1 ]
+	    do sleep 0.1; done'
 	wait_until 10 held "$id"
-	run -0 --separate-stderr pglock -v -w 10 live-k true
+	run -0 --separate-stderr pglock -v -w 30 live-k true
 	[[ "$stderr" != *$'\r'* ]]
 	[ "${#stderr_lines[@]}" -eq 3 ]
 }
