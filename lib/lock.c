@@ -84,12 +84,15 @@ lock_check_send(PGconn *c, const struct lock_req *r, char *err,
 
 	key_args(&r->key, &a);
 	tag_sql(&a, tag, sizeof(tag));
-	/* Held, granted, by the backend running the query? And which id? */
+	/*
+	 * Held, granted, by the backend running the query? And which id?
+	 * pg_lock_status() is pg_locks without the view, which a new backend
+	 * would first have to load; a backend's locks are all in its database.
+	 */
 	snprintf(sql, sizeof(sql), "SELECT pg_backend_pid(), EXISTS (SELECT"
-	    " FROM pg_catalog.pg_locks l WHERE l.locktype = 'advisory'"
-	    " AND l.pid = pg_backend_pid() AND l.granted AND l.mode = '%s'"
-	    " AND l.database = (SELECT oid FROM pg_catalog.pg_database"
-	    " WHERE datname = current_database()) AND %s), %s%s%s",
+	    " FROM pg_catalog.pg_lock_status() l WHERE l.locktype ="
+	    " 'advisory' AND l.pid = pg_backend_pid() AND l.granted AND"
+	    " l.mode = '%s' AND %s), %s%s%s",
 	    r->shared ? "ShareLock" : "ExclusiveLock", tag, a.e[0],
 	    a.n == 1 ? "" : "::text || ',' || ", a.n == 1 ? "" : a.e[1]);
 	if (!PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0)) {
