@@ -33,7 +33,7 @@ esac
 for f in "$pglock" "$floor" "$rmw"; do
 	[ -x "$f" ] || die "$f: not built (run make bench)"
 done
-# `make sanitize` leaves an instrumented pglock behind: not one to time.
+# An instrumented pglock (CFLAGS with -fsanitize) is not one to time.
 if LC_ALL=C grep -q -e __asan_init -e __ubsan_handle "$pglock"; then
 	die "$pglock is a sanitizer build: rebuild it (make -B pglock)"
 fi

@@ -126,6 +126,30 @@ dismiss_watchdog(struct child *ch)
 	close(ch->watchdog);
 }
 
+/* Take the terminal back from the command's group, if it still has it. */
+static void
+take_terminal(const struct child *ch)
+{
+	if (ch->foreground && tcgetpgrp(STDIN_FILENO) == ch->pgrp)
+		give_terminal(getpgrp());
+}
+
+/*
+ * The command, which had the terminal, was stopped (Ctrl-Z): stop pglock
+ * too, so that the shell sees its job stop and takes the terminal back.
+ * Continued, hand the terminal on again if the shell gave it to pglock
+ * (fg, not bg), and continue the command's group.
+ */
+static void
+suspend(const struct child *ch)
+{
+	take_terminal(ch);
+	(void)kill(getpid(), SIGSTOP);
+	if (tcgetpgrp(STDIN_FILENO) == getpgrp())
+		give_terminal(ch->pgrp);
+	(void)kill(-ch->pgrp, SIGCONT);
+}
+
 enum child_start
 child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
     struct child *ch, int *status, char *err, size_t errlen)
@@ -205,8 +229,7 @@ child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
 	if (n != (ssize_t)sizeof(e))
 		return CHILD_STARTED;
 	(void)waitpid(ch->pid, NULL, 0);
-	if (ch->foreground)
-		give_terminal(getpgrp());
+	take_terminal(ch);
 	dismiss_watchdog(ch);
 	if (e < 0) {
 		snprintf(err, errlen, "setpgid: %s", strerror(-e));
@@ -264,7 +287,12 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 				if (sig_forwarded(sig))
 					(void)kill(-ch->pgrp, sig);
 			}
-			r = waitpid(ch->pid, &st, WNOHANG);
+			r = waitpid(ch->pid, &st, WNOHANG |
+			    (ch->foreground ? WUNTRACED : 0));
+			if (r == ch->pid && WIFSTOPPED(st)) {
+				suspend(ch);
+				continue;
+			}
 			if (r == ch->pid)
 				break;
 			if (r == -1 && errno != EINTR) {
@@ -313,8 +341,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			kill_at = -1;
 		}
 	}
-	if (ch->foreground)
-		give_terminal(getpgrp());
+	take_terminal(ch);
 	*status = exit_code(st);
 	/* Leave nothing of the command running without the lock. */
 	if (lost)

@@ -157,3 +157,10 @@ count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; whil
 	run -0 timeout 20 script -qec "$PGLOCK tty-k sh -c 'stty size </dev/tty >/dev/null && echo READ'" /dev/null
 	[[ "$output" == *READ* ]]
 }
+
+@test "Ctrl-Z stops the command and pglock with it, the lock stays held, fg goes on" {
+	run -0 timeout 60 "$BATS_TEST_DIRNAME/jobctl.py" "$PGLOCK" ctrlz-k "$(sha_id ctrlz-k)"
+	assert_line "stopped, lock held"
+	assert_line "continued, finished, status 0"
+	wait_until 5 free "$(sha_id ctrlz-k)"
+}
