@@ -55,6 +55,7 @@ struct opts {
 	struct lock_req lock;
 	struct conn_opts conn;
 	const char *key;
+	const char *label;	/* KEY for messages: control bytes escaped */
 	int raw_id;		/* --id: KEY is a lock id */
 	char *shell_cmd;		/* -c */
 	char **argv;		/* COMMAND [ARG ...] */
@@ -152,6 +153,45 @@ usage(FILE *f)
 
 static void usage_err(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
+
+/*
+ * KEY as messages show it: control bytes (a newline) as \n, \t, \r or
+ * \xHH, so that every message stays on one line.
+ */
+static const char *
+printable(const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u;
+	char *out, *p;
+
+	for (u = (const unsigned char *)s; *u >= 0x20 && *u != 0x7f; u++)
+		;
+	if (*u == '\0')
+		return s;
+	if ((out = malloc(4 * strlen(s) + 1)) == NULL)
+		err(EXIT_OSERR, "malloc");
+	for (p = out, u = (const unsigned char *)s; *u != '\0'; u++) {
+		if (*u >= 0x20 && *u != 0x7f) {
+			*p++ = (char)*u;
+			continue;
+		}
+		*p++ = '\\';
+		if (*u == '\n')
+			*p++ = 'n';
+		else if (*u == '\t')
+			*p++ = 't';
+		else if (*u == '\r')
+			*p++ = 'r';
+		else {
+			*p++ = 'x';
+			*p++ = hex[*u >> 4];
+			*p++ = hex[*u & 15];
+		}
+	}
+	*p = '\0';
+	return out;
+}
 
 /* A usage error: one line on stderr, exit 64. */
 static void
@@ -391,6 +431,7 @@ parse_or_err(int argc, char **argv, struct opts *o)
 	o->key = argv[0];
 	if (*o->key == '\0')
 		usage_err("%s is empty", o->counter ? "TENANT" : "KEY");
+	o->label = printable(o->key);
 	o->raw_id = id;
 	argc--;
 	argv++;
@@ -517,7 +558,7 @@ run_command_or_err(const struct opts *o, PGconn *c,
 		break;
 	case CHILD_LOST:
 		errx(EXIT_LOST, "%s: lock lost while the command ran (%s); "
-		    "the command was stopped", o->key, why);
+		    "the command was stopped", o->label, why);
 	case CHILD_FAILED:
 		errx(EXIT_OSERR, "%s", why);
 	}
@@ -545,14 +586,14 @@ counter_next_or_err(const struct opts *o, PGconn *c, const char *tenant,
 	case COUNTER_BUSY:
 		if (!o->quiet)
 			warnx("%s: another allocation holds the tenant's "
-			    "lock", tenant);
+			    "lock", o->label);
 		exit(o->conflict_exit);
 	case COUNTER_INTERRUPTED:
 		exit(128 + sig);
 	case COUNTER_ERROR:
 		break;
 	}
-	errx(EXIT_UNAVAILABLE, "%s: %s", tenant, why);
+	errx(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 }
 
 /* --version-counter [--peek] TENANT [COMMAND ...] */
@@ -567,7 +608,7 @@ version_counter(const struct opts *o, PGconn *c)
 	if (o->peek) {
 		if (counter_peek(c, o->counter_table, o->key, &v, why,
 		    sizeof(why)) == -1)
-			errx(EXIT_UNAVAILABLE, "%s: %s", o->key, why);
+			errx(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 		printf("%lld\n", v);
 		flush_stdout_or_err();
 		return 0;
@@ -586,7 +627,7 @@ version_counter(const struct opts *o, PGconn *c)
 		if (counter_end(c, 1, why, sizeof(why)) == -1)
 			errx(EXIT_LOST, "%s: the commit of version %lld did "
 			    "not answer (%s); it may or may not be committed: "
-			    "check with --peek", o->key, v, why);
+			    "check with --peek", o->label, v, why);
 		return 0;
 	}
 	snprintf(num, sizeof(num), "%lld", v);
@@ -597,7 +638,7 @@ version_counter(const struct opts *o, PGconn *c)
 	if (counter_end(c, status == 0, why, sizeof(why)) == -1 &&
 	    status == 0)
 		errx(EXIT_LOST, "%s: the commit of version %lld failed (%s); "
-		    "check with --peek", o->key, v, why);
+		    "check with --peek", o->label, v, why);
 	return status;
 }
 
@@ -646,7 +687,7 @@ explain(const struct opts *o)
 	resolve_key_or_err(o, o->key, &k);
 	key_format(&k, id, sizeof(id));
 	key_locktag(&k, &classid, &objid, &objsubid);
-	printf("key\t%s\n", o->key);
+	printf("key\t%s\n", o->label);
 	if (o->raw_id)
 		printf("scheme\t--id: the key is the lock id\n");
 	else if (o->ns != NULL)
@@ -749,7 +790,7 @@ show_waiting(void *arg)
 {
 	struct opts *o = arg;
 
-	fprintf(stderr, "\rpglock: %s: waiting %.0fs", o->key,
+	fprintf(stderr, "\rpglock: %s: waiting %.0fs", o->label,
 	    seconds() - o->wait_start);
 	o->live_line = 1;
 }
@@ -767,7 +808,7 @@ report_holder(const struct opts *o, PGconn *c)
 			if (strcmp(PQgetvalue(res, row, 2), "held") != 0)
 				continue;
 			warnx("%s: held by pid %s (%s, %s, user %s, for %ss);"
-			    " waiting", o->key, PQgetvalue(res, row, 3),
+			    " waiting", o->label, PQgetvalue(res, row, 3),
 			    field(PQgetvalue(res, row, 6), app, sizeof(app)),
 			    PQgetvalue(res, row, 5), PQgetvalue(res, row, 4),
 			    PQgetvalue(res, row, 8));
@@ -776,7 +817,7 @@ report_holder(const struct opts *o, PGconn *c)
 		}
 	}
 	PQclear(res);
-	warnx("%s: waiting for the lock", o->key);
+	warnx("%s: waiting for the lock", o->label);
 }
 
 /* pglock KEY COMMAND: the lock runner. */
@@ -804,28 +845,28 @@ lock_and_run(struct opts *o, PGconn *c)
 			fputc('\n', stderr);
 		if (!o->quiet && o->lock.wait_ms == 0)
 			warnx("%s: the lock is held by another session",
-			    o->key);
+			    o->label);
 		else if (!o->quiet)
 			warnx("%s: timed out after %.3gs waiting for the lock",
-			    o->key, (double)o->lock.wait_ms / 1000.0);
+			    o->label, (double)o->lock.wait_ms / 1000.0);
 		return o->conflict_exit;
 	case LOCK_INTERRUPTED:
 		if (o->verbose)
-			warnx("%s: wait cancelled by signal %d", o->key, sig);
+			warnx("%s: wait cancelled by signal %d", o->label, sig);
 		return 128 + sig;
 	case LOCK_NOT_REAL:
 		errx(EXIT_UNAVAILABLE, "%s: the server granted the lock but "
 		    "this session does not hold it (a transaction-pooling "
 		    "proxy such as PgBouncer, or advisory locks that are not "
 		    "real): connect to the server directly or use session "
-		    "pooling", o->key);
+		    "pooling", o->label);
 	case LOCK_ERROR:
-		errx(EXIT_UNAVAILABLE, "%s: %s", o->key, why);
+		errx(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	}
 	if (o->live_line)
 		fputc('\n', stderr);	/* end the live line */
 	if (o->verbose)
-		warnx("%s: acquired after %.2fs (server pid %d)", o->key,
+		warnx("%s: acquired after %.2fs (server pid %d)", o->label,
 		    seconds() - t0, backend_pid);
 	export_lock_env_or_err(o, backend_pid);
 	if (o->fence) {
@@ -841,7 +882,7 @@ lock_and_run(struct opts *o, PGconn *c)
 		    counter_next_or_err(o, c, fence, -1, &fence_lk));
 		free(fence);
 		if (counter_end(c, 1, why, sizeof(why)) == -1)
-			errx(EXIT_UNAVAILABLE, "%s: fence: %s", o->key, why);
+			errx(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
 		setenv_or_err("PGLOCK_FENCE", num);
 	}
 
@@ -850,9 +891,9 @@ lock_and_run(struct opts *o, PGconn *c)
 		return status;
 	if (lock_release(c, &o->lock, why, sizeof(why)) == -1)
 		errx(EXIT_LOST, "%s: lock lost before the command finished "
-		    "(%s)", o->key, why);
+		    "(%s)", o->label, why);
 	if (o->verbose)
-		warnx("%s: released after %.2fs", o->key, seconds() - t0);
+		warnx("%s: released after %.2fs", o->label, seconds() - t0);
 	return status;
 }
 

@@ -200,6 +200,16 @@ load helper
 	assert_output 102400
 }
 
+@test "a key with control bytes stays one line in messages, raw in PGLOCK_KEY" {
+	k=$'two\nlines\tand\001'
+	run -0 --separate-stderr pglock -v "$k" sh -c 'printf %s "$PGLOCK_KEY"'
+	[ "$output" = "$k" ]
+	[ "${#stderr_lines[@]}" -eq 3 ]
+	[[ "${stderr_lines[1]}" == 'pglock: two\nlines\tand\x01: acquired after '* ]]
+	run -0 pglock --explain "$k"
+	assert_line 'key	two\nlines\tand\x01'
+}
+
 @test "a database with idle_session_timeout = 1s does not break pglock K sleep 3" {
 	sql "CREATE DATABASE idle_db"
 	sql "ALTER DATABASE idle_db SET idle_session_timeout = '1s'"
