@@ -57,8 +57,9 @@ give_terminal(pid_t pgrp)
 }
 
 /*
- * Close every descriptor above stderr except keep: above all the database
- * socket, which must close when pglock dies, so that the lock goes too.
+ * Close every descriptor but keep, which becomes 3: above all the database
+ * socket, which must close when pglock dies, so that the lock goes too,
+ * and the standard ones, which may be a pipe that a reader waits on.
  */
 static void
 close_others(int keep)
@@ -67,6 +68,8 @@ close_others(int keep)
 
 	if (keep != 3 && dup2(keep, 3) == -1)
 		_exit(70);
+	for (fd = 0; fd <= 2; fd++)
+		(void)close((int)fd);
 #ifdef SYS_close_range
 	if (syscall(SYS_close_range, 4U, ~0U, 0U) == 0)
 		return;

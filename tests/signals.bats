@@ -106,6 +106,14 @@ count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; whil
 	[ "$(cat "$BATS_TEST_TMPDIR/gc.stubborn")" = USR1 ]
 }
 
+@test "KILL on pglock: a reader of its output sees the end at once, not --kill-after later" {
+	f=$BATS_TEST_TMPDIR/cmd
+	bg reader bash -c '"$PGLOCK" kill-out-k sh -c "echo \$\$ >\"\$0\"; exec sleep 60" "$1" | cat >"$1.out"; echo done >"$1.done"' _ "$f"
+	wait_until 10 test -s "$f"
+	kill -KILL "$(ps -o ppid= "$(cat "$f")")"
+	wait_until 3 test -e "$f.done"
+}
+
 @test "when the command exits, pglock leaves no process of its own behind" {
 	run -0 pglock grp-k sh -c 'ps -o pgid= $$'
 	pgid=$(echo "$output" | tr -d ' ')
