@@ -155,6 +155,23 @@ static void usage_err(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
 
 /*
+ * --lost-signal must end the command: not a stop signal (a stopped command
+ * would wait for the KILL, and a CONT could wake it unlocked), nor one the
+ * C library keeps for itself (32 and 33 with glibc).
+ */
+static void
+lost_signal_or_err(const char *arg, int sig)
+{
+	if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
+	    sig == SIGTTOU)
+		usage_err("--lost-signal: '%s' stops a process instead of "
+		    "ending it", arg);
+	if (sig > 31 && sig < SIGRTMIN)
+		usage_err("--lost-signal: '%s' is reserved by the C library",
+		    arg);
+}
+
+/*
  * KEY as messages show it: control bytes (a newline) as \n, \t, \r or
  * \xHH, so that every message stays on one line.
  */
@@ -345,6 +362,7 @@ parse_or_err(int argc, char **argv, struct opts *o)
 			if (arg_signal(optarg, &o->lost_sig, why,
 			    sizeof(why)) == -1)
 				usage_err("--lost-signal: %s", why);
+			lost_signal_or_err(optarg, o->lost_sig);
 			break;
 		case OPT_KILL_AFTER:
 			o->kill_after_ms = duration_or_err("--kill-after",

@@ -14,6 +14,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "child.h"
 #include "conn.h"
@@ -74,7 +77,10 @@ close_others(int keep)
 	if (syscall(SYS_close_range, 4U, ~0U, 0U) == 0)
 		return;
 #endif
+	/* Without close_range: pglock's own descriptors are all far below. */
 	max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 65536)
+		max = 65536;
 	for (fd = 4; fd < max; fd++)
 		(void)close((int)fd);
 }
@@ -147,7 +153,8 @@ static void
 suspend(const struct child *ch)
 {
 	take_terminal(ch);
-	(void)kill(getpid(), SIGSTOP);
+	/* Not SIGSTOP: with no job control (orphaned group) TSTP is dropped. */
+	(void)raise(SIGTSTP);
 	if (tcgetpgrp(STDIN_FILENO) == getpgrp())
 		give_terminal(ch->pgrp);
 	(void)kill(-ch->pgrp, SIGCONT);
@@ -158,6 +165,7 @@ child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
     struct child *ch, int *status, char *err, size_t errlen)
 {
 	int dog[2], ex[2], e = 0;
+	pid_t parent = getpid();
 	sigset_t mask;
 	ssize_t n;
 
@@ -215,6 +223,15 @@ child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
 		}
 		if (ch->foreground)
 			give_terminal(ch->pgrp);
+#ifdef __linux__
+		/*
+		 * A second guard, for the command itself, should the watchdog
+		 * die with pglock (pkill -9 pglock matches both).
+		 */
+		(void)prctl(PR_SET_PDEATHSIG, lost_sig);
+		if (getppid() != parent)
+			_exit(128 + lost_sig);
+#endif
 		sig_reset();
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		execvp(argv[0], argv);
@@ -293,7 +310,9 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			r = waitpid(ch->pid, &st, WNOHANG |
 			    (ch->foreground ? WUNTRACED : 0));
 			if (r == ch->pid && WIFSTOPPED(st)) {
-				suspend(ch);
+				/* Once the lock is lost, only the KILL is due. */
+				if (!lost)
+					suspend(ch);
 				continue;
 			}
 			if (r == ch->pid)

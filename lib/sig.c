@@ -138,5 +138,9 @@ sig_block(sigset_t *old)
 	sigemptyset(&set);
 	for (i = 0; i < NHANDLED; i++)
 		sigaddset(&set, handled[i]);
+	/* Ctrl-Z must not stop the watchdog before it can ignore it. */
+	sigaddset(&set, SIGTSTP);
+	sigaddset(&set, SIGTTIN);
+	sigaddset(&set, SIGTTOU);
 	sigprocmask(SIG_BLOCK, &set, old);
 }

@@ -40,8 +40,9 @@ void sig_reset(void);
 void sig_ignore(int also);
 
 /*
- * Block the handled signals, the old mask into *old: around fork(), so
- * that none reaches the child before sig_reset() (sigprocmask restores).
+ * Block the handled signals and the terminal's stop signals, the old mask
+ * into *old: around fork(), so that none reaches the child before
+ * sig_reset() or sig_ignore() (sigprocmask restores).
  */
 void sig_block(sigset_t *old);
 

@@ -49,6 +49,9 @@ MATRIX='64|-w|
 64|--lost-signal|0|k|@CMD
 64|--lost-signal|65|k|@CMD
 64|--lost-signal||k|@CMD
+64|--lost-signal|STOP|k|@CMD
+64|--lost-signal|20|k|@CMD
+64|--lost-signal|32|k|@CMD
 64|--id|x|@CMD
 64|--id||@CMD
 64|--id|1,|@CMD

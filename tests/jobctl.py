@@ -3,7 +3,9 @@
 # jobctl.py: drive an interactive bash on a pseudo-terminal as a user
 # would: run pglock on a command, press Ctrl-Z, check that the shell shows
 # the job stopped while the lock stays held, then `fg` it to the end.
-#   usage: jobctl.py PGLOCK KEY ID
+# With --no-shell, pglock itself leads the terminal's session, as under
+# ssh -t or tmux: no job control, so Ctrl-Z must not stop anything for good.
+#   usage: jobctl.py PGLOCK KEY ID [--no-shell]
 # Prints what it saw; exits 0 if every step happened, 1 if not.
 import os
 import pty
@@ -40,6 +42,22 @@ def held():
     return subprocess.run(["psql", "-XAtqc", q], capture_output=True,
                           text=True).stdout.strip() == "1"
 
+
+CMD = "echo ST\"\"ARTED; read x; echo FIN\"\"ISHED $x"
+if sys.argv[4:] == ["--no-shell"]:
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvp(pglock, [pglock, key, "sh", "-c", CMD])
+    expect("STARTED")
+    os.write(fd, b"\x1a")
+    time.sleep(0.5)
+    os.write(fd, b"go\n")
+    expect("FINISHED go")
+    _, st = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(st) != 0:
+        sys.exit("jobctl: pglock exited %d" % os.waitstatus_to_exitcode(st))
+    print("no job control: Ctrl-Z passed, finished, status 0")
+    sys.exit(0)
 
 pid, fd = pty.fork()
 if pid == 0:

@@ -114,6 +114,16 @@ count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; whil
 	wait_until 3 test -e "$f.done"
 }
 
+@test "KILL on pglock and its watchdog at once (pkill -9 pglock): the command still gets --lost-signal" {
+	[ "$(uname -s)" = Linux ] || skip "the parent-death signal is Linux's"
+	f=$BATS_TEST_TMPDIR/cmd
+	bg runner pglock both-k sh -c 'echo $$ >"$0"; exec sleep 60' "$f"
+	wait_until 10 test -s "$f"
+	cmd=$(cat "$f")
+	kill -KILL "$(ps -o ppid= "$cmd")" "$(ps -o pgid= "$cmd")"
+	wait_until 2 bash -c "! kill -0 $cmd 2>/dev/null"
+}
+
 @test "when the command exits, pglock leaves no process of its own behind" {
 	run -0 pglock grp-k sh -c 'ps -o pgid= $$'
 	pgid=$(echo "$output" | tr -d ' ')
@@ -171,4 +181,9 @@ count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; whil
 	assert_line "stopped, lock held"
 	assert_line "continued, finished, status 0"
 	wait_until 5 free "$(sha_id ctrlz-k)"
+}
+
+@test "Ctrl-Z with no job control (pglock leads the terminal's session) does not hang" {
+	run -0 timeout 60 "$BATS_TEST_DIRNAME/jobctl.py" "$PGLOCK" ctrlz-k "$(sha_id ctrlz-k)" --no-shell
+	assert_line "no job control: Ctrl-Z passed, finished, status 0"
 }
