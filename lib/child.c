@@ -154,7 +154,7 @@ suspend(const struct child *ch)
 {
 	take_terminal(ch);
 	/* Not SIGSTOP: with no job control (orphaned group) TSTP is dropped. */
-	(void)raise(SIGTSTP);
+	(void)kill(getpid(), SIGTSTP);
 	if (tcgetpgrp(STDIN_FILENO) == getpgrp())
 		give_terminal(ch->pgrp);
 	(void)kill(-ch->pgrp, SIGCONT);
@@ -231,6 +231,8 @@ child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
 		(void)prctl(PR_SET_PDEATHSIG, lost_sig);
 		if (getppid() != parent)
 			_exit(128 + lost_sig);
+#else
+		(void)parent;
 #endif
 		sig_reset();
 		sigprocmask(SIG_SETMASK, &mask, NULL);
