@@ -144,19 +144,34 @@ take_terminal(const struct child *ch)
 }
 
 /*
+ * Does a shell do job control above pglock: is its parent in this session
+ * but in another process group? Not so when pglock leads the terminal's
+ * session itself (ssh -t host pglock ..., tmux new pglock ...).
+ */
+static int
+job_control(void)
+{
+	pid_t pp = getppid();
+
+	return getpgid(pp) != getpgrp() && getsid(pp) == getsid(0);
+}
+
+/*
  * The command, which had the terminal, was stopped (Ctrl-Z): stop pglock
  * too, so that the shell sees its job stop and takes the terminal back.
  * Continued, hand the terminal on again if the shell gave it to pglock
- * (fg, not bg), and continue the command's group.
+ * (fg, not bg), and continue the command's group. With no job control,
+ * nobody would continue a stopped pglock: continue the command at once.
  */
 static void
 suspend(const struct child *ch)
 {
-	take_terminal(ch);
-	/* Not SIGSTOP: with no job control (orphaned group) TSTP is dropped. */
-	(void)kill(getpid(), SIGTSTP);
-	if (tcgetpgrp(STDIN_FILENO) == getpgrp())
-		give_terminal(ch->pgrp);
+	if (job_control()) {
+		take_terminal(ch);
+		(void)kill(getpid(), SIGSTOP);
+		if (tcgetpgrp(STDIN_FILENO) == getpgrp())
+			give_terminal(ch->pgrp);
+	}
 	(void)kill(-ch->pgrp, SIGCONT);
 }
 
