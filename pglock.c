@@ -26,13 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
 
 #include "lib/arg.h"
 #include "lib/child.h"
+#include "lib/clock.h"
 #include "lib/conn.h"
 #include "lib/counter.h"
 #include "lib/key.h"
@@ -502,15 +502,6 @@ shell_argv(char *cmd)
 	return sh_argv;
 }
 
-static double
-seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void
 setenv_or_err(const char *name, const char *value)
 {
@@ -809,7 +800,7 @@ show_waiting(void *arg)
 	struct opts *o = arg;
 
 	fprintf(stderr, "\rpglock: %s: waiting %.0fs", o->label,
-	    seconds() - o->wait_start);
+	    mono_seconds() - o->wait_start);
 	o->live_line = 1;
 }
 
@@ -844,12 +835,13 @@ lock_and_run(struct opts *o, PGconn *c)
 {
 	struct lock_req fence_lk;
 	char why[1024], num[32], *fence;
+	size_t len;
 	double t0;
 	int backend_pid = 0, sig = 0, status;
 
 	if (o->verbose && o->lock.wait_ms != 0)
 		report_holder(o, c);
-	t0 = o->wait_start = seconds();
+	t0 = o->wait_start = mono_seconds();
 	if (o->verbose && o->lock.wait_ms != 0 && isatty(STDERR_FILENO)) {
 		o->lock.waiting = show_waiting;
 		o->lock.waiting_arg = o;
@@ -885,7 +877,7 @@ lock_and_run(struct opts *o, PGconn *c)
 		fputc('\n', stderr);	/* end the live line */
 	if (o->verbose)
 		warnx("%s: acquired after %.2fs (server pid %d)", o->label,
-		    seconds() - t0, backend_pid);
+		    mono_seconds() - t0, backend_pid);
 	export_lock_env_or_err(o, backend_pid);
 	if (o->fence) {
 		/*
@@ -893,9 +885,10 @@ lock_and_run(struct opts *o, PGconn *c)
 		 * a tenant of its own: sharing tenant KEY's lock would let
 		 * "pglock --version-counter K pglock --fence K" deadlock.
 		 */
-		if ((fence = malloc(strlen(o->key) + 14)) == NULL)
+		len = sizeof("pglock-fence:") + strlen(o->key);
+		if ((fence = malloc(len)) == NULL)
 			err(EXIT_OSERR, "malloc");
-		snprintf(fence, strlen(o->key) + 14, "pglock-fence:%s", o->key);
+		snprintf(fence, len, "pglock-fence:%s", o->key);
 		snprintf(num, sizeof(num), "%lld",
 		    counter_next_or_err(o, c, fence, -1, &fence_lk));
 		free(fence);
@@ -911,7 +904,7 @@ lock_and_run(struct opts *o, PGconn *c)
 		errx(EXIT_LOST, "%s: lock lost before the command finished "
 		    "(%s)", o->label, why);
 	if (o->verbose)
-		warnx("%s: released after %.2fs", o->label, seconds() - t0);
+		warnx("%s: released after %.2fs", o->label, mono_seconds() - t0);
 	return status;
 }
 

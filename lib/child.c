@@ -19,17 +19,9 @@
 #endif
 
 #include "child.h"
+#include "clock.h"
 #include "conn.h"
 #include "sig.h"
-
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int
 exit_code(int st)
@@ -90,7 +82,7 @@ close_others(int keep)
  * write end only pglock holds. pglock dismisses it with SIGKILL once the
  * command is reaped; end of file means pglock died first (SIGKILL, a
  * crash), and its session and lock with it: stop the whole group, as a
- * lost lock does. The parent-death signal would reach the command alone.
+ * lost lock does (the command's parent-death signal reaches it alone).
  */
 static void
 watchdog(int fd, int lost_sig, long kill_after_ms)
@@ -190,7 +182,7 @@ child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
 	 */
 	ch->foreground = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) &&
 	    tcgetpgrp(STDIN_FILENO) == getpgrp();
-	/* The child reports a failed exec through the close-on-exec ex. */
+	/* dog: the watchdog's lifeline; ex: the child's exec error, if any. */
 	if (cloexec_pipe(dog) == -1) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return CHILD_OSERR;
@@ -298,9 +290,9 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	int watching = w->conn != NULL, lost = 0, sig, st, held;
 	pid_t r;
 
-	next_check = now_ms() + w->check_ms;
+	next_check = (long)(mono_seconds() * 1000) + w->check_ms;
 	for (;;) {
-		t = now_ms();
+		t = (long)(mono_seconds() * 1000);
 		timeout = -1;
 		if (watching && w->lock != NULL)
 			timeout = (answer_by >= 0 ? answer_by : next_check) - t;
@@ -353,7 +345,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 				answer_by = -1;
 			}
 		}
-		t = now_ms();
+		t = (long)(mono_seconds() * 1000);
 		if (watching && held == 1 && w->lock != NULL) {
 			if (answer_by >= 0 && t >= answer_by) {
 				snprintf(err, errlen, "the server did not "

@@ -9,8 +9,8 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "sig.h"
 
@@ -178,15 +178,6 @@ conn_reason(PGconn *c, char *err, size_t errlen)
 		conn_oneline(PQerrorMessage(c), err, errlen);
 }
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * Wait until a result can be read without blocking. Returns 0 when ready,
  * a forwarded signal (unless cancelled: a cancel was sent, so wait at most
@@ -197,7 +188,7 @@ static int
 conn_wait(PGconn *c, int cancelled, int tick_ms)
 {
 	struct pollfd p[2];
-	double give_up = now() + 5;
+	double give_up = mono_seconds() + 5;
 	int sig, n;
 
 	while (PQisBusy(c)) {
@@ -211,7 +202,7 @@ conn_wait(PGconn *c, int cancelled, int tick_ms)
 		n = poll(p, 2, cancelled ? 1000 : tick_ms);
 		if (n == -1 && errno != EINTR)
 			return -1;
-		if (cancelled && now() > give_up)
+		if (cancelled && mono_seconds() > give_up)
 			return -1;
 		if (n == 0 && !cancelled)
 			return -2;
