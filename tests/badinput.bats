@@ -163,9 +163,8 @@ MATRIX='64|-w|
 }
 
 @test "a server that accepts TCP but never answers: connect_timeout gives 69 in time" {
-	python3 -c '' 2>/dev/null || skip "python3 is not installed"
 	port=$(( PGPORT + 2000 ))
-	bg listener python3 -c 'import socket, sys, time
+	bg listener "$PYTHON" -c 'import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
 conns = []

@@ -17,7 +17,8 @@ if [ "$what" = check ]; then
 python3:python3 pgbouncer:pgbouncer script:bsdutils"
 	[ -d /usr/lib/bats/bats-assert ] || need="$need missing-assert:bats-assert"
 	[ -d /usr/lib/bats/bats-support ] || need="$need missing-support:bats-support"
-	python3 -c 'import psycopg2' 2>/dev/null ||
+	# Debian's python3, which apt's python3-psycopg2 serves (not pyenv's).
+	/usr/bin/python3 -c 'import psycopg2' 2>/dev/null ||
 		need="$need missing-psycopg2:python3-psycopg2"
 	ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a \
 	    >/dev/null 2>&1 || [ "$(uname -m)" != x86_64 ] ||
@@ -35,6 +36,9 @@ done
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 	echo "deps.sh: installing$pkgs" >&2
 	export DEBIAN_FRONTEND=noninteractive
+	# make sanitize and make valgrind may run side by side: one apt at a time.
+	exec 9>/tmp/pglock-deps.lock
+	flock 9
 	apt-get update -qq
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $pkgs >/dev/null

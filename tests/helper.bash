@@ -12,6 +12,11 @@ bats_load_library bats-assert
 PGLOCK=${PGLOCK:-$BATS_TEST_DIRNAME/../pglock}
 export PGLOCK
 
+# Debian's python3, where apt puts python3-psycopg2: a python3 first in
+# PATH (pyenv, a venv) may not see it.
+PYTHON=/usr/bin/python3
+[ -x "$PYTHON" ] || PYTHON=python3
+
 # `make valgrind` sets PGLOCK to tests/valgrind.sh.
 pglock() { "$PGLOCK" "$@"; }
 

@@ -93,7 +93,8 @@ flyway|flyway lockNum for \"public\".\"flyway_schema_history\"|77433833903597"
 }
 
 @test "a psycopg2 client locking md5-60 ids interlocks with pglock --hash md5-60, both ways" {
-	python3 -c 'import psycopg2' 2>/dev/null || skip "python3-psycopg2 is not installed"
+	# Not a skip: tests/deps.sh installs python3-psycopg2 for make check.
+	run -0 "$PYTHON" -c 'import psycopg2'
 	cat >"$BATS_TEST_TMPDIR/app.py" <<-'PY'
 	import hashlib, sys, time, psycopg2
 	key, mode, flag = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -108,14 +109,14 @@ flyway|flyway lockNum for \"public\".\"flyway_schema_history\"|77433833903597"
 	    cur.execute("SELECT pg_try_advisory_xact_lock(%s)", (lock_id,))
 	    print("got" if cur.fetchone()[0] else "busy")
 	PY
-	bg app python3 "$BATS_TEST_TMPDIR/app.py" t hold "$BATS_TEST_TMPDIR/flag"
+	bg app "$PYTHON" "$BATS_TEST_TMPDIR/app.py" t hold "$BATS_TEST_TMPDIR/flag"
 	wait_until 10 test -s "$BATS_TEST_TMPDIR/flag"
 	run -1 pglock --hash md5-60 -n t true
 	run -0 pglock --hash md5-60 -n other-key true
 	kill -KILL -- -"$(bgpid app)"
 	bg holder pglock --hash md5-60 t sh -c 'echo held >"$0"; sleep 60' "$BATS_TEST_TMPDIR/held"
 	wait_until 10 test -s "$BATS_TEST_TMPDIR/held"
-	run -0 python3 "$BATS_TEST_TMPDIR/app.py" t try -
+	run -0 "$PYTHON" "$BATS_TEST_TMPDIR/app.py" t try -
 	assert_output busy
 }
 
