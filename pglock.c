@@ -409,6 +409,10 @@ parse_or_err(int argc, char **argv, struct opts *o)
 			if (optopt == 0 && strcmp(argv[optind - 1], "-?") != 0 &&
 			    strcmp(argv[optind - 1], "--help") != 0)
 				usage_err("%s: unknown option", argv[optind - 1]);
+			if (optopt != 0 && strncmp(argv[optind - 1], "--",
+			    2) == 0 && strchr(argv[optind - 1], '=') != NULL)
+				usage_err("%s: takes no value",
+				    argv[optind - 1]);
 			if (optopt != 0 && optopt != '?') {
 				if (strchr("wEcdhpU", optopt) != NULL ||
 				    optopt >= 256)

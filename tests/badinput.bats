@@ -85,6 +85,8 @@ MATRIX='64|-w|
 64|k|-c
 64|k|-c|a|b
 64|--frobnicate|k|@CMD
+64|--id=5|@CMD
+64|--exclusive=1|k|@CMD
 64|-Z|k|@CMD
 64|-d|host=x =y|k|@CMD
 64|-d|postgresql://[bad|k|@CMD
@@ -214,4 +216,11 @@ while True:
 	[ "$(cat "$BATS_TEST_TMPDIR/n")" -eq "$ok" ]
 	grep -h . "$BATS_TEST_TMPDIR"/err.* | sort -u | grep -v "sorry, too many clients already" | grep -v "remaining connection slots are reserved" && false
 	true
+}
+
+@test "a value given to an option that takes none is named as such" {
+	run -64 --separate-stderr pglock --id=5 true
+	[ "$stderr" = "pglock: --id=5: takes no value (see pglock --help)" ]
+	run -64 --separate-stderr pglock --wait
+	[ "$stderr" = "pglock: --wait: needs a value (see pglock --help)" ]
 }
