@@ -527,15 +527,27 @@ export_lock_env_or_err(const struct opts *o, int backend_pid)
 	setenv_or_err("PGLOCK_BACKEND_PID", pid);
 }
 
+/* Fork the command, held at its gate until child_go(). */
+static void
+spawn_or_err(const struct opts *o, struct child *ch)
+{
+	char why[1024];
+
+	if (child_spawn(o->argv, o->lost_sig, o->kill_after_ms, ch, why,
+	    sizeof(why)) == -1)
+		errx(EXIT_OSERR, "%s", why);
+}
+
 /*
- * Run the command while lk is held on c, watching for its loss. Returns the
- * command's exit status; exits 75 if the lock was lost meanwhile.
+ * Run the command while lk is held on c, watching for its loss; ch is the
+ * command forked already, or NULL. Returns the command's exit status;
+ * exits 75 if the lock was lost meanwhile.
  */
 static int
 run_command_or_err(const struct opts *o, PGconn *c,
-    const struct lock_req *lk)
+    const struct lock_req *lk, struct child *ch)
 {
-	struct child ch;
+	struct child own;
 	struct child_watch w;
 	char why[1024];
 	int status = 0;
@@ -551,8 +563,11 @@ run_command_or_err(const struct opts *o, PGconn *c,
 		warnx("%s", why);
 		return status;
 	}
-	switch (child_spawn(o->argv, o->lost_sig, o->kill_after_ms, &ch,
-	    &status, why, sizeof(why))) {
+	if (ch == NULL) {
+		ch = &own;
+		spawn_or_err(o, ch);
+	}
+	switch (child_go(ch, o->argv[0], &status, why, sizeof(why))) {
 	case CHILD_STARTED:
 		break;
 	case CHILD_NOEXEC:
@@ -566,7 +581,7 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	w.check_ms = o->check_ms;
 	w.lost_sig = o->lost_sig;
 	w.kill_after_ms = o->kill_after_ms;
-	switch (child_wait(&ch, &w, &status, why, sizeof(why))) {
+	switch (child_wait(ch, &w, &status, why, sizeof(why))) {
 	case CHILD_EXITED:
 		break;
 	case CHILD_LOST:
@@ -646,7 +661,7 @@ version_counter(const struct opts *o, PGconn *c)
 	snprintf(num, sizeof(num), "%lld", v);
 	setenv_or_err("PGLOCK_VERSION", num);
 	setenv_or_err("PGLOCK_TENANT", o->key);
-	status = run_command_or_err(o, c, &lk);
+	status = run_command_or_err(o, c, &lk, NULL);
 	/* A failed command consumes no number. */
 	if (counter_end(c, status == 0, why, sizeof(why)) == -1 &&
 	    status == 0)
@@ -838,10 +853,12 @@ static int
 lock_and_run(struct opts *o, PGconn *c)
 {
 	struct lock_req fence_lk;
+	struct child ch;
+	enum lock_result r;
 	char why[1024], num[32], *fence;
 	size_t len;
 	double t0;
-	int backend_pid = 0, sig = 0, status;
+	int backend_pid = 0, sig = 0, status, early = 0;
 
 	if (o->verbose && o->lock.wait_ms != 0)
 		report_holder(o, c);
@@ -850,8 +867,23 @@ lock_and_run(struct opts *o, PGconn *c)
 		o->lock.waiting = show_waiting;
 		o->lock.waiting_arg = o;
 	}
-	switch (lock_acquire(c, &o->lock, &backend_pid, &sig, why,
-	    sizeof(why))) {
+	r = lock_acquire(c, &o->lock, &backend_pid, &sig, why, sizeof(why));
+	if (r == LOCK_ACQUIRED) {
+		export_lock_env_or_err(o, backend_pid);
+		/*
+		 * Fork the command while the server checks the lock: it waits
+		 * at its gate until the check has passed. Under --fence its
+		 * environment is not complete yet.
+		 */
+		early = !o->no_fork && !o->fence;
+		if (early)
+			spawn_or_err(o, &ch);
+		r = lock_verify(c, &o->lock, backend_pid, &sig, why,
+		    sizeof(why));
+		if (r != LOCK_ACQUIRED && early)
+			child_abort(&ch);
+	}
+	switch (r) {
 	case LOCK_ACQUIRED:
 		break;
 	case LOCK_BUSY:
@@ -882,7 +914,6 @@ lock_and_run(struct opts *o, PGconn *c)
 	if (o->verbose)
 		warnx("%s: acquired after %.2fs (server pid %d)", o->label,
 		    mono_seconds() - t0, backend_pid);
-	export_lock_env_or_err(o, backend_pid);
 	if (o->fence) {
 		/*
 		 * A number that grows with every acquisition of KEY, kept as
@@ -901,7 +932,7 @@ lock_and_run(struct opts *o, PGconn *c)
 		setenv_or_err("PGLOCK_FENCE", num);
 	}
 
-	status = run_command_or_err(o, c, &o->lock);
+	status = run_command_or_err(o, c, &o->lock, early ? &ch : NULL);
 	if (o->no_fork)
 		return status;
 	if (lock_release(c, &o->lock, why, sizeof(why)) == -1)

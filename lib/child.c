@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -167,13 +168,14 @@ suspend(const struct child *ch)
 	(void)kill(-ch->pgrp, SIGCONT);
 }
 
-enum child_start
+int
 child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
-    struct child *ch, int *status, char *err, size_t errlen)
+    struct child *ch, char *err, size_t errlen)
 {
-	int dog[2], ex[2], e = 0;
+	int dog[2], sp[2], e;
 	pid_t parent = getpid();
 	sigset_t mask;
+	char go;
 	ssize_t n;
 
 	/*
@@ -182,16 +184,23 @@ child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
 	 */
 	ch->foreground = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) &&
 	    tcgetpgrp(STDIN_FILENO) == getpgrp();
-	/* dog: the watchdog's lifeline; ex: the child's exec error, if any. */
+	/*
+	 * dog: the watchdog's lifeline. sp: the gate, both ways: pglock's
+	 * byte lets the command exec, the command's answer is its exec error,
+	 * and end of file means exec succeeded (or, to the command, that it
+	 * must not run).
+	 */
 	if (cloexec_pipe(dog) == -1) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		return CHILD_OSERR;
+		return -1;
 	}
-	if (cloexec_pipe(ex) == -1) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == -1 ||
+	    fcntl(sp[0], F_SETFD, FD_CLOEXEC) == -1 ||
+	    fcntl(sp[1], F_SETFD, FD_CLOEXEC) == -1) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		close(dog[0]);
 		close(dog[1]);
-		return CHILD_OSERR;
+		return -1;
 	}
 	sig_block(&mask);
 	ch->pgrp = fork();
@@ -216,20 +225,18 @@ child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
 			close(dog[1]);
 		} else
 			dismiss_watchdog(ch);
-		close(ex[0]);
-		close(ex[1]);
-		return CHILD_OSERR;
+		close(sp[0]);
+		close(sp[1]);
+		return -1;
 	}
 	if (ch->pid == 0) {
-		close(ex[0]);
+		close(sp[0]);
 		/* Joined before exec: the watchdog sees no EOF until then. */
 		if (setpgid(0, ch->pgrp) == -1) {
 			e = -errno;
-			(void)write(ex[1], &e, sizeof(e));
+			(void)write(sp[1], &e, sizeof(e));
 			_exit(127);
 		}
-		if (ch->foreground)
-			give_terminal(ch->pgrp);
 #ifdef __linux__
 		/*
 		 * A second guard, for the command itself, should the watchdog
@@ -241,31 +248,64 @@ child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
 #else
 		(void)parent;
 #endif
+		/* The gate: no byte (pglock gave up, or died), no command. */
+		do
+			n = read(sp[1], &go, 1);
+		while (n == -1 && errno == EINTR);
+		if (n != 1)
+			_exit(0);
+		if (ch->foreground)
+			give_terminal(ch->pgrp);
 		sig_reset();
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		execvp(argv[0], argv);
 		e = errno;
-		(void)write(ex[1], &e, sizeof(e));
+		(void)write(sp[1], &e, sizeof(e));
 		_exit(127);
 	}
 	(void)setpgid(ch->pid, ch->pgrp);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
-	close(ex[1]);
+	close(sp[1]);
+	ch->gate = sp[0];
+	return 0;
+}
+
+enum child_start
+child_go(struct child *ch, const char *cmd, int *status, char *err,
+    size_t errlen)
+{
+	ssize_t n;
+	int e = 0;
+
+	/* MSG_NOSIGNAL: a command killed at the gate must not kill pglock. */
+	(void)send(ch->gate, "g", 1, MSG_NOSIGNAL);
 	do
-		n = read(ex[0], &e, sizeof(e));
+		n = read(ch->gate, &e, sizeof(e));
 	while (n == -1 && errno == EINTR);
-	close(ex[0]);
-	if (n != (ssize_t)sizeof(e))
+	close(ch->gate);
+	if (n == 0)
 		return CHILD_STARTED;
 	(void)waitpid(ch->pid, NULL, 0);
 	take_terminal(ch);
 	dismiss_watchdog(ch);
+	if (n != (ssize_t)sizeof(e)) {
+		snprintf(err, errlen, "%s: did not start", cmd);
+		return CHILD_OSERR;
+	}
 	if (e < 0) {
 		snprintf(err, errlen, "setpgid: %s", strerror(-e));
 		return CHILD_OSERR;
 	}
-	exec_error(argv[0], e, status, err, errlen);
+	exec_error(cmd, e, status, err, errlen);
 	return CHILD_NOEXEC;
+}
+
+void
+child_abort(struct child *ch)
+{
+	close(ch->gate);
+	(void)waitpid(ch->pid, NULL, 0);
+	dismiss_watchdog(ch);
 }
 
 void

@@ -18,24 +18,35 @@ struct child {
 	pid_t pgrp;		/* its process group: the watchdog's pid */
 	int watchdog;		/* pglock's end of the watchdog's pipe */
 	int foreground;		/* the group was handed the terminal */
+	int gate;		/* child_go() lets the command exec */
 };
 
 enum child_start {
 	CHILD_STARTED,
 	CHILD_NOEXEC,		/* exec failed: *status is 126 or 127 */
-	CHILD_OSERR		/* fork or pipe failed */
+	CHILD_OSERR		/* the command could not be started */
 };
 
 /*
- * Fork and exec argv (searched in PATH) in a new process group that gets
- * the terminal if pglock had it. The group's leader is a watchdog: if
- * pglock dies (even by SIGKILL), it sends lost_sig to the whole group, and
- * SIGKILL kill_after_ms later. Exec errors are reported here, with the
- * reason in err.
+ * Fork the command (argv, searched in PATH) in a new process group, held
+ * at a gate before exec until child_go() or child_abort(). The group's
+ * leader is a watchdog: if pglock dies (even by SIGKILL), it sends lost_sig
+ * to the whole group, and SIGKILL kill_after_ms later; a command still at
+ * the gate exits without running. Returns 0, or -1 with the reason in err.
  */
-enum child_start child_spawn(char *const argv[], int lost_sig,
-    long kill_after_ms, struct child *ch, int *status, char *err,
-    size_t errlen);
+int child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
+    struct child *ch, char *err, size_t errlen);
+
+/*
+ * Open the gate: the command execs, and gets the terminal if pglock had
+ * it. Exec errors (named after cmd) are reported here, with the reason in
+ * err; the command is then reaped.
+ */
+enum child_start child_go(struct child *ch, const char *cmd, int *status,
+    char *err, size_t errlen);
+
+/* Close the gate: the command exits without running, and is reaped. */
+void child_abort(struct child *ch);
 
 /*
  * Replace pglock by argv (for -F): only returns on failure, with *status

@@ -85,16 +85,15 @@ lock_check_send(PGconn *c, const struct lock_req *r, char *err,
 	key_args(&r->key, &a);
 	tag_sql(&a, tag, sizeof(tag));
 	/*
-	 * Held, granted, by the backend running the query? And which id?
-	 * pg_lock_status() is pg_locks without the view, which a new backend
-	 * would first have to load; a backend's locks are all in its database.
+	 * Held, granted, by the backend running the query? pg_lock_status()
+	 * is pg_locks without the view, which a new backend would first have
+	 * to load; a backend's locks are all in its database.
 	 */
-	snprintf(sql, sizeof(sql), "SELECT pg_backend_pid(), EXISTS (SELECT"
-	    " FROM pg_catalog.pg_lock_status() l WHERE l.locktype ="
-	    " 'advisory' AND l.pid = pg_backend_pid() AND l.granted AND"
-	    " l.mode = '%s' AND %s), %s%s%s",
-	    r->shared ? "ShareLock" : "ExclusiveLock", tag, a.e[0],
-	    a.n == 1 ? "" : "::text || ',' || ", a.n == 1 ? "" : a.e[1]);
+	snprintf(sql, sizeof(sql), "SELECT pg_catalog.pg_backend_pid(),"
+	    " EXISTS (SELECT FROM pg_catalog.pg_lock_status() l WHERE"
+	    " l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()"
+	    " AND l.granted AND l.mode = '%s' AND %s)",
+	    r->shared ? "ShareLock" : "ExclusiveLock", tag);
 	if (!PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return -1;
@@ -102,39 +101,38 @@ lock_check_send(PGconn *c, const struct lock_req *r, char *err,
 	return 0;
 }
 
-/*
- * Interpret one check result: 1 held, 0 not held, -1 error. The backend's
- * pid and the id the server computed go to pid and id when not NULL.
- */
+/* Column col of a one-row result as a backend pid; -1 if it is not one. */
 static int
-check_result(PGresult *res, int *pid, struct key *id, char *err,
-    size_t errlen)
+result_pid(PGresult *res, int col, int *pid, char *err, size_t errlen)
 {
-	struct key k;
-	char why[64], *end;
+	char *end;
 	long v;
 
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+	/* A stub or a pooler may answer anything: atoi would be UB. */
+	errno = 0;
+	v = strtol(PQgetvalue(res, 0, col), &end, 10);
+	if (errno != 0 || *end != '\0' || v <= 0 || v > INT_MAX) {
+		snprintf(err, errlen, "the server sent a bad backend pid");
+		return -1;
+	}
+	*pid = (int)v;
+	return 0;
+}
+
+/*
+ * Interpret one check result: 1 held, 0 not held, -1 error. The backend's
+ * pid goes to pid when not NULL.
+ */
+static int
+check_result(PGresult *res, int *pid, char *err, size_t errlen)
+{
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+	    PQnfields(res) != 2) {
 		conn_oneline(PQresultErrorMessage(res), err, errlen);
 		return -1;
 	}
-	if (pid != NULL) {
-		/* A stub or a pooler may answer anything: atoi would be UB. */
-		errno = 0;
-		v = strtol(PQgetvalue(res, 0, 0), &end, 10);
-		if (errno != 0 || *end != '\0' || v <= 0 || v > INT_MAX) {
-			snprintf(err, errlen, "the server sent a bad backend "
-			    "pid");
-			return -1;
-		}
-		*pid = (int)v;
-	}
-	if (id != NULL && key_parse_id(PQgetvalue(res, 0, 2), &k, why,
-	    sizeof(why)) == 0) {
-		id->id = k.id;
-		id->a = k.a;
-		id->b = k.b;
-	}
+	if (pid != NULL && result_pid(res, 0, pid, err, errlen) == -1)
+		return -1;
 	if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
 		snprintf(err, errlen, "the lock is not held by this session");
 		return 0;
@@ -150,7 +148,7 @@ check_read(PGconn *c, int *pid, char *err, size_t errlen)
 
 	while ((res = PQgetResult(c)) != NULL) {
 		if (n++ == 0)
-			held = check_result(res, pid, NULL, err, errlen);
+			held = check_result(res, pid, err, errlen);
 		PQclear(res);
 	}
 	if (n == 0)
@@ -186,89 +184,161 @@ recheck(PGconn *c, const struct lock_req *r, int pid, char *err,
 
 /* [try][shared] */
 static const char *const lock_fn[2][2] = {
-	{ "pg_advisory_lock", "pg_advisory_lock_shared" },
-	{ "pg_try_advisory_lock", "pg_try_advisory_lock_shared" }
+	{ "pg_catalog.pg_advisory_lock", "pg_catalog.pg_advisory_lock_shared" },
+	{ "pg_catalog.pg_try_advisory_lock",
+	  "pg_catalog.pg_try_advisory_lock_shared" }
 };
+
+/*
+ * The next statement's result from the acquisition pipeline, with the NULL
+ * that ends it read too; NULL (reason in err) if the connection failed.
+ */
+static PGresult *
+next_result(PGconn *c, struct lock_req *r, int *sig, char *err,
+    size_t errlen)
+{
+	PGresult *res, *more;
+	int failed;
+
+	res = conn_next(c, sig, r->waiting, r->waiting_arg, &failed, err,
+	    errlen);
+	if (failed || res == NULL ||
+	    PQresultStatus(res) == PGRES_PIPELINE_SYNC)
+		return res;
+	while ((more = conn_next(c, sig, NULL, NULL, &failed, err,
+	    errlen)) != NULL)
+		PQclear(more);
+	if (failed) {
+		PQclear(res);
+		return NULL;
+	}
+	return res;
+}
+
+/* Read what is left of the pipeline up to its sync, and leave it. */
+static int
+finish(PGconn *c, struct lock_req *r, int *sig, char *err, size_t errlen)
+{
+	PGresult *res;
+	int synced;
+
+	do {
+		if ((res = next_result(c, r, sig, err, errlen)) == NULL)
+			return -1;
+		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+		PQclear(res);
+	} while (!synced);
+	(void)PQexitPipelineMode(c);
+	return 0;
+}
+
+/* The lock call's answer: granted (with pid and id), busy, or an error. */
+static enum lock_result
+lock_result(PGresult *res, struct lock_req *r, int *backend_pid, char *err,
+    size_t errlen)
+{
+	const char *state;
+	struct key k;
+	char why[64];
+
+	if (PQresultStatus(res) == PGRES_FATAL_ERROR) {
+		/* 55P03 lock_not_available: lock_timeout */
+		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		if (state != NULL && strcmp(state, "55P03") == 0)
+			return LOCK_BUSY;
+	}
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+	    PQnfields(res) != 3) {
+		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		return LOCK_ERROR;
+	}
+	if (strcmp(PQgetvalue(res, 0, 0), "f") == 0)
+		return LOCK_BUSY;
+	if (result_pid(res, 1, backend_pid, err, errlen) == -1)
+		return LOCK_ERROR;
+	/* The id as the server computed it, for server-side schemes. */
+	if (key_parse_id(PQgetvalue(res, 0, 2), &k, why, sizeof(why)) == 0) {
+		r->key.id = k.id;
+		r->key.a = k.a;
+		r->key.b = k.b;
+	}
+	return LOCK_ACQUIRED;
+}
 
 enum lock_result
 lock_acquire(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
     char *err, size_t errlen)
 {
-	char sql[256];
+	char sql[512];
 	struct args a;
-	enum lock_result out = LOCK_ERROR;
+	enum lock_result out;
 	PGresult *res;
-	int step, failed, held;
-	const char *state;
 
 	*sig = 0;
 	key_args(&r->key, &a);
-	call(&a, lock_fn[r->wait_ms == 0][r->shared], sql, sizeof(sql));
+	/* The lock, the backend's pid and the id, as text. */
+	if (a.n == 1)
+		snprintf(sql, sizeof(sql), "SELECT %s(%s),"
+		    " pg_catalog.pg_backend_pid(), %s",
+		    lock_fn[r->wait_ms == 0][r->shared], a.e[0], a.e[0]);
+	else
+		snprintf(sql, sizeof(sql), "SELECT %s(%s, %s),"
+		    " pg_catalog.pg_backend_pid(), %s::text || ',' || %s",
+		    lock_fn[r->wait_ms == 0][r->shared], a.e[0], a.e[1],
+		    a.e[0], a.e[1]);
+	/*
+	 * One transaction, one round trip: settings, lock, check, sync. The
+	 * flush after the lock makes the server send its answer at once,
+	 * not with the check's; that is left for lock_verify().
+	 */
 	if (!PQenterPipelineMode(c) ||
 	    conn_send_settings(c, r->wait_ms > 0 ? r->wait_ms : 0, err,
 	    errlen) == -1 ||
 	    !PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0) ||
+	    !PQsendFlushRequest(c) ||
 	    lock_check_send(c, r, err, errlen) == -1 || !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return LOCK_ERROR;
 	}
+	if ((res = next_result(c, r, sig, err, errlen)) == NULL)
+		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
+	out = PQresultStatus(res) == PGRES_TUPLES_OK ? LOCK_ACQUIRED :
+	    LOCK_ERROR;
+	if (out == LOCK_ERROR)		/* the lock's answer is then ABORTED */
+		conn_oneline(PQresultErrorMessage(res), err, errlen);
+	PQclear(res);
+	if ((res = next_result(c, r, sig, err, errlen)) == NULL)
+		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
+	if (out == LOCK_ACQUIRED)
+		out = lock_result(res, r, backend_pid, err, errlen);
+	PQclear(res);
+	if (out == LOCK_ACQUIRED && *sig == 0)
+		return LOCK_ACQUIRED;
+	if (finish(c, r, sig, err, errlen) == -1)
+		out = LOCK_ERROR;
+	return *sig != 0 ? LOCK_INTERRUPTED : out;
+}
 
-	/*
-	 * One transaction, one round trip: settings, lock, check, then the
-	 * sync. Each statement's results end with a NULL.
-	 */
-	for (step = 0; step < 4;) {
-		res = conn_next(c, sig, r->waiting, r->waiting_arg, &failed, err,
-		    errlen);
-		if (failed)
-			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
-		if (res == NULL) {
-			if (step < 3)
-				step++;
-			continue;
-		}
-		switch (step) {
-		case 0:		/* settings */
-			if (PQresultStatus(res) != PGRES_TUPLES_OK)
-				conn_oneline(PQresultErrorMessage(res), err,
-				    errlen);
-			break;
-		case 1:		/* lock */
-			if (PQresultStatus(res) == PGRES_TUPLES_OK) {
-				out = strcmp(PQgetvalue(res, 0, 0), "f") == 0 ?
-				    LOCK_BUSY : LOCK_ACQUIRED;
-			} else if (PQresultStatus(res) == PGRES_FATAL_ERROR) {
-				state = PQresultErrorField(res,
-				    PG_DIAG_SQLSTATE);
-				/* 55P03 lock_not_available: lock_timeout */
-				if (state != NULL &&
-				    strcmp(state, "55P03") == 0)
-					out = LOCK_BUSY;
-				else
-					conn_oneline(PQresultErrorMessage(res),
-					    err, errlen);
-			}
-			break;
-		case 2:		/* check */
-			if (out != LOCK_ACQUIRED)
-				break;
-			held = check_result(res, backend_pid, &r->key, err,
-			    errlen);
-			if (held != 1)
-				out = held == 0 ? LOCK_NOT_REAL : LOCK_ERROR;
-			break;
-		case 3:		/* sync */
-			if (PQresultStatus(res) == PGRES_PIPELINE_SYNC)
-				step++;
-			break;
-		}
-		PQclear(res);
-	}
-	(void)PQexitPipelineMode(c);
+enum lock_result
+lock_verify(PGconn *c, struct lock_req *r, int backend_pid, int *sig,
+    char *err, size_t errlen)
+{
+	enum lock_result out = LOCK_ERROR;
+	PGresult *res;
+	int held;
+
+	if ((res = next_result(c, r, sig, err, errlen)) == NULL)
+		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
+	held = check_result(res, NULL, err, errlen);
+	PQclear(res);
+	if (held != -1)
+		out = held == 1 ? LOCK_ACQUIRED : LOCK_NOT_REAL;
+	if (finish(c, r, sig, err, errlen) == -1)
+		out = LOCK_ERROR;
 	if (*sig != 0)
 		return LOCK_INTERRUPTED;
-	if (out == LOCK_ACQUIRED && *backend_pid != PQbackendPID(c))
-		out = recheck(c, r, *backend_pid, err, errlen);
+	if (out == LOCK_ACQUIRED && backend_pid != PQbackendPID(c))
+		out = recheck(c, r, backend_pid, err, errlen);
 	return out;
 }
 
@@ -281,8 +351,8 @@ lock_release(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	int rc = -1;
 
 	key_args(&r->key, &a);
-	call(&a, r->shared ? "pg_advisory_unlock_shared" :
-	    "pg_advisory_unlock", sql, sizeof(sql));
+	call(&a, r->shared ? "pg_catalog.pg_advisory_unlock_shared" :
+	    "pg_catalog.pg_advisory_unlock", sql, sizeof(sql));
 	res = PQexecParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		conn_reason(c, err, errlen);

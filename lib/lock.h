@@ -21,7 +21,7 @@ struct lock_req {
 };
 
 enum lock_result {
-	LOCK_ACQUIRED,		/* held, and verified in pg_locks */
+	LOCK_ACQUIRED,		/* granted; after lock_verify(), verified */
 	LOCK_BUSY,		/* held by another session (-n) or timed out */
 	LOCK_INTERRUPTED,	/* a signal cancelled the wait */
 	LOCK_NOT_REAL,		/* granted, but not held by this session */
@@ -31,14 +31,25 @@ enum lock_result {
 /*
  * Set the session up, take the lock and check that pg_locks shows it held
  * by this very backend, in one round trip (a transaction pooler or a stub
- * hands out locks nobody holds; through a pooler the check is repeated in a
- * transaction of its own). For a server-side scheme, r->key gets the id the
- * server computed. While waiting, a forwarded signal
- * (see sig.h) cancels the wait on the server; *sig tells which. On
- * LOCK_ACQUIRED *backend_pid is the server process that holds the lock.
+ * hands out locks nobody holds). Returns once the server has answered the
+ * lock call: LOCK_ACQUIRED means granted, with the check's answer still to
+ * be read by lock_verify() (meanwhile the caller may get the command
+ * ready). For a server-side scheme, r->key gets the id the server
+ * computed. While waiting, a forwarded signal (see sig.h) cancels the wait
+ * on the server; *sig tells which. When granted, *backend_pid is the
+ * server process that holds the lock.
  */
 enum lock_result lock_acquire(PGconn *c, struct lock_req *r,
     int *backend_pid, int *sig, char *err, size_t errlen);
+
+/*
+ * After LOCK_ACQUIRED from lock_acquire(): read the check. LOCK_ACQUIRED
+ * again when the lock is verified held by backend_pid (through a pooler
+ * the check is repeated in a transaction of its own), else
+ * LOCK_NOT_REAL, LOCK_INTERRUPTED or LOCK_ERROR.
+ */
+enum lock_result lock_verify(PGconn *c, struct lock_req *r, int backend_pid,
+    int *sig, char *err, size_t errlen);
 
 /* Send the "is it still mine?" query without waiting for the answer. */
 int lock_check_send(PGconn *c, const struct lock_req *r, char *err,
