@@ -527,20 +527,32 @@ export_lock_env_or_err(const struct opts *o, int backend_pid)
 	setenv_or_err("PGLOCK_BACKEND_PID", pid);
 }
 
-/* Fork the command, held at its gate until child_go(). */
+/* The watchdog, then (unless later) the command at its gate. */
+static void
+guard_or_err(const struct opts *o, struct child *ch)
+{
+	char why[1024];
+
+	if (child_guard(o->lost_sig, o->kill_after_ms, ch, why,
+	    sizeof(why)) == -1)
+		errx(EXIT_OSERR, "%s", why);
+}
+
 static void
 spawn_or_err(const struct opts *o, struct child *ch)
 {
 	char why[1024];
 
-	if (child_spawn(o->argv, o->lost_sig, o->kill_after_ms, ch, why,
-	    sizeof(why)) == -1)
+	if (child_spawn(o->argv, ch, why, sizeof(why)) == -1) {
+		child_abort(ch);
 		errx(EXIT_OSERR, "%s", why);
+	}
 }
 
 /*
- * Run the command while lk is held on c, watching for its loss; ch is the
- * command forked already, or NULL. Returns the command's exit status;
+ * Run the command while lk is held on c, watching for its loss; ch is its
+ * watchdog (and maybe the command at its gate) forked already, or NULL.
+ * Returns the command's exit status;
  * exits 75 if the lock was lost meanwhile.
  */
 static int
@@ -565,8 +577,10 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	}
 	if (ch == NULL) {
 		ch = &own;
-		spawn_or_err(o, ch);
+		guard_or_err(o, ch);
 	}
+	if (ch->pid == -1)
+		spawn_or_err(o, ch);
 	switch (child_go(ch, o->argv[0], &status, why, sizeof(why))) {
 	case CHILD_STARTED:
 		break;
@@ -858,7 +872,7 @@ lock_and_run(struct opts *o, PGconn *c)
 	char why[1024], num[32], *fence;
 	size_t len;
 	double t0;
-	int backend_pid = 0, sig = 0, status, early = 0;
+	int backend_pid = 0, sig = 0, status;
 
 	if (o->verbose && o->lock.wait_ms != 0)
 		report_holder(o, c);
@@ -867,22 +881,26 @@ lock_and_run(struct opts *o, PGconn *c)
 		o->lock.waiting = show_waiting;
 		o->lock.waiting_arg = o;
 	}
-	r = lock_acquire(c, &o->lock, &backend_pid, &sig, why, sizeof(why));
+	/*
+	 * While the server sets the session up and takes the lock, fork the
+	 * watchdog; while it checks the lock, fork the command, which waits
+	 * at its gate until the check has passed (not under --fence: its
+	 * environment is not complete until then).
+	 */
+	if (lock_send(c, &o->lock, why, sizeof(why)) == -1)
+		errx(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	if (!o->no_fork)
+		guard_or_err(o, &ch);
+	r = lock_wait(c, &o->lock, &backend_pid, &sig, why, sizeof(why));
 	if (r == LOCK_ACQUIRED) {
 		export_lock_env_or_err(o, backend_pid);
-		/*
-		 * Fork the command while the server checks the lock: it waits
-		 * at its gate until the check has passed. Under --fence its
-		 * environment is not complete yet.
-		 */
-		early = !o->no_fork && !o->fence;
-		if (early)
+		if (!o->no_fork && !o->fence)
 			spawn_or_err(o, &ch);
 		r = lock_verify(c, &o->lock, backend_pid, &sig, why,
 		    sizeof(why));
-		if (r != LOCK_ACQUIRED && early)
-			child_abort(&ch);
 	}
+	if (r != LOCK_ACQUIRED && !o->no_fork)
+		child_abort(&ch);
 	switch (r) {
 	case LOCK_ACQUIRED:
 		break;
@@ -932,7 +950,7 @@ lock_and_run(struct opts *o, PGconn *c)
 		setenv_or_err("PGLOCK_FENCE", num);
 	}
 
-	status = run_command_or_err(o, c, &o->lock, early ? &ch : NULL);
+	status = run_command_or_err(o, c, &o->lock, o->no_fork ? NULL : &ch);
 	if (o->no_fork)
 		return status;
 	if (lock_release(c, &o->lock, why, sizeof(why)) == -1)

@@ -79,10 +79,11 @@ close_others(int keep)
 }
 
 /*
- * The watchdog leads the command's process group and reads a pipe whose
- * write end only pglock holds. pglock dismisses it with SIGKILL once the
- * command is reaped; end of file means pglock died first (SIGKILL, a
- * crash), and its session and lock with it: stop the whole group, as a
+ * The watchdog leads the command's process group and reads a socket whose
+ * other end only pglock holds. pglock arms it with a byte just before the
+ * command may exec, and dismisses it with SIGKILL once the command is
+ * reaped. End of file means pglock died, and its session and lock with it:
+ * unarmed, there is nothing to stop; armed, stop the whole group, as a
  * lost lock does (the command's parent-death signal reaches it alone).
  */
 static void
@@ -90,12 +91,16 @@ watchdog(int fd, int lost_sig, long kill_after_ms)
 {
 	struct timespec ts;
 	ssize_t n;
+	int armed = 0;
 	char c;
 
 	close_others(fd);
-	do
+	do {
 		n = read(3, &c, 1);
-	while (n == -1 && errno == EINTR);
+		armed |= n == 1;
+	} while (n == 1 || (n == -1 && errno == EINTR));
+	if (!armed)
+		_exit(0);
 	(void)kill(0, lost_sig);
 	ts.tv_sec = kill_after_ms / 1000;
 	ts.tv_nsec = kill_after_ms % 1000 * 1000000;
@@ -105,15 +110,19 @@ watchdog(int fd, int lost_sig, long kill_after_ms)
 	_exit(0);
 }
 
+/* A socketpair, so that pglock can write with MSG_NOSIGNAL. */
 static int
-cloexec_pipe(int fds[2])
+cloexec_pair(int sv[2], char *err, size_t errlen)
 {
-	if (pipe(fds) == -1)
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == -1) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		return -1;
-	if (fcntl(fds[0], F_SETFD, FD_CLOEXEC) == -1 ||
-	    fcntl(fds[1], F_SETFD, FD_CLOEXEC) == -1) {
-		close(fds[0]);
-		close(fds[1]);
+	}
+	if (fcntl(sv[0], F_SETFD, FD_CLOEXEC) == -1 ||
+	    fcntl(sv[1], F_SETFD, FD_CLOEXEC) == -1) {
+		snprintf(err, errlen, "fcntl: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
 		return -1;
 	}
 	return 0;
@@ -169,14 +178,11 @@ suspend(const struct child *ch)
 }
 
 int
-child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
-    struct child *ch, char *err, size_t errlen)
+child_guard(int lost_sig, long kill_after_ms, struct child *ch, char *err,
+    size_t errlen)
 {
-	int dog[2], sp[2], e;
-	pid_t parent = getpid();
+	int dog[2];
 	sigset_t mask;
-	char go;
-	ssize_t n;
 
 	/*
 	 * Hand the terminal over only when pglock is alone on it: in
@@ -184,24 +190,11 @@ child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
 	 */
 	ch->foreground = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) &&
 	    tcgetpgrp(STDIN_FILENO) == getpgrp();
-	/*
-	 * dog: the watchdog's lifeline. sp: the gate, both ways: pglock's
-	 * byte lets the command exec, the command's answer is its exec error,
-	 * and end of file means exec succeeded (or, to the command, that it
-	 * must not run).
-	 */
-	if (cloexec_pipe(dog) == -1) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
+	ch->lost_sig = lost_sig;
+	ch->pid = -1;
+	ch->gate = -1;
+	if (cloexec_pair(dog, err, errlen) == -1)
 		return -1;
-	}
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == -1 ||
-	    fcntl(sp[0], F_SETFD, FD_CLOEXEC) == -1 ||
-	    fcntl(sp[1], F_SETFD, FD_CLOEXEC) == -1) {
-		snprintf(err, errlen, "socketpair: %s", strerror(errno));
-		close(dog[0]);
-		close(dog[1]);
-		return -1;
-	}
 	sig_block(&mask);
 	ch->pgrp = fork();
 	if (ch->pgrp == 0) {
@@ -210,21 +203,40 @@ child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		watchdog(dog[0], lost_sig, kill_after_ms);
 	}
-	if (ch->pgrp != -1) {
-		/* Both sides set each group, so no signal races ahead of it. */
-		(void)setpgid(ch->pgrp, ch->pgrp);
-		close(dog[0]);
-		ch->watchdog = dog[1];
-		ch->pid = fork();
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+	close(dog[0]);
+	if (ch->pgrp == -1) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		close(dog[1]);
+		return -1;
 	}
-	if (ch->pgrp == -1 || ch->pid == -1) {
+	/* Both sides set each group, so no signal races ahead of it. */
+	(void)setpgid(ch->pgrp, ch->pgrp);
+	ch->watchdog = dog[1];
+	return 0;
+}
+
+int
+child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
+{
+	int sp[2], e;
+	pid_t parent = getpid();
+	sigset_t mask;
+	char go;
+	ssize_t n;
+
+	/*
+	 * The gate, both ways: pglock's byte lets the command exec, the
+	 * command's answer is its exec error, and end of file means exec
+	 * succeeded (or, to the command, that it must not run).
+	 */
+	if (cloexec_pair(sp, err, errlen) == -1)
+		return -1;
+	sig_block(&mask);
+	ch->pid = fork();
+	if (ch->pid == -1) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		sigprocmask(SIG_SETMASK, &mask, NULL);
-		if (ch->pgrp == -1) {
-			close(dog[0]);
-			close(dog[1]);
-		} else
-			dismiss_watchdog(ch);
 		close(sp[0]);
 		close(sp[1]);
 		return -1;
@@ -242,9 +254,9 @@ child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
 		 * A second guard, for the command itself, should the watchdog
 		 * die with pglock (pkill -9 pglock matches both).
 		 */
-		(void)prctl(PR_SET_PDEATHSIG, lost_sig);
+		(void)prctl(PR_SET_PDEATHSIG, ch->lost_sig);
 		if (getppid() != parent)
-			_exit(128 + lost_sig);
+			_exit(128 + ch->lost_sig);
 #else
 		(void)parent;
 #endif
@@ -277,6 +289,12 @@ child_go(struct child *ch, const char *cmd, int *status, char *err,
 	ssize_t n;
 	int e = 0;
 
+	/* Armed first: from here on, pglock's death stops the group. */
+	if (send(ch->watchdog, "a", 1, MSG_NOSIGNAL) != 1) {
+		snprintf(err, errlen, "watchdog: %s", strerror(errno));
+		child_abort(ch);
+		return CHILD_OSERR;
+	}
 	/* MSG_NOSIGNAL: a command killed at the gate must not kill pglock. */
 	(void)send(ch->gate, "g", 1, MSG_NOSIGNAL);
 	do
@@ -303,8 +321,10 @@ child_go(struct child *ch, const char *cmd, int *status, char *err,
 void
 child_abort(struct child *ch)
 {
-	close(ch->gate);
-	(void)waitpid(ch->pid, NULL, 0);
+	if (ch->pid != -1) {
+		close(ch->gate);
+		(void)waitpid(ch->pid, NULL, 0);
+	}
 	dismiss_watchdog(ch);
 }
 

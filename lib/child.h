@@ -19,6 +19,7 @@ struct child {
 	int watchdog;		/* pglock's end of the watchdog's pipe */
 	int foreground;		/* the group was handed the terminal */
 	int gate;		/* child_go() lets the command exec */
+	int lost_sig;		/* for the command if pglock dies */
 };
 
 enum child_start {
@@ -28,14 +29,22 @@ enum child_start {
 };
 
 /*
- * Fork the command (argv, searched in PATH) in a new process group, held
- * at a gate before exec until child_go() or child_abort(). The group's
- * leader is a watchdog: if pglock dies (even by SIGKILL), it sends lost_sig
- * to the whole group, and SIGKILL kill_after_ms later; a command still at
- * the gate exits without running. Returns 0, or -1 with the reason in err.
+ * Fork the watchdog that will lead the command's process group: once
+ * armed by child_go(), if pglock dies (even by SIGKILL), it sends lost_sig
+ * to the whole group, and SIGKILL kill_after_ms later. Unarmed, it just
+ * exits. Returns 0, or -1 with the reason in err.
  */
-int child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
-    struct child *ch, char *err, size_t errlen);
+int child_guard(int lost_sig, long kill_after_ms, struct child *ch,
+    char *err, size_t errlen);
+
+/*
+ * After child_guard(): fork the command (argv, searched in PATH) into the
+ * watchdog's group, held at a gate before exec until child_go() or
+ * child_abort(); a command at the gate exits without running if pglock
+ * dies. Returns 0, or -1 with the reason in err.
+ */
+int child_spawn(char *const argv[], struct child *ch, char *err,
+    size_t errlen);
 
 /*
  * Open the gate: the command execs, and gets the terminal if pglock had
@@ -45,7 +54,10 @@ int child_spawn(char *const argv[], int lost_sig, long kill_after_ms,
 enum child_start child_go(struct child *ch, const char *cmd, int *status,
     char *err, size_t errlen);
 
-/* Close the gate: the command exits without running, and is reaped. */
+/*
+ * Close the gate, if spawned: the command exits without running, and is
+ * reaped. The watchdog is dismissed.
+ */
 void child_abort(struct child *ch);
 
 /*

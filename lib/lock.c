@@ -265,16 +265,12 @@ lock_result(PGresult *res, struct lock_req *r, int *backend_pid, char *err,
 	return LOCK_ACQUIRED;
 }
 
-enum lock_result
-lock_acquire(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
-    char *err, size_t errlen)
+int
+lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 {
 	char sql[512];
 	struct args a;
-	enum lock_result out;
-	PGresult *res;
 
-	*sig = 0;
 	key_args(&r->key, &a);
 	/* The lock, the backend's pid and the id, as text. */
 	if (a.n == 1)
@@ -289,7 +285,7 @@ lock_acquire(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	/*
 	 * One transaction, one round trip: settings, lock, check, sync. The
 	 * flush after the lock makes the server send its answer at once,
-	 * not with the check's; that is left for lock_verify().
+	 * not with the check's.
 	 */
 	if (!PQenterPipelineMode(c) ||
 	    conn_send_settings(c, r->wait_ms > 0 ? r->wait_ms : 0, err,
@@ -298,8 +294,19 @@ lock_acquire(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	    !PQsendFlushRequest(c) ||
 	    lock_check_send(c, r, err, errlen) == -1 || !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
-		return LOCK_ERROR;
+		return -1;
 	}
+	return 0;
+}
+
+enum lock_result
+lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
+    char *err, size_t errlen)
+{
+	enum lock_result out;
+	PGresult *res;
+
+	*sig = 0;
 	if ((res = next_result(c, r, sig, err, errlen)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 	out = PQresultStatus(res) == PGRES_TUPLES_OK ? LOCK_ACQUIRED :

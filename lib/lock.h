@@ -29,21 +29,26 @@ enum lock_result {
 };
 
 /*
- * Set the session up, take the lock and check that pg_locks shows it held
- * by this very backend, in one round trip (a transaction pooler or a stub
- * hands out locks nobody holds). Returns once the server has answered the
- * lock call: LOCK_ACQUIRED means granted, with the check's answer still to
- * be read by lock_verify() (meanwhile the caller may get the command
- * ready). For a server-side scheme, r->key gets the id the server
- * computed. While waiting, a forwarded signal (see sig.h) cancels the wait
- * on the server; *sig tells which. When granted, *backend_pid is the
- * server process that holds the lock.
+ * Queue, in one round trip, what sets the session up, takes the lock and
+ * checks that pg_locks shows it held by this very backend (a transaction
+ * pooler or a stub hands out locks nobody holds). Returns 0, or -1 with
+ * the reason in err. Read the answers with lock_wait() and lock_verify().
  */
-enum lock_result lock_acquire(PGconn *c, struct lock_req *r,
-    int *backend_pid, int *sig, char *err, size_t errlen);
+int lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen);
 
 /*
- * After LOCK_ACQUIRED from lock_acquire(): read the check. LOCK_ACQUIRED
+ * Wait for the server's answer to the lock call. LOCK_ACQUIRED means
+ * granted, with the check still to be read by lock_verify() (meanwhile
+ * the caller may get the command ready). For a server-side scheme, r->key
+ * gets the id the server computed. While waiting, a forwarded signal (see
+ * sig.h) cancels the wait on the server; *sig tells which. When granted,
+ * *backend_pid is the server process that holds the lock.
+ */
+enum lock_result lock_wait(PGconn *c, struct lock_req *r, int *backend_pid,
+    int *sig, char *err, size_t errlen);
+
+/*
+ * After LOCK_ACQUIRED from lock_wait(): read the check. LOCK_ACQUIRED
  * again when the lock is verified held by backend_pid (through a pooler
  * the check is repeated in a transaction of its own), else
  * LOCK_NOT_REAL, LOCK_INTERRUPTED or LOCK_ERROR.
