@@ -551,15 +551,14 @@ spawn_or_err(const struct opts *o, struct child *ch)
 
 /*
  * Run the command while lk is held on c, watching for its loss; ch is its
- * watchdog (and maybe the command at its gate) forked already, or NULL.
- * Returns the command's exit status;
+ * watchdog (and maybe the command at its gate) forked already, to be
+ * reaped by the caller. Returns the command's exit status;
  * exits 75 if the lock was lost meanwhile.
  */
 static int
 run_command_or_err(const struct opts *o, PGconn *c,
     const struct lock_req *lk, struct child *ch)
 {
-	struct child own;
 	struct child_watch w;
 	char why[1024];
 	int status = 0;
@@ -574,10 +573,6 @@ run_command_or_err(const struct opts *o, PGconn *c,
 		child_exec(o->argv, &status, why, sizeof(why));
 		warnx("%s", why);
 		return status;
-	}
-	if (ch == NULL) {
-		ch = &own;
-		guard_or_err(o, ch);
 	}
 	if (ch->pid == -1)
 		spawn_or_err(o, ch);
@@ -643,6 +638,7 @@ static int
 version_counter(const struct opts *o, PGconn *c)
 {
 	struct lock_req lk;
+	struct child ch;
 	char why[1024], num[32];
 	long long v;
 	int status;
@@ -675,12 +671,14 @@ version_counter(const struct opts *o, PGconn *c)
 	snprintf(num, sizeof(num), "%lld", v);
 	setenv_or_err("PGLOCK_VERSION", num);
 	setenv_or_err("PGLOCK_TENANT", o->key);
-	status = run_command_or_err(o, c, &lk, NULL);
+	guard_or_err(o, &ch);
+	status = run_command_or_err(o, c, &lk, &ch);
 	/* A failed command consumes no number. */
 	if (counter_end(c, status == 0, why, sizeof(why)) == -1 &&
 	    status == 0)
 		errx(EXIT_LOST, "%s: the commit of version %lld failed (%s); "
 		    "check with --peek", o->label, v, why);
+	child_reap(&ch);
 	return status;
 }
 
@@ -950,12 +948,13 @@ lock_and_run(struct opts *o, PGconn *c)
 		setenv_or_err("PGLOCK_FENCE", num);
 	}
 
-	status = run_command_or_err(o, c, &o->lock, o->no_fork ? NULL : &ch);
+	status = run_command_or_err(o, c, &o->lock, &ch);
 	if (o->no_fork)
 		return status;
 	if (lock_release(c, &o->lock, why, sizeof(why)) == -1)
 		errx(EXIT_LOST, "%s: lock lost before the command finished "
 		    "(%s)", o->label, why);
+	child_reap(&ch);
 	if (o->verbose)
 		warnx("%s: released after %.2fs", o->label, mono_seconds() - t0);
 	return status;

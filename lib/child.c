@@ -437,6 +437,14 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	/* Leave nothing of the command running without the lock. */
 	if (lost)
 		(void)kill(-ch->pgrp, SIGKILL);
-	dismiss_watchdog(ch);
+	/* Dismissed; child_reap() waits for it, once the lock is released. */
+	(void)kill(ch->pgrp, SIGKILL);
 	return lost ? CHILD_LOST : CHILD_EXITED;
+}
+
+void
+child_reap(struct child *ch)
+{
+	(void)waitpid(ch->pgrp, NULL, 0);
+	close(ch->watchdog);
 }

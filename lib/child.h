@@ -89,4 +89,10 @@ enum child_end {
 enum child_end child_wait(struct child *ch, const struct child_watch *w,
     int *status, char *err, size_t errlen);
 
+/*
+ * After child_wait(): reap the watchdog it dismissed (which may take a
+ * moment; the caller can release the lock first).
+ */
+void child_reap(struct child *ch);
+
 #endif
