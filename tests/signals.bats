@@ -114,6 +114,22 @@ count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; whil
 	wait_until 3 test -e "$f.done"
 }
 
+@test "KILL on pglock while it waits: its watchdog, not yet armed, exits at once" {
+	id=$(sha_id dog-k)
+	bg holder pglock dog-k sleep 60
+	wait_until 10 held "$id"
+	bg waiter pglock --kill-after 30 dog-k touch "$BATS_TEST_TMPDIR/ran"
+	wait_until 10 waiting "$id"
+	pid=$(bgpid waiter)
+	# Forked while the server took the lock: pglock's one child by now.
+	dog=$(pgrep -P "$pid")
+	[ -n "$dog" ] && [ "$(ps -o pgid= -p "$dog" | tr -d ' ')" = "$dog" ]
+	kill -KILL "$pid"
+	# Gone (or a zombie for init to reap), not asleep for --kill-after.
+	wait_until 2 bash -c "! ps -o stat= -p $dog | grep -qv Z"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
 @test "KILL on pglock and its watchdog at once (pkill -9 pglock): the command still gets --lost-signal" {
 	[ "$(uname -s)" = Linux ] || skip "the parent-death signal is Linux's"
 	f=$BATS_TEST_TMPDIR/cmd
