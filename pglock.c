@@ -865,7 +865,7 @@ static int
 lock_and_run(struct opts *o, PGconn *c)
 {
 	struct lock_req fence_lk;
-	struct child ch;
+	struct child ch = { .pid = -1 };	/* unused under -F */
 	enum lock_result r;
 	char why[1024], num[32], *fence;
 	size_t len;

@@ -184,12 +184,7 @@ child_guard(int lost_sig, long kill_after_ms, struct child *ch, char *err,
 	int dog[2];
 	sigset_t mask;
 
-	/*
-	 * Hand the terminal over only when pglock is alone on it: in
-	 * "pglock k cmd | less", less would lose it.
-	 */
-	ch->foreground = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) &&
-	    tcgetpgrp(STDIN_FILENO) == getpgrp();
+	ch->foreground = 0;
 	ch->lost_sig = lost_sig;
 	ch->pid = -1;
 	ch->gate = -1;
@@ -225,6 +220,13 @@ child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
 	char go;
 	ssize_t n;
 
+	/*
+	 * Hand the terminal over only when pglock is alone on it: in
+	 * "pglock k cmd | less", less would lose it. Asked now, not when
+	 * the wait began: the shell may have put pglock in the background.
+	 */
+	ch->foreground = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) &&
+	    tcgetpgrp(STDIN_FILENO) == getpgrp();
 	/*
 	 * The gate, both ways: pglock's byte lets the command exec, the
 	 * command's answer is its exec error, and end of file means exec

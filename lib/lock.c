@@ -202,8 +202,9 @@ next_result(PGconn *c, struct lock_req *r, int *sig, char *err,
 
 	res = conn_next(c, sig, r->waiting, r->waiting_arg, &failed, err,
 	    errlen);
-	if (failed || res == NULL ||
-	    PQresultStatus(res) == PGRES_PIPELINE_SYNC)
+	if (res == NULL && !failed)
+		conn_reason(c, err, errlen);
+	if (res == NULL || PQresultStatus(res) == PGRES_PIPELINE_SYNC)
 		return res;
 	while ((more = conn_next(c, sig, NULL, NULL, &failed, err,
 	    errlen)) != NULL)
