@@ -120,6 +120,8 @@ MATRIX='64|-w|
 	big=$(head -c 131000 /dev/zero | tr '\0' 'k')
 	run -0 pglock "$big" sh -c 'echo ${#PGLOCK_KEY}'
 	assert_output 131000
+	# valgrind cannot go on after a failed execve(): it dies with 101.
+	[ -n "${PGLOCK_VG_DIR:-}" ] && return
 	# The largest key a shell can pass does not fit in PGLOCK_KEY=...
 	big=$(head -c 131071 /dev/zero | tr '\0' 'k')
 	run -126 --separate-stderr pglock "$big" sh -c 'echo ran'
@@ -127,6 +129,8 @@ MATRIX='64|-w|
 }
 
 @test "a closed stdout fails --version-counter with 71 and rolls the version back" {
+	# valgrind's log file takes the free descriptor 1.
+	[ -z "${PGLOCK_VG_DIR:-}" ] || skip "under valgrind, fd 1 is valgrind's log, not closed"
 	run -0 pglock --version-counter --peek closed-out
 	assert_output 0
 	run -71 --separate-stderr bash -c '"$PGLOCK" --version-counter closed-out >&-'
@@ -180,6 +184,8 @@ while True:
 }
 
 @test "a password given in -d shows neither in ps nor in any message" {
+	# ps shows valgrind's own command line, which pglock cannot rewrite.
+	[ -z "${PGLOCK_VG_DIR:-}" ] || skip "under valgrind, ps shows valgrind's arguments"
 	run -0 pglock -d "host=$PGHOST dbname=postgres password=sekrit-1" pw-k sh -c 'tr "\0" " " </proc/$PPID/cmdline'
 	[[ "$output" != *sekrit* ]]
 	[[ "$output" == *"password=xxxxxxxx"* ]]

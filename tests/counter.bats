@@ -37,6 +37,11 @@ has_waiter() { [ "$(waiters_of "$1")" -ge 1 ]; }
 
 alive() { kill -0 "$1" 2>/dev/null; }
 
+# Rounds per client in the concurrency tests. Under valgrind (make
+# valgrind) a pglock takes a second or more: as many clients, fewer rounds.
+ROUNDS=25
+[ -z "${PGLOCK_VG_DIR:-}" ] || ROUNDS=2
+
 # many N M [OPTION ...] TENANT [COMMAND ...]: N clients at once, each running
 # `pglock --version-counter OPTION ... TENANT [COMMAND ...]` M times in a
 # row. Client W appends what pglock prints to $BATS_TEST_TMPDIR/out.W, its
@@ -130,31 +135,33 @@ assert_one_to() {
 # ------------------------------------------------------------ concurrency
 
 @test "16 clients x 25 allocations for one tenant get exactly 1..400" {
-	many 16 25 c-conc
+	many 16 "$ROUNDS" c-conc
+	total=$((16 * ROUNDS))
 	run -0 errors
 	assert_output ''
 	run -0 all rc
 	[ "$(grep -cvx 0 <<<"$output")" -eq 0 ]
-	all out | assert_one_to 400
-	[ "$(sql "SELECT version FROM pglock_versions WHERE tenant = 'c-conc'")" = 400 ]
+	all out | assert_one_to "$total"
+	[ "$(sql "SELECT version FROM pglock_versions WHERE tenant = 'c-conc'")" = "$total" ]
 }
 
 @test "16 clients x 25 COMMANDs, a random third failing: committed versions are exactly 1..successes" {
 	# A third of the commands exit 1 (bash's $RANDOM decides); only a
 	# successful one writes "VERSION TENANT ok", to a file of its own.
-	many 16 25 c-cmd bash -c '
+	many 16 "$ROUNDS" c-cmd bash -c '
 		if [ $((RANDOM % 3)) -eq 0 ]; then exit 1; fi
 		echo "$PGLOCK_VERSION $PGLOCK_TENANT ok" >>"$0.$$"' \
 	    "$BATS_TEST_TMPDIR/seen"
 	run -0 errors
 	assert_output ''
+	total=$((16 * ROUNDS))
 	run -0 all rc
-	[ "${#lines[@]}" -eq 400 ]
+	[ "${#lines[@]}" -eq "$total" ]
 	[ "$(grep -cvx '[01]' <<<"$output")" -eq 0 ]
 	ok=$(grep -cx 0 <<<"$output")
-	echo "$ok of 400 commands succeeded" >&3
+	echo "$ok of $total commands succeeded" >&3
 	[ "$ok" -gt 0 ]
-	[ "$ok" -lt 400 ]
+	[ "$ok" -lt "$total" ]
 	[ -z "$(all out)" ]
 	run -0 all seen
 	[ "${#lines[@]}" -eq "$ok" ]
@@ -229,13 +236,14 @@ assert_one_to() {
 	sql "CREATE DATABASE pglock_c_rr"
 	sql "ALTER DATABASE pglock_c_rr SET default_transaction_isolation = 'repeatable read'"
 	[ "$(sqld pglock_c_rr 'SHOW default_transaction_isolation')" = "repeatable read" ]
-	many 8 25 -d pglock_c_rr c-rr
+	many 8 "$ROUNDS" -d pglock_c_rr c-rr
+	total=$((8 * ROUNDS))
 	run -0 errors
 	assert_output ''
 	run -0 all rc
 	[ "$(grep -cvx 0 <<<"$output")" -eq 0 ]
-	all out | assert_one_to 200
-	[ "$(sqld pglock_c_rr "SELECT version FROM pglock_versions WHERE tenant = 'c-rr'")" = 200 ]
+	all out | assert_one_to "$total"
+	[ "$(sqld pglock_c_rr "SELECT version FROM pglock_versions WHERE tenant = 'c-rr'")" = "$total" ]
 	sql "DROP DATABASE pglock_c_rr WITH (FORCE)"
 }
 
