@@ -48,7 +48,7 @@ deps-valgrind:
 check: deps-check pglock $(UNIT)
 	./tests/unit_arg
 	./tests/unit_key
-	fuzz/run.sh $(FUZZ_CHECK_SECONDS)
+	FUZZ_JOBS=2 fuzz/run.sh $(FUZZ_CHECK_SECONDS)
 	mandoc -Tlint -Wwarning man/pglock.1
 	$(BATS) tests
 

@@ -133,8 +133,7 @@ static void
 dismiss_watchdog(struct child *ch)
 {
 	(void)kill(ch->pgrp, SIGKILL);
-	(void)waitpid(ch->pgrp, NULL, 0);
-	close(ch->watchdog);
+	child_reap(ch);
 }
 
 /* Take the terminal back from the command's group, if it still has it. */
@@ -350,6 +349,11 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	long t, next_check, answer_by = -1, kill_at = -1, timeout;
 	long answer_ms = w->check_ms > 10000 ? w->check_ms : 10000;
 	int watching = w->conn != NULL, lost = 0, sig, st, held;
+	/*
+	 * Look once before waiting: a SIGCHLD that came while the command
+	 * sat at its gate may have been taken by the lock's wait already.
+	 */
+	int look = 1;
 	pid_t r;
 
 	next_check = (long)(mono_seconds() * 1000) + w->check_ms;
@@ -367,13 +371,16 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 		p[1].fd = watching ? PQsocket(w->conn) : -1;
 		p[1].events = POLLIN;
 		p[1].revents = 0;
+		if (look)
+			timeout = 0;
 		if (poll(p, 2, timeout < 0 ? -1 : (int)(timeout > 0 ?
 		    timeout : 0)) == -1 && errno != EINTR) {
 			snprintf(err, errlen, "poll: %s", strerror(errno));
 			return CHILD_FAILED;
 		}
 
-		if (p[0].revents & POLLIN) {
+		if ((p[0].revents & POLLIN) || look) {
+			look = 0;
 			while ((sig = sig_take()) != 0) {
 				if (sig_forwarded(sig))
 					(void)kill(-ch->pgrp, sig);
@@ -447,6 +454,10 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 void
 child_reap(struct child *ch)
 {
+	if (ch->pgrp == -1)
+		return;		/* reaped already, after an exec error */
 	(void)waitpid(ch->pgrp, NULL, 0);
 	close(ch->watchdog);
+	ch->pgrp = -1;
+	ch->watchdog = -1;
 }

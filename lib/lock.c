@@ -126,9 +126,13 @@ result_pid(PGresult *res, int col, int *pid, char *err, size_t errlen)
 static int
 check_result(PGresult *res, int *pid, char *err, size_t errlen)
 {
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
-	    PQnfields(res) != 2) {
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		return -1;
+	}
+	if (PQntuples(res) != 1 || PQnfields(res) != 2) {
+		snprintf(err, errlen, "the server's answer to the lock check "
+		    "is not PostgreSQL's");
 		return -1;
 	}
 	if (pid != NULL && result_pid(res, 0, pid, err, errlen) == -1)
@@ -200,6 +204,7 @@ next_result(PGconn *c, struct lock_req *r, int *sig, char *err,
 	PGresult *res, *more;
 	int failed;
 
+	/* r->waiting: NULL once the lock's answer is in. */
 	res = conn_next(c, sig, r->waiting, r->waiting_arg, &failed, err,
 	    errlen);
 	if (res == NULL && !failed)
@@ -248,9 +253,13 @@ lock_result(PGresult *res, struct lock_req *r, int *backend_pid, char *err,
 		if (state != NULL && strcmp(state, "55P03") == 0)
 			return LOCK_BUSY;
 	}
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
-	    PQnfields(res) != 3) {
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		return LOCK_ERROR;
+	}
+	if (PQntuples(res) != 1 || PQnfields(res) != 3) {
+		snprintf(err, errlen, "the server's answer to the lock call "
+		    "is not PostgreSQL's");
 		return LOCK_ERROR;
 	}
 	if (strcmp(PQgetvalue(res, 0, 0), "f") == 0)
@@ -320,6 +329,7 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	if (out == LOCK_ACQUIRED)
 		out = lock_result(res, r, backend_pid, err, errlen);
 	PQclear(res);
+	r->waiting = NULL;	/* no "waiting" line for the check */
 	if (out == LOCK_ACQUIRED && *sig == 0)
 		return LOCK_ACQUIRED;
 	if (finish(c, r, sig, err, errlen) == -1)

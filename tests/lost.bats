@@ -68,8 +68,8 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 @test "a waiter whose pglock is SIGKILLed leaves pg_locks within 5 s and never acquires" {
 	id=$(sha_id waiter-k)
-	bg holder pglock waiter-k sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
 	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg holder pglock waiter-k sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
 	wait_until 10 held "$id"
 	bg waiter pglock waiter-k touch "$BATS_TEST_TMPDIR/ran"
 	wait_until 10 waiting "$id"

@@ -66,8 +66,9 @@ load helper
 }
 
 @test "-w 5 succeeds once the holder releases" {
-	bg holder pglock busy sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	# The fifo first: a holder faster than this shell would find none.
 	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg holder pglock busy sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
 	wait_until 10 held "$(sha_id busy)"
 	bg waiter pglock -w 5 busy sh -c 'echo got >"$0"' "$BATS_TEST_TMPDIR/got"
 	wait_until 10 waiting "$(sha_id busy)"

@@ -153,8 +153,8 @@ count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; whil
 
 @test "-F: the command runs under pglock's own pid and holds the lock until it exits" {
 	id=$(sha_id nofork-k)
-	bg runner pglock -F nofork-k sh -c 'echo $$ >"$0"; read x <"$0.fifo"' "$BATS_TEST_TMPDIR/pid"
 	mkfifo "$BATS_TEST_TMPDIR/pid.fifo"
+	bg runner pglock -F nofork-k sh -c 'echo $$ >"$0"; read x <"$0.fifo"' "$BATS_TEST_TMPDIR/pid"
 	wait_until 10 test -s "$BATS_TEST_TMPDIR/pid"
 	[ "$(cat "$BATS_TEST_TMPDIR/pid")" -eq "$(bgpid runner)" ]
 	held "$id"
