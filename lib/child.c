@@ -132,7 +132,8 @@ cloexec_pair(int sv[2], char *err, size_t errlen)
 static void
 dismiss_watchdog(struct child *ch)
 {
-	(void)kill(ch->pgrp, SIGKILL);
+	if (ch->dog != -1)
+		(void)kill(ch->dog, SIGKILL);
 	child_reap(ch);
 }
 
@@ -176,38 +177,71 @@ suspend(const struct child *ch)
 	(void)kill(-ch->pgrp, SIGCONT);
 }
 
-int
-child_guard(int lost_sig, long kill_after_ms, struct child *ch, char *err,
-    size_t errlen)
+/*
+ * Fork a watchdog into process group pgrp (0: a new group, which it leads)
+ * and keep pglock's end of its socket. Returns 0, or -1 with the reason.
+ */
+static int
+fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
 {
 	int dog[2];
 	sigset_t mask;
+	pid_t pid;
 
-	ch->foreground = 0;
-	ch->lost_sig = lost_sig;
-	ch->pid = -1;
-	ch->gate = -1;
 	if (cloexec_pair(dog, err, errlen) == -1)
 		return -1;
 	sig_block(&mask);
-	ch->pgrp = fork();
-	if (ch->pgrp == 0) {
-		(void)setpgid(0, 0);
-		sig_ignore(lost_sig);
+	pid = fork();
+	if (pid == 0) {
+		if (setpgid(0, pgrp) == -1)
+			_exit(0);	/* the group is gone: nothing to guard */
+		sig_ignore(ch->lost_sig);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
-		watchdog(dog[0], lost_sig, kill_after_ms);
+		watchdog(dog[0], ch->lost_sig, ch->kill_after_ms);
 	}
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(dog[0]);
-	if (ch->pgrp == -1) {
+	if (pid == -1) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		close(dog[1]);
 		return -1;
 	}
-	/* Both sides set each group, so no signal races ahead of it. */
-	(void)setpgid(ch->pgrp, ch->pgrp);
+	/* Both sides set the group, so no signal races ahead of it. */
+	(void)setpgid(pid, pgrp == 0 ? pid : pgrp);
+	ch->dog = pid;
 	ch->watchdog = dog[1];
 	return 0;
+}
+
+int
+child_guard(int lost_sig, long kill_after_ms, struct child *ch, char *err,
+    size_t errlen)
+{
+	ch->foreground = 0;
+	ch->lost_sig = lost_sig;
+	ch->kill_after_ms = kill_after_ms;
+	ch->pid = -1;
+	ch->gate = -1;
+	ch->dog = -1;
+	if (fork_watchdog(ch, 0, err, errlen) == -1)
+		return -1;
+	ch->pgrp = ch->dog;
+	return 0;
+}
+
+/*
+ * The watchdog died while the command runs (the OOM killer, a stray kill):
+ * a new one joins the group, armed at once. Without one, the command
+ * would outlive a pglock killed by SIGKILL.
+ */
+static void
+replace_watchdog(struct child *ch)
+{
+	char err[256];
+
+	child_reap(ch);
+	if (fork_watchdog(ch, ch->pgrp, err, sizeof(err)) == 0)
+		(void)send(ch->watchdog, "a", 1, MSG_NOSIGNAL);
 }
 
 int
@@ -345,7 +379,7 @@ enum child_end
 child_wait(struct child *ch, const struct child_watch *w, int *status,
     char *err, size_t errlen)
 {
-	struct pollfd p[2];
+	struct pollfd p[3];
 	long t, next_check, answer_by = -1, kill_at = -1, timeout;
 	long answer_ms = w->check_ms > 10000 ? w->check_ms : 10000;
 	int watching = w->conn != NULL, lost = 0, sig, st, held;
@@ -371,14 +405,20 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 		p[1].fd = watching ? PQsocket(w->conn) : -1;
 		p[1].events = POLLIN;
 		p[1].revents = 0;
+		/* End of file: the watchdog died. */
+		p[2].fd = ch->dog != -1 ? ch->watchdog : -1;
+		p[2].events = POLLIN;
+		p[2].revents = 0;
 		if (look)
 			timeout = 0;
-		if (poll(p, 2, timeout < 0 ? -1 : (int)(timeout > 0 ?
+		if (poll(p, 3, timeout < 0 ? -1 : (int)(timeout > 0 ?
 		    timeout : 0)) == -1 && errno != EINTR) {
 			snprintf(err, errlen, "poll: %s", strerror(errno));
 			return CHILD_FAILED;
 		}
 
+		if (p[2].revents & (POLLIN | POLLHUP))
+			replace_watchdog(ch);
 		if ((p[0].revents & POLLIN) || look) {
 			look = 0;
 			while ((sig = sig_take()) != 0) {
@@ -447,17 +487,18 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	if (lost)
 		(void)kill(-ch->pgrp, SIGKILL);
 	/* Dismissed; child_reap() waits for it, once the lock is released. */
-	(void)kill(ch->pgrp, SIGKILL);
+	if (ch->dog != -1)
+		(void)kill(ch->dog, SIGKILL);
 	return lost ? CHILD_LOST : CHILD_EXITED;
 }
 
 void
 child_reap(struct child *ch)
 {
-	if (ch->pgrp == -1)
+	if (ch->dog == -1)
 		return;		/* reaped already, after an exec error */
-	(void)waitpid(ch->pgrp, NULL, 0);
+	(void)waitpid(ch->dog, NULL, 0);
 	close(ch->watchdog);
-	ch->pgrp = -1;
+	ch->dog = -1;
 	ch->watchdog = -1;
 }

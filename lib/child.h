@@ -15,11 +15,13 @@
 
 struct child {
 	pid_t pid;		/* the command */
-	pid_t pgrp;		/* its process group: the watchdog's pid */
-	int watchdog;		/* pglock's end of the watchdog's pipe */
+	pid_t pgrp;		/* its process group: the first watchdog's pid */
+	pid_t dog;		/* the watchdog now; -1 once reaped */
+	int watchdog;		/* pglock's end of the watchdog's socket */
 	int foreground;		/* the group was handed the terminal */
 	int gate;		/* child_go() lets the command exec */
 	int lost_sig;		/* for the command if pglock dies */
+	long kill_after_ms;	/* then KILL, this much later */
 };
 
 enum child_start {

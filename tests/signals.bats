@@ -130,6 +130,23 @@ count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; whil
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 }
 
+@test "the watchdog killed alone: another one takes its place, and a KILL on pglock still stops the group" {
+	f=$BATS_TEST_TMPDIR/cmd
+	bg runner pglock --kill-after 1 dogless-k sh -c 'sleep 60 & echo "$$ $!" >"$0"; wait' "$f"
+	wait_until 10 test -s "$f"
+	read -r cmd gc <"$f"
+	pid=$(bgpid runner)
+	dog=$(ps -o pgid= -p "$cmd" | tr -d ' ')
+	[ "$(ps -o ppid= -p "$dog" | tr -d ' ')" = "$pid" ]
+	kill -KILL "$dog"
+	# pglock's children: the command and a new watchdog in its group.
+	wait_until 5 bash -c "[ \"\$(pgrep -P $pid -g $dog | grep -vx -e $cmd -e $dog)\" ]"
+	kill -KILL "$pid"
+	# The grandchild has no parent-death signal: only a watchdog stops it.
+	wait_until 5 bash -c "! kill -0 $gc 2>/dev/null"
+	wait_until 5 bash -c "! kill -0 $cmd 2>/dev/null"
+}
+
 @test "KILL on pglock and its watchdog at once (pkill -9 pglock): the command still gets --lost-signal" {
 	[ "$(uname -s)" = Linux ] || skip "the parent-death signal is Linux's"
 	f=$BATS_TEST_TMPDIR/cmd
