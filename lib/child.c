@@ -206,8 +206,18 @@ fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
 		close(dog[1]);
 		return -1;
 	}
-	/* Both sides set the group, so no signal races ahead of it. */
-	(void)setpgid(pid, pgrp == 0 ? pid : pgrp);
+	/*
+	 * Both sides set the group, so no signal races ahead of it. A group
+	 * to join may be gone (the command left it): then no watchdog, and
+	 * none forked over and over.
+	 */
+	if (setpgid(pid, pgrp == 0 ? pid : pgrp) == -1 && pgrp != 0) {
+		snprintf(err, errlen, "setpgid: %s", strerror(errno));
+		(void)kill(pid, SIGKILL);
+		(void)waitpid(pid, NULL, 0);
+		close(dog[1]);
+		return -1;
+	}
 	ch->dog = pid;
 	ch->watchdog = dog[1];
 	return 0;

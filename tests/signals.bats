@@ -147,6 +147,26 @@ count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; whil
 	wait_until 5 bash -c "! kill -0 $cmd 2>/dev/null"
 }
 
+@test "a command that left its group, then the watchdog killed: pglock neither spins nor stops the command" {
+	f=$BATS_TEST_TMPDIR/cmd
+	mkfifo "$f.fifo"
+	bg runner pglock left-k setsid sh -c 'echo $$ >"$0"; read x <"$0.fifo"; echo done' "$f"
+	wait_until 10 test -s "$f"
+	pid=$(bgpid runner)
+	dog=$(pgrep -P "$pid" | grep -vx "$(cat "$f")")
+	[ "$(ps -o pgid= -p "$dog" | tr -d ' ')" = "$dog" ]
+	kill -KILL "$dog"
+	cpu() { sed 's/.*) //' "/proc/$pid/stat" | awk '{ print $12 + $13 }'; }
+	before=$(cpu)
+	sleep 2
+	# Ticks of 10 ms: a watchdog forked over and over would burn far more.
+	[ $(( $(cpu) - before )) -lt 20 ]
+	echo go >"$f.fifo"
+	bgwait runner 10
+	[ "$bg_status" -eq 0 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/runner.out")" = done ]
+}
+
 @test "KILL on pglock and its watchdog at once (pkill -9 pglock): the command still gets --lost-signal" {
 	[ "$(uname -s)" = Linux ] || skip "the parent-death signal is Linux's"
 	f=$BATS_TEST_TMPDIR/cmd
