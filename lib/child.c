@@ -39,7 +39,10 @@ exec_error(const char *cmd, int e, int *status, char *err, size_t errlen)
 	snprintf(err, errlen, "%s: %s", cmd, strerror(e));
 }
 
-/* Move the terminal's foreground to pgrp; SIGTTOU would stop a background caller. */
+/*
+ * Move the terminal's foreground to pgrp; SIGTTOU would stop a background
+ * caller.
+ */
 static void
 give_terminal(pid_t pgrp)
 {
@@ -126,6 +129,13 @@ cloexec_pair(int sv[2], char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/* From here on, pglock's death stops the group. Returns 0 or -1. */
+static int
+arm_watchdog(const struct child *ch)
+{
+	return send(ch->watchdog, "a", 1, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
 /* The command is reaped: the watchdog has nothing left to guard. */
@@ -251,7 +261,7 @@ replace_watchdog(struct child *ch)
 
 	child_reap(ch);
 	if (fork_watchdog(ch, ch->pgrp, err, sizeof(err)) == 0)
-		(void)send(ch->watchdog, "a", 1, MSG_NOSIGNAL);
+		(void)arm_watchdog(ch);
 }
 
 int
@@ -334,8 +344,7 @@ child_go(struct child *ch, const char *cmd, int *status, char *err,
 	ssize_t n;
 	int e = 0;
 
-	/* Armed first: from here on, pglock's death stops the group. */
-	if (send(ch->watchdog, "a", 1, MSG_NOSIGNAL) != 1) {
+	if (arm_watchdog(ch) == -1) {
 		snprintf(err, errlen, "watchdog: %s", strerror(errno));
 		child_abort(ch);
 		return CHILD_OSERR;

@@ -50,7 +50,10 @@ void conn_reason(PGconn *c, char *err, size_t errlen);
 PGresult *conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg,
     int *failed, char *err, size_t errlen);
 
-/* Ask the server to cancel the running query: a lock waiter leaves the queue. */
+/*
+ * Ask the server to cancel the running query: a lock waiter leaves the
+ * queue.
+ */
 void conn_cancel(PGconn *c);
 
 /*

@@ -196,17 +196,17 @@ static const char *const lock_fn[2][2] = {
 /*
  * The next statement's result from the acquisition pipeline, with the NULL
  * that ends it read too; NULL (reason in err) if the connection failed.
+ * Until the lock's answer is in (waiting), r->waiting ticks each second.
  */
 static PGresult *
-next_result(PGconn *c, struct lock_req *r, int *sig, char *err,
-    size_t errlen)
+next_result(PGconn *c, const struct lock_req *r, int waiting, int *sig,
+    char *err, size_t errlen)
 {
 	PGresult *res, *more;
 	int failed;
 
-	/* r->waiting: NULL once the lock's answer is in. */
-	res = conn_next(c, sig, r->waiting, r->waiting_arg, &failed, err,
-	    errlen);
+	res = conn_next(c, sig, waiting ? r->waiting : NULL, r->waiting_arg,
+	    &failed, err, errlen);
 	if (res == NULL && !failed)
 		conn_reason(c, err, errlen);
 	if (res == NULL || PQresultStatus(res) == PGRES_PIPELINE_SYNC)
@@ -223,13 +223,14 @@ next_result(PGconn *c, struct lock_req *r, int *sig, char *err,
 
 /* Read what is left of the pipeline up to its sync, and leave it. */
 static int
-finish(PGconn *c, struct lock_req *r, int *sig, char *err, size_t errlen)
+end_pipeline(PGconn *c, const struct lock_req *r, int *sig, char *err,
+    size_t errlen)
 {
 	PGresult *res;
 	int synced;
 
 	do {
-		if ((res = next_result(c, r, sig, err, errlen)) == NULL)
+		if ((res = next_result(c, r, 0, sig, err, errlen)) == NULL)
 			return -1;
 		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
 		PQclear(res);
@@ -280,18 +281,15 @@ lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 {
 	char sql[512];
 	struct args a;
+	size_t n;
 
 	key_args(&r->key, &a);
-	/* The lock, the backend's pid and the id, as text. */
-	if (a.n == 1)
-		snprintf(sql, sizeof(sql), "SELECT %s(%s),"
-		    " pg_catalog.pg_backend_pid(), %s",
-		    lock_fn[r->wait_ms == 0][r->shared], a.e[0], a.e[0]);
-	else
-		snprintf(sql, sizeof(sql), "SELECT %s(%s, %s),"
-		    " pg_catalog.pg_backend_pid(), %s::text || ',' || %s",
-		    lock_fn[r->wait_ms == 0][r->shared], a.e[0], a.e[1],
-		    a.e[0], a.e[1]);
+	/* The lock, then the backend's pid and the id, as text. */
+	call(&a, lock_fn[r->wait_ms == 0][r->shared], sql, sizeof(sql));
+	n = strlen(sql);
+	snprintf(sql + n, sizeof(sql) - n,
+	    ", pg_catalog.pg_backend_pid(), %s%s%s", a.e[0],
+	    a.n == 1 ? "" : "::text || ',' || ", a.n == 1 ? "" : a.e[1]);
 	/*
 	 * One transaction, one round trip: settings, lock, check, sync. The
 	 * flush after the lock makes the server send its answer at once,
@@ -315,43 +313,41 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 {
 	enum lock_result out;
 	PGresult *res;
+	int set;
 
 	*sig = 0;
-	if ((res = next_result(c, r, sig, err, errlen)) == NULL)
+	if ((res = next_result(c, r, 1, sig, err, errlen)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
-	out = PQresultStatus(res) == PGRES_TUPLES_OK ? LOCK_ACQUIRED :
-	    LOCK_ERROR;
-	if (out == LOCK_ERROR)		/* the lock's answer is then ABORTED */
+	set = PQresultStatus(res) == PGRES_TUPLES_OK;
+	if (!set)		/* the lock's answer is then ABORTED */
 		conn_oneline(PQresultErrorMessage(res), err, errlen);
 	PQclear(res);
-	if ((res = next_result(c, r, sig, err, errlen)) == NULL)
+	if ((res = next_result(c, r, 1, sig, err, errlen)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
-	if (out == LOCK_ACQUIRED)
-		out = lock_result(res, r, backend_pid, err, errlen);
+	out = set ? lock_result(res, r, backend_pid, err, errlen) : LOCK_ERROR;
 	PQclear(res);
-	r->waiting = NULL;	/* no "waiting" line for the check */
 	if (out == LOCK_ACQUIRED && *sig == 0)
 		return LOCK_ACQUIRED;
-	if (finish(c, r, sig, err, errlen) == -1)
+	if (end_pipeline(c, r, sig, err, errlen) == -1)
 		out = LOCK_ERROR;
 	return *sig != 0 ? LOCK_INTERRUPTED : out;
 }
 
 enum lock_result
-lock_verify(PGconn *c, struct lock_req *r, int backend_pid, int *sig,
+lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
     char *err, size_t errlen)
 {
 	enum lock_result out = LOCK_ERROR;
 	PGresult *res;
 	int held;
 
-	if ((res = next_result(c, r, sig, err, errlen)) == NULL)
+	if ((res = next_result(c, r, 0, sig, err, errlen)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 	held = check_result(res, NULL, err, errlen);
 	PQclear(res);
 	if (held != -1)
 		out = held == 1 ? LOCK_ACQUIRED : LOCK_NOT_REAL;
-	if (finish(c, r, sig, err, errlen) == -1)
+	if (end_pipeline(c, r, sig, err, errlen) == -1)
 		out = LOCK_ERROR;
 	if (*sig != 0)
 		return LOCK_INTERRUPTED;

@@ -53,8 +53,8 @@ enum lock_result lock_wait(PGconn *c, struct lock_req *r, int *backend_pid,
  * the check is repeated in a transaction of its own), else
  * LOCK_NOT_REAL, LOCK_INTERRUPTED or LOCK_ERROR.
  */
-enum lock_result lock_verify(PGconn *c, struct lock_req *r, int backend_pid,
-    int *sig, char *err, size_t errlen);
+enum lock_result lock_verify(PGconn *c, const struct lock_req *r,
+    int backend_pid, int *sig, char *err, size_t errlen);
 
 /* Send the "is it still mine?" query without waiting for the answer. */
 int lock_check_send(PGconn *c, const struct lock_req *r, char *err,
