@@ -9,6 +9,9 @@ PKG_CONFIG ?= pkg-config
 # tests/deps.sh installs libpq-dev first.
 PQ_CFLAGS = `$(PKG_CONFIG) --cflags libpq libcrypto zlib 2>/dev/null || echo -I$$(pg_config --includedir)`
 PQ_LIBS = `$(PKG_CONFIG) --libs libpq libcrypto zlib 2>/dev/null || echo -L$$(pg_config --libdir) -lpq -lcrypto -lz`
+# pglock itself links libpq statically where it can, without libldap:
+# auto, static or shared (lib/libpq-link.sh says why).
+LIBPQ ?= auto
 WARN = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra \
 	-Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wcast-qual -Wwrite-strings
@@ -22,9 +25,17 @@ FUZZ_CHECK_SECONDS = 30
 all: pglock
 
 # Each binary is built twice: here, and under build/san/ for `make sanitize`.
-pglock build/san/pglock: $(SRC) $(HDR)
+pglock build/san/pglock: $(SRC) $(HDR) lib/ldap.c build/libpq.link
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(PQ_LIBS)
+	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) `cat build/libpq.link`
+
+# How pglock links libpq, rewritten only when it changes (LIBPQ, or a
+# package installed or removed), so that pglock is relinked then.
+build/libpq.link: FORCE
+	@mkdir -p build
+	@lib/libpq-link.sh $(LIBPQ) >$@.tmp || { rm -f $@.tmp; exit 1; }
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+FORCE:
 
 tests/unit_arg build/san/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h
 	@mkdir -p $(@D)
@@ -89,10 +100,14 @@ FLOOR_LIBS = `$(PKG_CONFIG) --libs libpq 2>/dev/null || echo -L$$(pg_config --li
 bench/floor: bench/floor.c
 	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ bench/floor.c $(FLOOR_LIBS)
 
+# ... and linked as pglock is, for the like-for-like rows.
+bench/floor-static: bench/floor.c build/libpq.link
+	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ bench/floor.c `cat build/libpq.link`
+
 bench/rmw: bench/rmw.c
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ bench/rmw.c
 
-bench: pglock bench/floor bench/rmw
+bench: pglock bench/floor bench/floor-static bench/rmw
 	bench/run.sh
 	bench/counter.sh
 
@@ -110,10 +125,11 @@ lint:
 	mandoc -Tlint -Wwarning man/pglock.1
 	cppcheck --quiet --error-exitcode=1 --inline-suppr --std=c99 \
 	    --enable=warning,style,performance,portability \
-	    --suppress=variableScope -I lib $(SRC) fuzz/*.c
+	    --suppress=variableScope -I lib -DPGLOCK_LDAP_SO='"libldap.so"' \
+	    $(SRC) lib/ldap.c fuzz/*.c
 	clang-tidy --quiet --warnings-as-errors='*' --checks='$(TIDY_CHECKS)' \
-	    $(SRC) fuzz/*.c -- -std=c99 -D_POSIX_C_SOURCE=200809L \
-	    -D_DEFAULT_SOURCE $(PQ_CFLAGS)
+	    $(SRC) lib/ldap.c fuzz/*.c -- -std=c99 -D_POSIX_C_SOURCE=200809L \
+	    -D_DEFAULT_SOURCE -DPGLOCK_LDAP_SO='"libldap.so"' $(PQ_CFLAGS)
 
 demo: deps-demo pglock
 	tests/demo.sh
@@ -128,6 +144,6 @@ uninstall:
 
 clean:
 	rm -f pglock $(UNIT)
-	rm -rf build fuzz/bin tests/.san tests/.vg bench/floor bench/rmw
+	rm -rf build fuzz/bin tests/.san tests/.vg bench/floor bench/floor-static bench/rmw
 
 .PHONY: all deps-check deps-demo deps-valgrind check sanitize valgrind fuzz lint bench demo install uninstall clean

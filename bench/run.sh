@@ -15,6 +15,13 @@ bench=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$bench/.." && pwd)
 pglock=${BENCH_PGLOCK:-$top/pglock}
 floor=$bench/floor
+# The floor linked as pglock is (lib/libpq-link.sh): a like-for-like row,
+# measured when pglock's libpq is static.
+floor_static=
+if grep -q 'libpq\.a' "$top/build/libpq.link" 2>/dev/null &&
+    [ -x "$bench/floor-static" ]; then
+	floor_static=$bench/floor-static
+fi
 rmw=$bench/rmw
 raw=$bench/results
 md=$bench/results.md
@@ -245,6 +252,10 @@ add "pglock unix" "$pglock -d '$conn_unix' bench-uncontended true"
 add "floor unix" "$floor '$conn_unix' 1001 true"
 add "pglock tcp" "$pglock -d '$conn_tcp' bench-uncontended true"
 add "floor tcp" "$floor '$conn_tcp' 1001 true"
+if [ -n "$floor_static" ]; then
+	add "floor static unix" "$floor_static '$conn_unix' 1001 true"
+	add "floor static tcp" "$floor_static '$conn_tcp' 1001 true"
+fi
 [ -z "${why_missing[flock]:-}" ] &&
     add "flock" "flock $work/flock.lock true"
 [ -z "${why_missing[psql]:-}" ] &&
@@ -353,6 +364,8 @@ works() { [ -n "${unc[$1]:-}" ]; }
 say "2-3. contended: $workers workers x $runs runs per tool"
 works "pglock unix" && contend "pglock unix" "$pglock" -d "$conn_unix" bench-contended
 works "floor unix" && contend "floor unix" "$floor" "$conn_unix" 1003
+works "floor static unix" &&
+    contend "floor static unix" "$floor_static" "$conn_unix" 1003
 works flock && contend flock flock "$work/flock2.lock"
 if works "etcdctl lock"; then
 	contend "etcdctl lock" etcdctl --endpoints="$etcd_ep" lock bench-contended --
@@ -464,6 +477,8 @@ cpu_per_run() {		# cpu_per_run NAME CMD...
 say "CPU per run: pglock and the floor, $((runs * 3)) runs each"
 cpu_per_run "floor unix" "$floor" "$conn_unix" 1004 true
 cpu_per_run "pglock unix" "$pglock" -d "$conn_unix" bench-cpu true
+[ -n "$floor_static" ] &&
+    cpu_per_run "floor static unix" "$floor_static" "$conn_unix" 1004 true
 
 # --- 5. version counter -----------------------------------------------------
 
@@ -558,6 +573,18 @@ s_con_etcd=$(ratio "$cp" "$ce")
 verdict "contended vs etcdctl lock" "$s_con_etcd" \
     "$s_con_etcd >= 1.5"
 v_con_etcd=$v
+# Like for like: pglock against the floor linked the same way.
+fsu=${unc["floor static unix"]:-} fst=${unc["floor static tcp"]:-}
+cfs=$(field "floor static unix" 1)
+l_unix=$(ratio "$pu" "$fsu")
+verdict "uncontended unix, like for like" "$l_unix" "$l_unix <= 1.10"
+vl_unix=$v
+l_tcp=$(ratio "$pt" "$fst")
+verdict "uncontended tcp, like for like" "$l_tcp" "$l_tcp <= 1.10"
+vl_tcp=$v
+l_con=$(ratio "$cp" "$cfs")
+verdict "contended throughput, like for like" "$l_con" "$l_con >= 0.90"
+vl_con=$v
 verdict "waiting CPU" "$wait_cpu_ms" "$wait_cpu_ms < 10"
 v_cpu=$v
 if [ "$wait_sched_ms" != n/a ]; then
@@ -570,7 +597,7 @@ d_rss=n/a
 [ "$rp" != n/a ] && [ "$rf" != n/a ] && d_rss=$((rp - rf))
 verdict "peak RSS" "$d_rss" "$d_rss <= 1024"
 v_rss=$v
-for nm in "pglock unix" "floor unix" "flock" "etcdctl lock"; do
+for nm in "pglock unix" "floor unix" "floor static unix" "flock" "etcdctl lock"; do
 	case $(field "$nm" 4) in
 	FAILED*) misses+=("$nm: contended counter check") ;;
 	esac
@@ -606,7 +633,21 @@ done
 	[ "$wait_sched_ms" != n/a ] &&
 	    echo "| waiting CPU < 10 ms over ${wait_s} s (/proc/PID/schedstat) | ${wait_sched_ms} ms | $v_sched |"
 	echo "| peak RSS <= floor + 1024 KiB | $rp - $rf KiB = ${d_rss} KiB | $v_rss |"
+	if [ -n "$floor_static" ]; then
+		echo "| like for like: uncontended pglock <= 1.10 x floor static (Unix socket) | $(ms "pglock unix") / $(ms "floor static unix") ms = ${l_unix} x | $vl_unix |"
+		echo "| like for like: uncontended pglock <= 1.10 x floor static (TCP) | $(ms "pglock tcp") / $(ms "floor static tcp") ms = ${l_tcp} x | $vl_tcp |"
+		echo "| like for like: contended throughput >= 0.90 x floor static | ${cp:-n/a} / ${cfs:-n/a} handoffs/s = ${l_con} x | $vl_con |"
+	fi
 	echo
+	if [ -n "$floor_static" ]; then
+		echo "The floor is the issue's: bench/floor.c linked with libpq.so, as any" \
+		    "libpq client is. pglock links libpq statically and loads libldap" \
+		    "only for an ldap:// service entry (lib/libpq-link.sh), which spares" \
+		    "it GnuTLS and ten more libraries at every start. \"floor static\" is" \
+		    "bench/floor.c linked the same way: the like-for-like rows measure" \
+		    "what pglock's own work costs."
+		echo
+	fi
 	echo "## 1. Uncontended: \`TOOL KEY true\`, wall time"
 	echo
 	echo "| tool | median ms | x floor (same transport) | peak RSS KiB | runs |"
@@ -634,7 +675,7 @@ done
 	echo
 	echo "| tool | handoffs/s | x floor | handoff median ms | handoff p99 ms | check |"
 	echo "|---|---:|---:|---:|---:|---|"
-	for nm in "pglock unix" "floor unix" "flock" "etcdctl lock"; do
+	for nm in "pglock unix" "floor unix" "floor static unix" "flock" "etcdctl lock"; do
 		if [ -n "${con[$nm]:-}" ]; then
 			echo "| $nm | $(field "$nm" 1) | $(ratio "$(field "$nm" 1)" "$cf") | $(calc "$(field "$nm" 2)" 2) | $(calc "$(field "$nm" 3)" 2) | $(field "$nm" 4) |"
 		fi
@@ -648,7 +689,7 @@ done
 	echo
 	echo "| tool | client CPU ms/run | server CPU ms/run | total |"
 	echo "|---|---:|---:|---:|"
-	for nm in "pglock unix" "floor unix"; do
+	for nm in "pglock unix" "floor unix" "floor static unix"; do
 		[ -n "${cpu[$nm]:-}" ] || continue
 		c=${cpu[$nm]%|*} sv=${cpu[$nm]#*|}
 		echo "| $nm | $c | $sv | $(calc "$c + $sv" 2) |"
@@ -706,7 +747,7 @@ if command -v gnuplot >/dev/null; then
 	for nm in "${ok_names[@]}"; do
 		printf '"%s" %s %d\n' "$nm" "${unc[$nm]}" "$(colour "$nm")"
 	done >"$raw/uncontended.dat"
-	for nm in "pglock unix" "floor unix" "flock" "etcdctl lock"; do
+	for nm in "pglock unix" "floor unix" "floor static unix" "flock" "etcdctl lock"; do
 		if [ -n "${con[$nm]:-}" ]; then
 			printf '"%s" %s %d\n' "$nm" "$(field "$nm" 1)" \
 			    "$(colour "$nm")"

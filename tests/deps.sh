@@ -32,17 +32,33 @@ for pair in $need; do
 	*) command -v "$cmd" >/dev/null 2>&1 || pkgs="$pkgs $pkg" ;;
 	esac
 done
-[ -z "$pkgs" ] && exit 0
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-	echo "deps.sh: installing$pkgs" >&2
-	export DEBIAN_FRONTEND=noninteractive
-	# make sanitize and make valgrind may run side by side: one apt at a time.
-	exec 9>/tmp/pglock-deps.lock
-	flock 9
-	apt-get update -qq
-	# shellcheck disable=SC2086
-	apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
-else
-	echo "deps.sh: please install:$pkgs" >&2
-	exit 69
+
+# apt_install PKGS: apt-get them as root on Debian; else name them and fail.
+apt_install() {
+	[ -z "$1" ] && return 0
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "deps.sh: installing$1" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		# make sanitize and make valgrind may run side by side: one
+		# apt at a time.
+		exec 9>/tmp/pglock-deps.lock
+		flock 9
+		apt-get update -qq
+		# shellcheck disable=SC2086
+		apt-get install -y -qq --no-install-recommends $1 >/dev/null
+		exec 9>&-
+	else
+		echo "deps.sh: please install:$1" >&2
+		return 69
+	fi
+}
+apt_install "$pkgs" || exit 69
+
+# The tests cover pglock as it ships, linked with a static libpq, whose
+# helper libraries are in the server-dev package of libpq's major version
+# (lib/libpq-link.sh). Without it pglock links libpq.so: slower, not wrong.
+if [ "$what" = check ] &&
+    ! [ -f "$(pg_config --pkglibdir)/libpgcommon_shlib.a" ]; then
+	apt_install " postgresql-server-dev-$(pg_config --version |
+	    sed 's/^PostgreSQL \([0-9]*\).*/\1/')" || true
 fi
