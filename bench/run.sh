@@ -539,8 +539,10 @@ ratio() {
 
 pu=${unc["pglock unix"]:-} fu=${unc["floor unix"]:-}
 pt=${unc["pglock tcp"]:-} ft=${unc["floor tcp"]:-}
-misses=()
+misses=() lfl_misses=()
 # verdict LABEL VALUE CONDITION: PASS, MISS (recorded) or n/a, in $v.
+# Labels ending in "like for like" are recorded apart: the issue's
+# targets are against the floor as any libpq client links it.
 verdict() {
 	if [ "$2" = n/a ]; then
 		v=n/a
@@ -548,7 +550,10 @@ verdict() {
 		v=$(ok "$3")
 	fi
 	if [ "$v" = MISS ]; then
-		misses+=("$1")
+		case $1 in
+		*"like for like") lfl_misses+=("$1") ;;
+		*) misses+=("$1") ;;
+		esac
 	fi
 }
 
@@ -729,6 +734,11 @@ done
 	else
 		m=$(printf '%s; ' "${misses[@]}")
 		echo "**Missed:** ${m%; }."
+	fi
+	if [ "${#lfl_misses[@]}" -gt 0 ]; then
+		m=$(printf '%s; ' "${lfl_misses[@]}")
+		echo
+		echo "**Missed against the floor linked as pglock is:** ${m%; }."
 	fi
 	echo
 	echo "![pglock benchmark](results.png)"
