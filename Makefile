@@ -31,10 +31,11 @@ pglock build/san/pglock: $(SRC) $(HDR) lib/ldap.c build/libpq.link
 
 # How pglock links libpq, rewritten only when it changes (LIBPQ, or a
 # package installed or removed), so that pglock is relinked then.
+# make sanitize and make valgrind run side by side: a temporary file each.
 build/libpq.link: FORCE
 	@mkdir -p build
-	@lib/libpq-link.sh $(LIBPQ) >$@.tmp || { rm -f $@.tmp; exit 1; }
-	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+	@t=$@.$$$$; lib/libpq-link.sh $(LIBPQ) >$$t || { rm -f $$t; exit 1; }; \
+	if cmp -s $$t $@; then rm -f $$t; else mv -f $$t $@; fi
 FORCE:
 
 tests/unit_arg build/san/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h
@@ -94,7 +95,7 @@ valgrind: deps-valgrind pglock
 
 # Side-by-side benchmarks (installs its peers; see bench/run.sh), and the
 # version counter's (bench/counter.sh).
-# The floor links libpq alone: the least a client of this kind loads.
+# The floor links libpq.so alone, as any libpq client does...
 FLOOR_LIBS = `$(PKG_CONFIG) --libs libpq 2>/dev/null || echo -L$$(pg_config --libdir) -lpq`
 
 bench/floor: bench/floor.c

@@ -2,54 +2,77 @@
 # SPDX-License-Identifier: ISC
 # libpq-link.sh [auto|static|shared]: print the compiler arguments that
 # link pglock with libpq, libcrypto and zlib.
+# libpq-link.sh package: print the Debian package that static needs.
 #
-# libpq.so pulls in libldap, and with it GnuTLS and nine more libraries,
+# libpq.so pulls in libldap, and with it GnuTLS and ten more libraries,
 # for one rarely used feature (LDAP lookups in pg_service.conf); loading
-# them costs about 1.6 ms of a 7.5 ms run. static links libpq.a, the rest
+# them costs about 1.6 ms of a 6 ms run. static links libpq.a, the rest
 # of libpq.so's libraries by their full paths, and lib/ldap.c in place of
 # libldap: it loads the real one on first use. auto (the default) is
-# static when libpq.a and the server-dev package's libpgcommon_shlib.a and
-# libpgport_shlib.a are installed, else shared.
+# static when libpq.a and the libpgcommon_shlib.a and libpgport_shlib.a of
+# libpq's major version (its server-dev package) are installed, else shared.
 set -eu
 mode=${1:-auto}
 PKG_CONFIG=${PKG_CONFIG:-pkg-config}
+
+say() { echo "libpq-link.sh: $*" >&2; }
 
 shared() {
 	$PKG_CONFIG --libs libpq libcrypto zlib 2>/dev/null ||
 		echo "-L$(pg_config --libdir) -lpq -lcrypto -lz"
 }
 
-libdir=$(pg_config --libdir)
-pkglibdir=$(pg_config --pkglibdir)
-so=$libdir/libpq.so
-have_static() {
-	[ -f "$libdir/libpq.a" ] && [ -f "$pkglibdir/libpgcommon_shlib.a" ] &&
-	    [ -f "$pkglibdir/libpgport_shlib.a" ] && [ -e "$so" ]
+# libpq's major version: libpq-dev's, not that of the newest server-dev
+# package, which is what Debian's pg_config wrapper reports.
+major() {
+	v=$($PKG_CONFIG --modversion libpq 2>/dev/null) ||
+		v=$(pg_config --version | sed 's/^PostgreSQL //')
+	echo "${v%%.*}"
+}
+
+# Set libdir and helpers, or fail with the reason in why.
+find_static() {
+	why="needs pkg-config or pg_config, objdump and ldd"
+	command -v objdump >/dev/null && command -v ldd >/dev/null || return 1
+	m=$(major) || return 1
+	libdir=$($PKG_CONFIG --variable=libdir libpq 2>/dev/null) ||
+		libdir=$(pg_config --libdir) || return 1
+	helpers=/usr/lib/postgresql/$m/lib
+	if [ ! -f "$helpers/libpgcommon_shlib.a" ] &&
+	    [ "$(pg_config --version 2>/dev/null |
+	    sed 's/^PostgreSQL \([0-9]*\).*/\1/')" = "$m" ]; then
+		helpers=$(pg_config --pkglibdir)
+	fi
+	why="needs $libdir/libpq.a (libpq-dev) and libpgcommon_shlib.a and"
+	why="$why libpgport_shlib.a of PostgreSQL $m (postgresql-server-dev-$m)"
+	[ -f "$libdir/libpq.a" ] && [ -f "$libdir/libpq.so" ] &&
+	    [ -f "$helpers/libpgcommon_shlib.a" ] &&
+	    [ -f "$helpers/libpgport_shlib.a" ]
 }
 
 case $mode in
+package)
+	m=$(major) && [ -n "$m" ] || { say "libpq-dev is not installed"; exit 69; }
+	echo "postgresql-server-dev-$m"; exit 0 ;;
 shared) shared; exit 0 ;;
-auto) have_static || { shared; exit 0; } ;;
-static)
-	have_static || {
-		echo "libpq-link.sh: no static libpq: install libpq-dev and" \
-		    "postgresql-server-dev-$(pg_config --version |
-		    sed 's/^PostgreSQL \([0-9]*\).*/\1/')" >&2
-		exit 69
-	} ;;
-*) echo "libpq-link.sh: LIBPQ must be auto, static or shared" >&2; exit 64 ;;
+auto) find_static || { shared; exit 0; } ;;
+static) find_static || { say "static $why"; exit 69; } ;;
+*) say "LIBPQ must be auto, static or shared"; exit 64 ;;
 esac
 
 # libpq.so's own libraries, by full path, except libldap and liblber.
-args="$libdir/libpq.a $pkglibdir/libpgcommon_shlib.a $pkglibdir/libpgport_shlib.a"
+so=$libdir/libpq.so
+args="$libdir/libpq.a $helpers/libpgcommon_shlib.a $helpers/libpgport_shlib.a"
+needed=$(objdump -p "$so" | awk '$1 == "NEEDED" { print $2 }')
 paths=$(ldd "$so")
-for lib in $(objdump -p "$so" | awk '$1 == "NEEDED" { print $2 }'); do
+[ -n "$needed" ] || { say "objdump lists no libraries for $so"; exit 69; }
+for lib in $needed; do
 	case $lib in
 	libldap*) args="$args -DPGLOCK_LDAP_SO=\"$lib\" lib/ldap.c" ;;
 	liblber*|libc.so.*) ;;
 	*)
 		path=$(echo "$paths" | awk -v l="$lib" '$1 == l { print $3 }')
-		[ -n "$path" ] || { echo "libpq-link.sh: $lib not found" >&2; exit 69; }
+		[ -f "$path" ] || { say "$lib, which $so needs, not found"; exit 69; }
 		args="$args $path"
 		;;
 	esac

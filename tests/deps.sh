@@ -58,7 +58,6 @@ apt_install "$pkgs" || exit 69
 # helper libraries are in the server-dev package of libpq's major version
 # (lib/libpq-link.sh). Without it pglock links libpq.so: slower, not wrong.
 if [ "$what" = check ] &&
-    ! [ -f "$(pg_config --pkglibdir)/libpgcommon_shlib.a" ]; then
-	apt_install " postgresql-server-dev-$(pg_config --version |
-	    sed 's/^PostgreSQL \([0-9]*\).*/\1/')" || true
+    ! "$(dirname "$0")/../lib/libpq-link.sh" static >/dev/null 2>&1; then
+	apt_install " $("$(dirname "$0")/../lib/libpq-link.sh" package)" || true
 fi
