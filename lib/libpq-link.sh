@@ -6,7 +6,7 @@
 #
 # libpq.so pulls in libldap, and with it GnuTLS and ten more libraries,
 # for one rarely used feature (LDAP lookups in pg_service.conf); loading
-# them costs about 1.6 ms of a 6 ms run. static links libpq.a, the rest
+# them costs about 1.6 ms of every run. static links libpq.a, the rest
 # of libpq.so's libraries by their full paths, and lib/ldap.c in place of
 # libldap: it loads the real one on first use. auto (the default) is
 # static when libpq.a and the libpgcommon_shlib.a and libpgport_shlib.a of
