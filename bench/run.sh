@@ -361,6 +361,8 @@ contend() {
 }
 works() { [ -n "${unc[$1]:-}" ]; }
 
+# The tools timed under contention, in the order the tables list them.
+contended=("pglock unix" "floor unix" "floor static unix" flock "etcdctl lock")
 say "2-3. contended: $workers workers x $runs runs per tool"
 works "pglock unix" && contend "pglock unix" "$pglock" -d "$conn_unix" bench-contended
 works "floor unix" && contend "floor unix" "$floor" "$conn_unix" 1003
@@ -602,7 +604,7 @@ d_rss=n/a
 [ "$rp" != n/a ] && [ "$rf" != n/a ] && d_rss=$((rp - rf))
 verdict "peak RSS" "$d_rss" "$d_rss <= 1024"
 v_rss=$v
-for nm in "pglock unix" "floor unix" "floor static unix" "flock" "etcdctl lock"; do
+for nm in "${contended[@]}"; do
 	case $(field "$nm" 4) in
 	FAILED*) misses+=("$nm: contended counter check") ;;
 	esac
@@ -680,7 +682,7 @@ done
 	echo
 	echo "| tool | handoffs/s | x floor | handoff median ms | handoff p99 ms | check |"
 	echo "|---|---:|---:|---:|---:|---|"
-	for nm in "pglock unix" "floor unix" "floor static unix" "flock" "etcdctl lock"; do
+	for nm in "${contended[@]}"; do
 		if [ -n "${con[$nm]:-}" ]; then
 			echo "| $nm | $(field "$nm" 1) | $(ratio "$(field "$nm" 1)" "$cf") | $(calc "$(field "$nm" 2)" 2) | $(calc "$(field "$nm" 3)" 2) | $(field "$nm" 4) |"
 		fi
@@ -757,7 +759,7 @@ if command -v gnuplot >/dev/null; then
 	for nm in "${ok_names[@]}"; do
 		printf '"%s" %s %d\n' "$nm" "${unc[$nm]}" "$(colour "$nm")"
 	done >"$raw/uncontended.dat"
-	for nm in "pglock unix" "floor unix" "floor static unix" "flock" "etcdctl lock"; do
+	for nm in "${contended[@]}"; do
 		if [ -n "${con[$nm]:-}" ]; then
 			printf '"%s" %s %d\n' "$nm" "$(field "$nm" 1)" \
 			    "$(colour "$nm")"

@@ -409,9 +409,9 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	int look = 1;
 	pid_t r;
 
-	next_check = (long)(mono_seconds() * 1000) + w->check_ms;
+	next_check = mono_ms() + w->check_ms;
 	for (;;) {
-		t = (long)(mono_seconds() * 1000);
+		t = mono_ms();
 		timeout = -1;
 		if (watching && w->lock != NULL)
 			timeout = (answer_by >= 0 ? answer_by : next_check) - t;
@@ -473,7 +473,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 				answer_by = -1;
 			}
 		}
-		t = (long)(mono_seconds() * 1000);
+		t = mono_ms();
 		if (watching && held == 1 && w->lock != NULL) {
 			if (answer_by >= 0 && t >= answer_by) {
 				snprintf(err, errlen, "the server did not "

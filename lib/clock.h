@@ -18,4 +18,11 @@ mono_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The same clock in whole milliseconds, for poll() deadlines. */
+static inline long
+mono_ms(void)
+{
+	return (long)(mono_seconds() * 1000);
+}
+
 #endif

@@ -22,12 +22,19 @@ shared() {
 		echo "-L$(pg_config --libdir) -lpq -lcrypto -lz"
 }
 
-# libpq's major version: libpq-dev's, not that of the newest server-dev
-# package, which is what Debian's pg_config wrapper reports.
+# The major version pg_config reports: on Debian, its wrapper's, that of
+# the newest server-dev package installed.
+pg_config_major() {
+	pg_config --version 2>/dev/null | sed 's/^PostgreSQL \([0-9]*\).*/\1/'
+}
+
+# libpq's major version: libpq-dev's own, from libpq.pc.
 major() {
-	v=$($PKG_CONFIG --modversion libpq 2>/dev/null) ||
-		v=$(pg_config --version | sed 's/^PostgreSQL //')
-	echo "${v%%.*}"
+	if v=$($PKG_CONFIG --modversion libpq 2>/dev/null); then
+		echo "${v%%.*}"
+	else
+		pg_config_major
+	fi
 }
 
 # Set libdir and helpers, or fail with the reason in why.
@@ -39,8 +46,7 @@ find_static() {
 		libdir=$(pg_config --libdir) || return 1
 	helpers=/usr/lib/postgresql/$m/lib
 	if [ ! -f "$helpers/libpgcommon_shlib.a" ] &&
-	    [ "$(pg_config --version 2>/dev/null |
-	    sed 's/^PostgreSQL \([0-9]*\).*/\1/')" = "$m" ]; then
+	    [ "$(pg_config_major)" = "$m" ]; then
 		helpers=$(pg_config --pkglibdir)
 	fi
 	why="needs $libdir/libpq.a (libpq-dev) and libpgcommon_shlib.a and"
