@@ -51,6 +51,10 @@ enum {
 	EXIT_LOST = 75
 };
 
+/* --scope: where the lock lives; auto proves the connection direct first. */
+enum { SCOPE_AUTO, SCOPE_SESSION, SCOPE_TRANSACTION };
+static const char *const scope_names[] = { "auto", "session", "transaction" };
+
 struct opts {
 	struct lock_req lock;
 	struct conn_opts conn;
@@ -75,6 +79,7 @@ struct opts {
 	int status;		/* --status [KEY ...] */
 	int explain;		/* --explain KEY */
 	char **keys;		/* --status: the KEYs, NULL-terminated */
+	int scope;		/* SCOPE_*: --scope */
 	double wait_start;	/* for the live "waiting" line */
 	int live_line;		/* it was shown: end it with a newline */
 };
@@ -117,6 +122,11 @@ usage(FILE *f)
 	    "      --lost-signal SIG      signal for the command if the lock"
 	    " is lost (TERM)\n"
 	    "      --kill-after SECS      then KILL after SECS (default 10)\n"
+	    "      --scope SCOPE          session, transaction or auto"
+	    " (default): hold\n"
+	    "                             the lock by the session only on a"
+	    " direct\n"
+	    "                             connection, else by a transaction\n"
 	    "  -v, --verbose              report waiting, acquiring,"
 	    " releasing\n"
 	    "  -q, --quiet                no diagnostics except errors\n"
@@ -142,6 +152,8 @@ usage(FILE *f)
 	    "  -h, --host HOST            server host or socket directory\n"
 	    "  -p, --port PORT            server port\n"
 	    "  -U, --username USER        user name\n"
+	    "      --connect-timeout SECS retry refused connections this"
+	    " long (default 30)\n"
 	    "\n"
 	    "  -?, --help                 show this help, then exit\n"
 	    "  -V, --version              show the version, then exit\n"
@@ -227,7 +239,7 @@ usage_err(const char *fmt, ...)
 enum {
 	OPT_ID = 256, OPT_CHECK, OPT_LOST_SIG, OPT_KILL_AFTER, OPT_COUNTER,
 	OPT_PEEK, OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_STATUS,
-	OPT_EXPLAIN
+	OPT_EXPLAIN, OPT_SCOPE, OPT_CONNECT_TIMEOUT
 };
 
 static const struct option longopts[] = {
@@ -260,6 +272,8 @@ static const struct option longopts[] = {
 	{ "namespace", required_argument, NULL, OPT_NAMESPACE },
 	{ "status", no_argument, NULL, OPT_STATUS },
 	{ "explain", no_argument, NULL, OPT_EXPLAIN },
+	{ "scope", required_argument, NULL, OPT_SCOPE },
+	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -404,6 +418,19 @@ parse_or_err(int argc, char **argv, struct opts *o)
 		case OPT_EXPLAIN:
 			o->explain = 1;
 			break;
+		case OPT_SCOPE:
+			for (n = 2; n >= 0 && strcmp(optarg,
+			    scope_names[n]) != 0; n--)
+				;
+			if (n < 0)
+				usage_err("--scope: '%s' is not session, "
+				    "transaction or auto", optarg);
+			o->scope = (int)n;
+			break;
+		case OPT_CONNECT_TIMEOUT:
+			o->conn.connect_ms = duration_or_err("--connect-timeout",
+			    optarg);
+			break;
 		case '?':
 			/* getopt says '?' both for -? and for a bad option. */
 			if (optopt == 0 && strcmp(argv[optind - 1], "-?") != 0 &&
@@ -489,6 +516,9 @@ parse_or_err(int argc, char **argv, struct opts *o)
 	if (o->counter && id)
 		usage_err("%s", "--version-counter takes a TENANT name, not "
 		    "--id");
+	if (o->counter && o->scope != SCOPE_AUTO)
+		usage_err("%s", "--version-counter always holds its lock in a "
+		    "transaction: no --scope");
 }
 
 /* argv for -c: $SHELL -c STRING, with /bin/sh when SHELL is unset. */
@@ -524,6 +554,7 @@ export_lock_env_or_err(const struct opts *o, int backend_pid)
 	setenv_or_err("PGLOCK_KEY", o->key);
 	setenv_or_err("PGLOCK_ID", id);
 	setenv_or_err("PGLOCK_MODE", o->lock.shared ? "shared" : "exclusive");
+	setenv_or_err("PGLOCK_SCOPE", o->lock.xact ? "transaction" : "session");
 	setenv_or_err("PGLOCK_BACKEND_PID", pid);
 }
 
@@ -860,18 +891,50 @@ report_holder(const struct opts *o, PGconn *c)
 	warnx("%s: waiting for the lock", o->label);
 }
 
+/*
+ * --fence: a number that grows with every acquisition of KEY, kept as a
+ * tenant of its own (sharing tenant KEY's lock would let "pglock
+ * --version-counter K pglock --fence K" deadlock) and committed at once.
+ * Under a transaction's lock that commit would release the lock, and the
+ * open transaction would keep the row locked: a connection of its own.
+ */
+static void
+fence_or_err(const struct opts *o, PGconn *c)
+{
+	struct lock_req lk;
+	char why[1024], num[32], *tenant;
+	size_t len = sizeof("pglock-fence:") + strlen(o->key);
+	PGconn *fc = c;
+
+	if ((tenant = malloc(len)) == NULL)
+		err(EXIT_OSERR, "malloc");
+	snprintf(tenant, len, "pglock-fence:%s", o->key);
+	if (o->lock.xact && (fc = conn_open(&o->conn, why,
+	    sizeof(why))) == NULL)
+		errx(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
+	snprintf(num, sizeof(num), "%lld",
+	    counter_next_or_err(o, fc, tenant, -1, &lk));
+	free(tenant);
+	if (counter_end(fc, 1, why, sizeof(why)) == -1)
+		errx(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
+	if (fc != c)
+		PQfinish(fc);
+	setenv_or_err("PGLOCK_FENCE", num);
+}
+
 /* pglock KEY COMMAND: the lock runner. */
 static int
 lock_and_run(struct opts *o, PGconn *c)
 {
-	struct lock_req fence_lk;
 	struct child ch = { .pid = -1 };	/* unused under -F */
 	enum lock_result r;
-	char why[1024], num[32], *fence;
-	size_t len;
+	char why[1024];
 	double t0;
 	int backend_pid = 0, sig = 0, status;
 
+	/* A session lock only where no pooler can hand the session on. */
+	o->lock.xact = o->scope == SCOPE_TRANSACTION ||
+	    (o->scope == SCOPE_AUTO && !conn_direct(c));
 	if (o->verbose && o->lock.wait_ms != 0)
 		report_holder(o, c);
 	t0 = o->wait_start = mono_seconds();
@@ -928,25 +991,11 @@ lock_and_run(struct opts *o, PGconn *c)
 	if (o->live_line)
 		fputc('\n', stderr);	/* end the live line */
 	if (o->verbose)
-		warnx("%s: acquired after %.2fs (server pid %d)", o->label,
-		    mono_seconds() - t0, backend_pid);
-	if (o->fence) {
-		/*
-		 * A number that grows with every acquisition of KEY, kept as
-		 * a tenant of its own: sharing tenant KEY's lock would let
-		 * "pglock --version-counter K pglock --fence K" deadlock.
-		 */
-		len = sizeof("pglock-fence:") + strlen(o->key);
-		if ((fence = malloc(len)) == NULL)
-			err(EXIT_OSERR, "malloc");
-		snprintf(fence, len, "pglock-fence:%s", o->key);
-		snprintf(num, sizeof(num), "%lld",
-		    counter_next_or_err(o, c, fence, -1, &fence_lk));
-		free(fence);
-		if (counter_end(c, 1, why, sizeof(why)) == -1)
-			errx(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
-		setenv_or_err("PGLOCK_FENCE", num);
-	}
+		warnx("%s: acquired after %.2fs (server pid %d, %s lock)",
+		    o->label, mono_seconds() - t0, backend_pid,
+		    o->lock.xact ? "transaction" : "session");
+	if (o->fence)
+		fence_or_err(o, c);
 
 	status = run_command_or_err(o, c, &o->lock, &ch);
 	if (o->no_fork)
@@ -983,11 +1032,14 @@ main(int argc, char **argv)
 	struct opts o;
 	char why[1024], appname[64];
 	PGconn *c;
+	long start;
 	int status;
 
 	guard_std_fds();
 	memset(&o, 0, sizeof(o));
+	start = mono_ms();
 	o.lock.wait_ms = -1;
+	o.conn.connect_ms = 30000;
 	o.conflict_exit = EXIT_CONFLICT;
 	o.check_ms = 5000;
 	o.lost_sig = SIGTERM;
@@ -1006,8 +1058,23 @@ main(int argc, char **argv)
 	snprintf(appname, sizeof(appname), "pglock: %s",
 	    o.status ? "--status" : o.key);
 	o.conn.appname = appname;
+	/* -w bounds all that comes before the command: connecting too. */
+	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
 	if ((c = conn_open(&o.conn, why, sizeof(why))) == NULL)
 		errx(EXIT_UNAVAILABLE, "%s", why);
+	if (o.lock.wait_ms > 0)
+		o.lock.wait_ms = o.conn.deadline_ms - mono_ms() > 0 ?
+		    o.conn.deadline_ms - mono_ms() : 1;
+	switch (conn_standby(c, why, sizeof(why))) {
+	case 0:
+		break;
+	case 1:
+		errx(EXIT_UNAVAILABLE, "%s:%s: the server is a standby (in "
+		    "recovery), where an advisory lock excludes nobody",
+		    PQhost(c), PQport(c));
+	default:
+		errx(EXIT_UNAVAILABLE, "%s", why);
+	}
 	/* A query that only reads (--status, --peek) dies by signal, as psql. */
 	if (!o.status && !o.peek && sig_init(why, sizeof(why)) == -1)
 		errx(EXIT_OSERR, "%s", why);

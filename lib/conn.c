@@ -4,11 +4,17 @@
  * tcp_user_timeout come first in the keyword list so that anything the user
  * gives in -d, -h, -p, -U or the environment overrides them.
  */
+#ifdef __linux__
+#define _GNU_SOURCE		/* struct ucred, for SO_PEERCRED */
+#endif
 #include <errno.h>
+#include <netdb.h>
 #include <sys/socket.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "conn.h"
@@ -52,12 +58,148 @@ conn_oneline(const char *msg, char *err, size_t errlen)
 	err[j] = '\0';
 }
 
+/*
+ * A failed attempt that a later one may win: the server is full (53300),
+ * starting or stopping (57P03), a pooler is full, or nobody listens yet
+ * (refused, or a Unix socket not there during a restart). pglock runs in
+ * the C locale, so libpq's own words are English; the server's may not
+ * be, hence its SQLSTATE, which the verbose error form carries.
+ */
+static int
+retryable(const char *msg)
+{
+	return strstr(msg, ":  53300: ") != NULL ||
+	    strstr(msg, ":  57P03: ") != NULL ||
+	    strstr(msg, "no more connections allowed") != NULL ||
+	    strstr(msg, strerror(ECONNREFUSED)) != NULL ||
+	    strstr(msg, strerror(ENOENT)) != NULL;
+}
+
+/*
+ * libpq's verbose error as the default form shows it: without the
+ * SQLSTATE after the severity, and without LOCATION lines, on one line.
+ */
+static void
+plain_error(const char *msg, char *err, size_t errlen)
+{
+	char buf[1024];
+	const char *p = msg, *nl;
+	size_t n = 0, len;
+
+	while (*p != '\0' && n + 1 < sizeof(buf)) {
+		nl = strchr(p, '\n');
+		len = nl != NULL ? (size_t)(nl - p + 1) : strlen(p);
+		if (strncmp(p, "LOCATION:", 9) != 0) {
+			const char *sev = strstr(p, ":  ");
+
+			/* "FATAL:  53300: text" -> "FATAL:  text" */
+			if (sev != NULL && sev < p + len && sev + 9 < p + len &&
+			    strspn(sev + 3, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+			    == 5 && strncmp(sev + 8, ": ", 2) == 0) {
+				n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+				    "%.*s", (int)(sev + 3 - p), p);
+				len -= (size_t)(sev + 10 - p);
+				p = sev + 10;
+			}
+			if (n < sizeof(buf))
+				n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+				    "%.*s", (int)len, p);
+		}
+		p += len;
+	}
+	buf[n < sizeof(buf) ? n : sizeof(buf) - 1] = '\0';
+	conn_oneline(buf, err, errlen);
+}
+
+/* libpq's connect_timeout, if the user set one (-d, PGCONNECT_TIMEOUT). */
+static long
+user_timeout_ms(PGconn *c)
+{
+	PQconninfoOption *info = PQconninfo(c), *o;
+	long ms = -1;
+
+	for (o = info; o != NULL && o->keyword != NULL; o++)
+		if (strcmp(o->keyword, "connect_timeout") == 0 &&
+		    o->val != NULL && atol(o->val) > 0)
+			ms = (atol(o->val) < 2 ? 2 : atol(o->val)) * 1000;
+	PQconninfoFree(info);
+	return ms;
+}
+
+/*
+ * One attempt, given up at until_ms (-1: never) or after the user's
+ * connect_timeout. Returns the connection, or NULL with the reason in err
+ * and *retry set if another attempt may succeed.
+ */
+static PGconn *
+connect_once(const char *const *keys, const char *const *vals,
+    long until_ms, int *retry, char *err, size_t errlen)
+{
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+	struct pollfd p;
+	long now, limit, user_ms;
+	PGconn *c;
+
+	*retry = 0;
+	if ((c = PQconnectStartParams(keys, vals, 1)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	/* The SQLSTATE tells a full server from a wrong password. */
+	PQsetErrorVerbosity(c, PQERRORS_VERBOSE);
+	user_ms = user_timeout_ms(c);
+	limit = user_ms < 0 ? until_ms : mono_ms() + user_ms;
+	if (until_ms >= 0 && until_ms < limit)
+		limit = until_ms;
+	while (PQstatus(c) != CONNECTION_BAD && st != PGRES_POLLING_OK &&
+	    st != PGRES_POLLING_FAILED) {
+		p.fd = PQsocket(c);
+		p.events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
+		p.revents = 0;
+		now = mono_ms();
+		if (limit >= 0 && now >= limit) {
+			snprintf(err, errlen, "server %s port %s did not answer "
+			    "in time (timeout expired)", PQhost(c), PQport(c));
+			PQfinish(c);
+			return NULL;
+		}
+		if (poll(&p, 1, limit < 0 ? -1 : (int)(limit - now)) == -1 &&
+		    errno != EINTR) {
+			snprintf(err, errlen, "poll: %s", strerror(errno));
+			PQfinish(c);
+			return NULL;
+		}
+		if (p.revents != 0)
+			st = PQconnectPoll(c);
+	}
+	if (PQstatus(c) != CONNECTION_OK) {
+		*retry = retryable(PQerrorMessage(c));
+		plain_error(PQerrorMessage(c), err, errlen);
+		PQfinish(c);
+		return NULL;
+	}
+	PQsetErrorVerbosity(c, PQERRORS_DEFAULT);
+	return c;
+}
+/* Sleep ms milliseconds, EINTR or not: a signal keeps its default action. */
+static void
+pause_ms(long ms)
+{
+	struct timespec ts;
+
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = ms % 1000 * 1000000;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
 PGconn *
 conn_open(const struct conn_opts *o, char *err, size_t errlen)
 {
 	const char *keys[16], *vals[16];
+	long start = mono_ms(), until = -1, cap;
 	PGconn *c;
-	int n = 0;
+	int n = 0, attempt, retry;
 
 #define SET(k, v) do { keys[n] = (k); vals[n++] = (v); } while (0)
 #define KV(k, v) do { if ((v) != NULL) SET(k, v); } while (0)
@@ -67,6 +209,9 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 	SET("keepalives_interval", "2");
 	SET("keepalives_count", "3");
 	SET("tcp_user_timeout", "10000");
+	/* Locks on a standby exclude nobody: a host list finds the primary. */
+	if (getenv("PGTARGETSESSIONATTRS") == NULL)
+		SET("target_session_attrs", "primary");
 	KV("dbname", o->dbname);
 	KV("host", o->host);
 	KV("port", o->port);
@@ -76,15 +221,29 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 	keys[n] = NULL;
 	vals[n] = NULL;
 
-	c = PQconnectdbParams(keys, vals, 1);
-	if (c == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	if (PQstatus(c) != CONNECTION_OK) {
-		conn_oneline(PQerrorMessage(c), err, errlen);
-		PQfinish(c);
-		return NULL;
+	/* Retries end at --connect-timeout; everything ends at -w. */
+	if (o->connect_ms > 0)
+		until = start + o->connect_ms;
+	if (o->deadline_ms >= 0 && (until < 0 || o->deadline_ms < until))
+		until = o->deadline_ms;
+	srandom((unsigned)getpid() ^ (unsigned)start);
+	for (attempt = 0;; attempt++) {
+		c = connect_once(keys, vals, until, &retry, err, errlen);
+		if (c != NULL)
+			break;
+		if (!retry || o->connect_ms == 0)
+			return NULL;
+		/* Full jitter: a fleet that failed together spreads out. */
+		cap = attempt < 6 ? 50L << attempt : 2000;
+		cap = (long)(random() % (cap + 1));
+		if (mono_ms() + cap >= until) {
+			n = (int)strlen(err);
+			snprintf(err + n, errlen - (size_t)n, " (gave up after "
+			    "%d attempts in %.1fs)", attempt + 1,
+			    (double)(mono_ms() - start) / 1000.0);
+			return NULL;
+		}
+		pause_ms(cap);
 	}
 	PQsetNoticeReceiver(c, on_notice, NULL);
 	return c;
@@ -139,7 +298,8 @@ is_tcp(PGconn *c)
 }
 
 int
-conn_send_settings(PGconn *c, long lock_ms, char *err, size_t errlen)
+conn_send_settings(PGconn *c, long lock_ms, int local, char *err,
+    size_t errlen)
 {
 	char sql[1024], ms[32];
 	const char *params[1] = { ms };
@@ -155,10 +315,10 @@ conn_send_settings(PGconn *c, long lock_ms, char *err, size_t errlen)
 		    (!s->forced && user_set(info, s->name)))
 			continue;
 		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
-		    ", set_config('%s', %s%s%s, false)", s->name,
+		    ", set_config('%s', %s%s%s, %s)", s->name,
 		    s->value != NULL ? "'" : "",
 		    s->value != NULL ? s->value : "$1::text",
-		    s->value != NULL ? "'" : "");
+		    s->value != NULL ? "'" : "", local ? "true" : "false");
 	}
 	PQconninfoFree(info);
 	snprintf(ms, sizeof(ms), "%ld", lock_ms);
@@ -321,4 +481,98 @@ conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
 			return NULL;
 		}
 	}
+}
+
+int
+conn_standby(PGconn *c, char *err, size_t errlen)
+{
+	const char *hot = PQparameterStatus(c, "in_hot_standby");
+	PGresult *res;
+	int rc = -1;
+
+	if (hot != NULL)
+		return strcmp(hot, "on") == 0;
+	/* Servers before 14 (or a pooler that does not pass it on): ask. */
+	res = PQexec(c, "SELECT pg_catalog.pg_is_in_recovery()");
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+		rc = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	else
+		conn_oneline(PQresultErrorMessage(res), err, errlen);
+	PQclear(res);
+	return rc;
+}
+
+/* The parent of process pid, from /proc; -1 if unknown. */
+static long
+parent_of(int pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+	long ppid = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
+	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*c %ld",
+	    &ppid) != 1)
+		return -1;
+	return ppid;
+}
+
+/* Over a Unix socket: is the backend pid libpq was told a child of the
+ * process that listens on the socket (the postmaster)? */
+static int
+unix_direct(PGconn *c)
+{
+#ifdef SO_PEERCRED
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(PQsocket(c), SOL_SOCKET, SO_PEERCRED, &cr, &len) == -1 ||
+	    cr.pid <= 0)
+		return 0;
+	return parent_of(PQbackendPID(c)) == (long)cr.pid;
+#else
+	(void)c;
+	return 0;
+#endif
+}
+
+/* Over TCP: does the backend see pglock's own address and port? */
+static int
+tcp_direct(PGconn *c, const struct sockaddr *sa, socklen_t len)
+{
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+	const char *params[2] = { host, port };
+	PGresult *res;
+	int rc;
+
+	if (getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
+	    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+		return 0;
+	res = PQexecParams(c, "SELECT pg_catalog.inet_client_addr() ="
+	    " $1::inet AND pg_catalog.inet_client_port() = $2::int", 2, NULL,
+	    params, NULL, NULL, 0);
+	rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+	    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	return rc;
+}
+
+int
+conn_direct(PGconn *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(PQsocket(c), (struct sockaddr *)&ss, &len) == -1)
+		return 0;
+	if (ss.ss_family == AF_UNIX)
+		return unix_direct(c);
+	return tcp_direct(c, (struct sockaddr *)&ss, len);
 }

@@ -16,21 +16,43 @@ struct conn_opts {
 	const char *port;	/* -p */
 	const char *user;	/* -U */
 	const char *appname;	/* fallback application_name */
+	long connect_ms;	/* retry refusals this long; 0: one try */
+	long deadline_ms;	/* mono_ms() by which to give up; -1: none */
 };
 
 /*
- * Connect (blocking, never prompting for a password). Returns the
- * connection, or NULL with libpq's reason in err.
+ * Connect (never prompting for a password), asking for a primary unless
+ * the user chose target_session_attrs. Attempts refused for load or state
+ * (too many clients, starting up, connection refused) are retried with
+ * jittered backoff for connect_ms; no attempt outlives deadline_ms.
+ * Returns the connection, or NULL with libpq's reason in err.
  */
 PGconn *conn_open(const struct conn_opts *o, char *err, size_t errlen);
 
 /*
  * Queue, on a connection in pipeline mode, the statement that sets the
  * session up: timeouts off (idle, statement), lock_timeout to lock_ms (0 =
- * none), and dead-peer detection unless the user set it. Settings the
- * server does not have are skipped, so old servers work. Returns 0 or -1.
+ * none), and dead-peer detection unless the user set it; local: for the
+ * open transaction only (SET LOCAL), so nothing leaks into a pooler's
+ * server connection. Settings the server does not have are skipped, so old
+ * servers work. Returns 0 or -1.
  */
-int conn_send_settings(PGconn *c, long lock_ms, char *err, size_t errlen);
+int conn_send_settings(PGconn *c, long lock_ms, int local, char *err,
+    size_t errlen);
+
+/*
+ * Is the server in recovery (a standby)? 1, 0, or -1 with the reason in
+ * err. Free on servers 14 and later, which report it at connection.
+ */
+int conn_standby(PGconn *c, char *err, size_t errlen);
+
+/*
+ * Can c be proven to reach a PostgreSQL backend directly, no pooler
+ * between? Over TCP the backend sees pglock's own address and port; over
+ * a Unix socket (Linux) the backend is a child of the socket's listener.
+ * Returns 1 when proven, 0 when not (or on error).
+ */
+int conn_direct(PGconn *c);
 
 /*
  * Why the connection failed, as one line: the server's last message (such

@@ -197,7 +197,7 @@ bump(PGconn *c, const char *q, const char *tenant,
 	if (!PQenterPipelineMode(c) ||
 	    !PQsendQueryParams(c, "BEGIN ISOLATION LEVEL READ COMMITTED", 0,
 	    NULL, NULL, NULL, NULL, 0) ||
-	    conn_send_settings(c, lk->wait_ms > 0 ? lk->wait_ms : 0, err,
+	    conn_send_settings(c, lk->wait_ms > 0 ? lk->wait_ms : 0, 1, err,
 	    errlen) == -1 ||
 	    !PQsendQueryParams(c, sql, 2, NULL, params, NULL, NULL, 0) ||
 	    !PQpipelineSync(c)) {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * lock: the SQL side of a session advisory lock. Acquisition is one
- * pipeline (settings; lock; verify in pg_locks) so that pglock pays a single
- * round trip on a direct connection. Through a pooler the verification is
- * repeated in a transaction of its own, where a transaction pooler shows.
+ * lock: the SQL side of an advisory lock. Acquisition is one pipeline
+ * ([BEGIN;] settings; lock; verify in pg_locks) so that pglock pays a single
+ * round trip. A session lock is for a connection proven direct; elsewhere
+ * the lock is a transaction's, which pins the server connection in any
+ * pooler and goes with a rollback or a dropped connection.
  */
 #include <errno.h>
 #include <limits.h>
@@ -75,9 +76,22 @@ tag_sql(const struct args *a, char *sql, size_t len)
 		    a->e[0], a->e[1]);
 }
 
-int
-lock_check_send(PGconn *c, const struct lock_req *r, char *err,
-    size_t errlen)
+/*
+ * In a transaction, a SELECT's unnamed portal lives on after it ran, and
+ * keeps its snapshot (backend_xmin) until the next statement replaces it:
+ * a utility statement after it, which takes no snapshot, lets vacuum on.
+ */
+static int
+send_portal_closer(PGconn *c, const struct lock_req *r)
+{
+	return !r->xact || PQsendQueryParams(c, "SET LOCAL "
+	    "idle_in_transaction_session_timeout = 0", 0, NULL, NULL, NULL,
+	    NULL, 0);
+}
+
+/* Queue the check's query on a connection in pipeline mode. */
+static int
+send_check(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 {
 	char sql[1024], tag[512];
 	struct args a;
@@ -94,7 +108,23 @@ lock_check_send(PGconn *c, const struct lock_req *r, char *err,
 	    " l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()"
 	    " AND l.granted AND l.mode = '%s' AND %s)",
 	    r->shared ? "ShareLock" : "ExclusiveLock", tag);
-	if (!PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0)) {
+	if (!PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0) ||
+	    !send_portal_closer(c, r)) {
+		conn_oneline(PQerrorMessage(c), err, errlen);
+		return -1;
+	}
+	return 0;
+}
+
+int
+lock_check_send(PGconn *c, const struct lock_req *r, char *err,
+    size_t errlen)
+{
+	if (!PQenterPipelineMode(c)) {
+		conn_oneline(PQerrorMessage(c), err, errlen);
+		return -1;
+	}
+	if (send_check(c, r, err, errlen) == -1 || !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return -1;
 	}
@@ -144,19 +174,31 @@ check_result(PGresult *res, int *pid, char *err, size_t errlen)
 	return 1;
 }
 
+/* Read the check's pipeline up to its sync: 1 held, 0 not, -1 error. */
 static int
 check_read(PGconn *c, int *pid, char *err, size_t errlen)
 {
 	PGresult *res;
 	int held = -1, n = 0;
 
-	while ((res = PQgetResult(c)) != NULL) {
+	for (;;) {
+		if ((res = PQgetResult(c)) == NULL) {
+			if (PQstatus(c) != CONNECTION_BAD)
+				continue;	/* the end of one statement */
+			if (n == 0 || held != -1)
+				conn_reason(c, err, errlen);
+			held = -1;
+			break;
+		}
+		if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
+			PQclear(res);
+			break;
+		}
 		if (n++ == 0)
 			held = check_result(res, pid, err, errlen);
 		PQclear(res);
 	}
-	if (n == 0)
-		conn_reason(c, err, errlen);
+	(void)PQexitPipelineMode(c);
 	return held;
 }
 
@@ -186,11 +228,16 @@ recheck(PGconn *c, const struct lock_req *r, int pid, char *err,
 	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
 }
 
-/* [try][shared] */
-static const char *const lock_fn[2][2] = {
-	{ "pg_catalog.pg_advisory_lock", "pg_catalog.pg_advisory_lock_shared" },
-	{ "pg_catalog.pg_try_advisory_lock",
-	  "pg_catalog.pg_try_advisory_lock_shared" }
+/* [xact][try][shared] */
+static const char *const lock_fn[2][2][2] = {
+	{ { "pg_catalog.pg_advisory_lock",
+	    "pg_catalog.pg_advisory_lock_shared" },
+	  { "pg_catalog.pg_try_advisory_lock",
+	    "pg_catalog.pg_try_advisory_lock_shared" } },
+	{ { "pg_catalog.pg_advisory_xact_lock",
+	    "pg_catalog.pg_advisory_xact_lock_shared" },
+	  { "pg_catalog.pg_try_advisory_xact_lock",
+	    "pg_catalog.pg_try_advisory_xact_lock_shared" } }
 };
 
 /*
@@ -215,22 +262,30 @@ next_result(PGconn *c, const struct lock_req *r, int waiting, int *sig,
 	    errlen)) != NULL)
 		PQclear(more);
 	if (failed) {
+		/* Why it hung up, such as a pooler's refusal, came first. */
+		if (PQresultStatus(res) == PGRES_FATAL_ERROR)
+			conn_oneline(PQresultErrorMessage(res), err, errlen);
 		PQclear(res);
 		return NULL;
 	}
 	return res;
 }
 
-/* Read what is left of the pipeline up to its sync, and leave it. */
+/*
+ * Read what is left of the pipeline up to its sync, and leave it. With err
+ * NULL, the caller has the reason already: the first one is what matters.
+ */
 static int
 end_pipeline(PGconn *c, const struct lock_req *r, int *sig, char *err,
     size_t errlen)
 {
 	PGresult *res;
+	char later[256];
 	int synced;
 
 	do {
-		if ((res = next_result(c, r, 0, sig, err, errlen)) == NULL)
+		if ((res = next_result(c, r, 0, sig, err != NULL ? err : later,
+		    err != NULL ? errlen : sizeof(later))) == NULL)
 			return -1;
 		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
 		PQclear(res);
@@ -285,22 +340,26 @@ lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 
 	key_args(&r->key, &a);
 	/* The lock, then the backend's pid and the id, as text. */
-	call(&a, lock_fn[r->wait_ms == 0][r->shared], sql, sizeof(sql));
+	call(&a, lock_fn[r->xact][r->wait_ms == 0][r->shared], sql,
+	    sizeof(sql));
 	n = strlen(sql);
 	snprintf(sql + n, sizeof(sql) - n,
 	    ", pg_catalog.pg_backend_pid(), %s%s%s", a.e[0],
 	    a.n == 1 ? "" : "::text || ',' || ", a.n == 1 ? "" : a.e[1]);
 	/*
-	 * One transaction, one round trip: settings, lock, check, sync. The
-	 * flush after the lock makes the server send its answer at once,
-	 * not with the check's.
+	 * One round trip: settings, lock, check, sync. The flush after the
+	 * lock makes the server send its answer at once, not with the
+	 * check's. A transaction's lock keeps no snapshot (READ COMMITTED,
+	 * nothing but lock calls) and no transaction id: vacuum goes on.
 	 */
-	if (!PQenterPipelineMode(c) ||
-	    conn_send_settings(c, r->wait_ms > 0 ? r->wait_ms : 0, err,
-	    errlen) == -1 ||
+	if (!PQenterPipelineMode(c) || (r->xact && !PQsendQueryParams(c,
+	    "BEGIN ISOLATION LEVEL READ COMMITTED", 0, NULL, NULL, NULL, NULL,
+	    0)) ||
+	    conn_send_settings(c, r->wait_ms > 0 ? r->wait_ms : 0, r->xact,
+	    err, errlen) == -1 ||
 	    !PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0) ||
 	    !PQsendFlushRequest(c) ||
-	    lock_check_send(c, r, err, errlen) == -1 || !PQpipelineSync(c)) {
+	    send_check(c, r, err, errlen) == -1 || !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return -1;
 	}
@@ -318,6 +377,12 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	*sig = 0;
 	if ((res = next_result(c, r, 1, sig, err, errlen)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
+	if (r->xact && PQresultStatus(res) == PGRES_COMMAND_OK) {
+		/* BEGIN; then the settings */
+		PQclear(res);
+		if ((res = next_result(c, r, 1, sig, err, errlen)) == NULL)
+			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
+	}
 	set = PQresultStatus(res) == PGRES_TUPLES_OK;
 	if (!set)		/* the lock's answer is then ABORTED */
 		conn_oneline(PQresultErrorMessage(res), err, errlen);
@@ -328,7 +393,8 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	PQclear(res);
 	if (out == LOCK_ACQUIRED && *sig == 0)
 		return LOCK_ACQUIRED;
-	if (end_pipeline(c, r, sig, err, errlen) == -1)
+	if (end_pipeline(c, r, sig, out == LOCK_ERROR ? NULL : err, errlen) ==
+	    -1)
 		out = LOCK_ERROR;
 	return *sig != 0 ? LOCK_INTERRUPTED : out;
 }
@@ -347,11 +413,13 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 	PQclear(res);
 	if (held != -1)
 		out = held == 1 ? LOCK_ACQUIRED : LOCK_NOT_REAL;
-	if (end_pipeline(c, r, sig, err, errlen) == -1)
+	if (end_pipeline(c, r, sig, out == LOCK_ERROR ? NULL : err, errlen) ==
+	    -1)
 		out = LOCK_ERROR;
 	if (*sig != 0)
 		return LOCK_INTERRUPTED;
-	if (out == LOCK_ACQUIRED && backend_pid != PQbackendPID(c))
+	/* A transaction's lock stays on its server connection, pooled or not. */
+	if (out == LOCK_ACQUIRED && !r->xact && backend_pid != PQbackendPID(c))
 		out = recheck(c, r, backend_pid, err, errlen);
 	return out;
 }
@@ -364,6 +432,19 @@ lock_release(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	PGresult *res;
 	int rc = -1;
 
+	if (r->xact) {
+		/* A failed transaction's COMMIT answers ROLLBACK. */
+		res = PQexec(c, "COMMIT");
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			conn_reason(c, err, errlen);
+		else if (strcmp(PQcmdStatus(res), "COMMIT") != 0)
+			snprintf(err, errlen, "the transaction holding the "
+			    "lock had failed");
+		else
+			rc = 0;
+		PQclear(res);
+		return rc;
+	}
 	key_args(&r->key, &a);
 	call(&a, r->shared ? "pg_catalog.pg_advisory_unlock_shared" :
 	    "pg_catalog.pg_advisory_unlock", sql, sizeof(sql));

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * lock: take, verify, check and release one session advisory lock on an
- * open connection.
+ * lock: take, verify, check and release one advisory lock on an open
+ * connection, held by the session or by a transaction left open.
  */
 #ifndef PGLOCK_LOCK_H
 #define PGLOCK_LOCK_H
@@ -15,6 +15,7 @@
 struct lock_req {
 	struct key key;
 	int shared;		/* pg_advisory_lock_shared, not exclusive */
+	int xact;		/* held by an open transaction, not the session */
 	long wait_ms;		/* -1: wait for ever; 0: try once; >0: bound */
 	void (*waiting)(void *);	/* if set, called each second of waiting */
 	void *waiting_arg;
@@ -67,8 +68,9 @@ int lock_check_send(PGconn *c, const struct lock_req *r, char *err,
 int lock_check_read(PGconn *c, char *err, size_t errlen);
 
 /*
- * Release the lock. Returns 0, or -1 when it was no longer held or the
- * connection failed (the lock may have been lost while the command ran).
+ * Release the lock (unlock, or COMMIT the transaction that holds it).
+ * Returns 0, or -1 when it was no longer held or the connection failed
+ * (the lock may have been lost while the command ran).
  */
 int lock_release(PGconn *c, const struct lock_req *r, char *err,
     size_t errlen);

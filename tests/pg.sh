@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: ISC
 # pg.sh: a throwaway PostgreSQL for the tests and the demo. initdb refuses
 # to run as root, so as root the cluster runs as Debian's postgres account.
-#   tests/pg.sh start DIR   initdb + start; writes DIR/env (PGHOST, ...)
-#   tests/pg.sh stop DIR    stop and remove DIR
+#   tests/pg.sh start DIR           initdb + start; writes DIR/env (PGHOST, ...)
+#   tests/pg.sh standby DIR PRIMARY a streaming standby of the cluster in PRIMARY
+#   tests/pg.sh restart DIR         fast restart
+#   tests/pg.sh stop DIR            stop and remove DIR
+# PG_MAX_CONNECTIONS sets max_connections for start (default 120).
 set -eu
 
-cmd=${1:?usage: pg.sh start|stop|restart DIR}
-dir=${2:?usage: pg.sh start|stop|restart DIR}
+cmd=${1:?usage: pg.sh start|standby|stop|restart DIR [PRIMARY]}
+dir=${2:?usage: pg.sh start|standby|stop|restart DIR [PRIMARY]}
 
 bindir=$(pg_config --bindir 2>/dev/null || true)
 [ -x "$bindir/initdb" ] ||
@@ -22,33 +25,19 @@ as_owner() {
 	fi
 }
 
-case $cmd in
-start)
-	mkdir -p "$dir"
-	[ "$(id -u)" = 0 ] && chown postgres "$dir"
-	# A free port: only the socket's name depends on it, plus TCP tests.
+# A free port: only the socket's name depends on it, plus TCP tests.
+free_port() {
 	port=$(( 20000 + $$ % 30000 ))
 	while ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; do
 		port=$((port + 1))
 	done
-	as_owner "$bindir/initdb" -D "$dir/data" -U postgres -A trust \
-	    -E UTF8 --locale=C --no-sync >"$dir/initdb.log" 2>&1 ||
-	    { cat "$dir/initdb.log" >&2; exit 1; }
-	# Trust only this machine and the test's own network namespaces.
-	cat >"$dir/data/pg_hba.conf" <<-HBA
-	local all all trust
-	host all all 127.0.0.1/32 trust
-	host all all 10.213.0.0/24 trust
-	HBA
+}
+
+# Start the cluster in $dir/data on $port, with its socket in $dir.
+start_server() {
 	cat >>"$dir/data/postgresql.conf" <<-CONF
 	port = $port
 	unix_socket_directories = '$dir'
-	listen_addresses = '*'
-	fsync = off
-	synchronous_commit = off
-	full_page_writes = off
-	max_connections = 120
-	log_min_messages = warning
 	CONF
 	as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 30 \
 	    start >/dev/null || { cat "$dir/log" >&2; exit 1; }
@@ -56,6 +45,44 @@ start)
 	export PGHOST='$dir' PGPORT=$port PGUSER=postgres PGDATABASE=postgres
 	export PGLOCK_TEST_PGDATA='$dir/data' PGLOCK_TEST_PGBIN='$bindir'
 	ENV
+}
+
+case $cmd in
+start)
+	mkdir -p "$dir"
+	[ "$(id -u)" = 0 ] && chown postgres "$dir"
+	free_port
+	as_owner "$bindir/initdb" -D "$dir/data" -U postgres -A trust \
+	    -E UTF8 --locale=C --no-sync >"$dir/initdb.log" 2>&1 ||
+	    { cat "$dir/initdb.log" >&2; exit 1; }
+	# Trust only this machine and the test's own network namespaces.
+	cat >"$dir/data/pg_hba.conf" <<-HBA
+	local all all trust
+	local replication all trust
+	host all all 127.0.0.1/32 trust
+	host all all 10.213.0.0/24 trust
+	HBA
+	cat >>"$dir/data/postgresql.conf" <<-CONF
+	listen_addresses = '*'
+	fsync = off
+	synchronous_commit = off
+	full_page_writes = off
+	max_connections = ${PG_MAX_CONNECTIONS:-120}
+	log_min_messages = warning
+	CONF
+	start_server
+	;;
+standby)
+	primary=${3:?usage: pg.sh standby DIR PRIMARY}
+	mkdir -p "$dir"
+	[ "$(id -u)" = 0 ] && chown postgres "$dir"
+	free_port
+	# -R: standby.signal and primary_conninfo; the copied port and
+	# socket directory are overridden by start_server's lines after them.
+	as_owner "$bindir/pg_basebackup" -h "$primary" \
+	    -p "$(. "$primary/env"; echo "$PGPORT")" -U postgres \
+	    -D "$dir/data" -R -X stream -c fast >/dev/null
+	start_server
 	;;
 restart)
 	as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 30 \
