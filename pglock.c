@@ -825,9 +825,11 @@ print_locks(PGconn *c, const struct key *k)
 		errx(EXIT_UNAVAILABLE, "--status: %s", buf);
 	}
 	for (row = 0; row < PQntuples(res); row++) {
-		for (j = 0; j < 8; j++)
-			printf("%s%c", field(PQgetvalue(res, row, j), buf,
-			    sizeof(buf)), j < 7 ? '\t' : '\n');
+		/* Every column but seconds (8), which only -v shows. */
+		for (j = 0; j < 10; j++)
+			if (j != 8)
+				printf("%s%c", field(PQgetvalue(res, row, j),
+				    buf, sizeof(buf)), j < 9 ? '\t' : '\n');
 		held |= strcmp(PQgetvalue(res, row, 2), "held") == 0;
 	}
 	PQclear(res);
@@ -844,7 +846,8 @@ show_status(const struct opts *o, PGconn *c)
 	struct key k;
 	int i, all_held = 1;
 
-	puts("id\tmode\tstate\tpid\tuser\tclient\tapplication_name\tsince");
+	puts("id\tmode\tstate\tpid\tuser\tclient\tapplication_name\tsince"
+	    "\tscope");
 	if (o->keys[0] == NULL)
 		(void)print_locks(c, NULL);
 	for (i = 0; o->keys[i] != NULL; i++) {

@@ -233,10 +233,15 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 			break;
 		if (!retry || o->connect_ms == 0)
 			return NULL;
-		/* Full jitter: a fleet that failed together spreads out. */
+		/*
+		 * Full jitter: a fleet that failed together spreads out. The
+		 * last attempt leaves itself 100 ms before the window closes.
+		 */
 		cap = attempt < 6 ? 50L << attempt : 2000;
 		cap = (long)(random() % (cap + 1));
-		if (mono_ms() + cap >= until) {
+		if (mono_ms() + cap > until - 100)
+			cap = until - 100 - mono_ms();
+		if (cap < 0) {
 			n = (int)strlen(err);
 			snprintf(err + n, errlen - (size_t)n, " (gave up after "
 			    "%d attempts in %.1fs)", attempt + 1,

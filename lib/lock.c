@@ -492,7 +492,11 @@ lock_status(PGconn *c, const struct key *k)
 	    " coalesce(to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'), '')"
 	    " AS since,"
 	    " coalesce(round(extract(epoch FROM now() - %s))::bigint, 0)"
-	    " AS seconds"
+	    " AS seconds,"
+	    /* Held inside an open transaction, or waited for by an xact call. */
+	    " CASE WHEN (l.granted AND a.xact_start IS NOT NULL) OR"
+	    " (NOT l.granted AND a.query LIKE '%%advisory_xact_lock%%')"
+	    " THEN 'transaction' ELSE 'session' END AS scope"
 	    " FROM pg_catalog.pg_locks l"
 	    " LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
 	    " WHERE l.locktype = 'advisory' AND l.pid <> pg_backend_pid()"

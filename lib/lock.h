@@ -78,7 +78,8 @@ int lock_release(PGconn *c, const struct lock_req *r, char *err,
 /*
  * Every advisory lock held or awaited in this database (only k's when k is
  * not NULL), with its holder: columns id, mode, state (held/waiting), pid,
- * user, client, application_name, since, seconds. The caller PQclear()s.
+ * user, client, application_name, since, seconds, scope (transaction when
+ * the holder has a transaction open). The caller PQclear()s.
  */
 PGresult *lock_status(PGconn *c, const struct key *k);
 

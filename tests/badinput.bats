@@ -162,8 +162,8 @@ MATRIX='64|-w|
 }
 
 @test "an unreachable server gives 69 with one line" {
-	expect 69 -h /nonexistent k sh -c "$RAN"
-	expect 69 -h 127.0.0.1 -p 1 k sh -c "$RAN"
+	expect 69 --connect-timeout 0 -h /nonexistent k sh -c "$RAN"
+	expect 69 --connect-timeout 0 -h 127.0.0.1 -p 1 k sh -c "$RAN"
 	expect 69 -d "host=$PGHOST port=$PGPORT dbname=no_such_db" k sh -c "$RAN"
 	expect 69 -U no_such_role k sh -c "$RAN"
 }
@@ -193,35 +193,6 @@ while True:
 	[[ "$output" != *sekrit* ]]
 	run -69 --separate-stderr pglock -d "host=$PGHOST dbname=nope password=sekrit-3" pw-k true
 	[[ "$stderr" != *sekrit* ]]
-}
-
-@test "64 concurrent pglocks against max_connections 30: the excess get 69, the rest run exclusively" {
-	sql "ALTER SYSTEM SET max_connections = 30"
-	"$BATS_TEST_DIRNAME/pg.sh" restart "$PGLOCK_TEST_DIR/pg"
-	echo 0 >"$BATS_TEST_TMPDIR/n"
-	for i in $(seq 64); do
-		timeout 120 "$PGLOCK" crowd sh -c 'n=$(cat "$0"); sleep 0.05; echo $((n + 1)) >"$0"' "$BATS_TEST_TMPDIR/n" \
-		    2>"$BATS_TEST_TMPDIR/err.$i" &
-	done
-	ok=0 refused=0 other=0
-	for i in $(seq 64); do
-		s=0
-		wait -n || s=$?
-		case $s in
-		0) ok=$((ok + 1)) ;;
-		69) refused=$((refused + 1)) ;;
-		*) other=$((other + 1)) ;;
-		esac
-	done
-	sql "ALTER SYSTEM RESET max_connections"
-	"$BATS_TEST_DIRNAME/pg.sh" restart "$PGLOCK_TEST_DIR/pg"
-	echo "ran $ok, refused $refused, other $other" >&3
-	[ "$other" -eq 0 ]
-	[ "$refused" -gt 0 ]
-	[ "$ok" -gt 0 ]
-	[ "$(cat "$BATS_TEST_TMPDIR/n")" -eq "$ok" ]
-	grep -h . "$BATS_TEST_TMPDIR"/err.* | sort -u | grep -v "sorry, too many clients already" | grep -v "remaining connection slots are reserved" && false
-	true
 }
 
 @test "a value given to an option that takes none is named as such" {

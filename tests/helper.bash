@@ -53,6 +53,14 @@ held() { [ "$(locks_on "$1" | grep -c '^t:')" -ge "${2:-1}" ]; }
 waiting() { [ "$(locks_on "$1" | grep -c '^f:')" -ge "${2:-1}" ]; }
 free() { [ -z "$(locks_on "$1")" ]; }
 
+# pg_on DIR CMD...: CMD with libpq's environment naming the cluster in DIR
+# (made by tests/pg.sh).
+pg_on() {
+	local dir=$1
+	shift
+	(. "$dir/env" && "$@")
+}
+
 # bg NAME CMD...: run CMD in a new session, all streams redirected; its pid
 # is in $BATS_TEST_TMPDIR/NAME.pid and it is killed (whole group) in teardown.
 bg() {
@@ -80,6 +88,7 @@ bgwait() {
 
 teardown() {
 	eval "${NETNS_CLEANUP:-}" 2>/dev/null || true
+	eval "${CLEANUP:-}" 2>/dev/null || true
 	local p
 	# The group, and the process itself: a daemon (pgbouncer -d) forks
 	# again after setsid(), so its pid is not its group's.

@@ -159,12 +159,12 @@ flyway|flyway lockNum for \"public\".\"flyway_schema_history\"|77433833903597"
 	bg waiter pglock 'status k' true
 	wait_until 10 waiting "$id"
 	run -0 pglock --status
-	assert_line --index 0 $'id\tmode\tstate\tpid\tuser\tclient\tapplication_name\tsince'
+	assert_line --index 0 $'id\tmode\tstate\tpid\tuser\tclient\tapplication_name\tsince\tscope'
 	holder=$(locks_on "$id" | sed -n 's/^t://p')
 	waiter=$(locks_on "$id" | sed -n 's/^f://p')
-	assert_line --regexp "^$id"$'\texclusive\theld\t'"$holder"$'\tpostgres\tlocal\tpglock: status k\t[0-9]{4}-'
-	assert_line --regexp "^$id"$'\texclusive\twaiting\t'"$waiter"$'\tpostgres\tlocal\tpglock: status k\t[0-9]{4}-'
-	[ "$(echo "$output" | awk -F'\t' 'NR > 1 && NF != 8' | wc -l)" -eq 0 ]
+	assert_line --regexp "^$id"$'\texclusive\theld\t'"$holder"$'\tpostgres\tlocal\tpglock: status k\t[0-9]{4}-[^\t]*\tsession$'
+	assert_line --regexp "^$id"$'\texclusive\twaiting\t'"$waiter"$'\tpostgres\tlocal\tpglock: status k\t[0-9]{4}-[^\t]*\tsession$'
+	[ "$(echo "$output" | awk -F'\t' 'NR > 1 && NF != 9' | wc -l)" -eq 0 ]
 }
 
 @test "--status KEY exits 0 when KEY is held and 1 when it is not" {

@@ -94,64 +94,6 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	[ "$ms" -lt 50 ]
 }
 
-# start_pgbouncer MODE: PgBouncer on loopback in front of the test server.
-start_pgbouncer() {
-	command -v pgbouncer >/dev/null || skip "pgbouncer is not installed"
-	PGB_DIR=$PGLOCK_TEST_DIR/pgb-$BATS_TEST_NUMBER
-	local d=$PGB_DIR
-	mkdir -p "$d"
-	chmod 777 "$d"
-	PGB_PORT=$(( PGPORT + 1000 ))
-	echo '"postgres" ""' >"$d/users.txt"
-	cat >"$d/pgb.ini" <<-INI
-	[databases]
-	postgres = host=$PGHOST port=$PGPORT dbname=postgres user=postgres
-	[pgbouncer]
-	listen_addr = 127.0.0.1
-	listen_port = $PGB_PORT
-	unix_socket_dir =
-	auth_type = trust
-	auth_file = $d/users.txt
-	pool_mode = $1
-	default_pool_size = 2
-	server_round_robin = 1
-	logfile = $d/pgb.log
-	pidfile = $d/pgb.pid
-	INI
-	chown -R postgres "$d"
-	runuser -u postgres -- pgbouncer -d "$d/pgb.ini"
-	wait_until 10 test -s "$d/pgb.pid"
-	BG_PIDS="${BG_PIDS:-} $(cat "$d/pgb.pid")"
-	wait_until 10 bash -c "psql -h 127.0.0.1 -p $PGB_PORT -XAtc 'SELECT 1' >/dev/null 2>&1"
-	# Two clients at once make the pool open two server connections, which
-	# it then hands out in turn (server_round_robin), as a busy pool does.
-	psql -h 127.0.0.1 -p "$PGB_PORT" -XAtqc 'SELECT pg_sleep(0.3)' &
-	psql -h 127.0.0.1 -p "$PGB_PORT" -XAtqc 'SELECT pg_sleep(0.3)'
-	wait
-	[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")" -eq 2 ]
-}
-
-stop_pgbouncer() {
-	kill "$(cat "$PGB_DIR/pgb.pid")" 2>/dev/null || true
-	rm -rf "$PGB_DIR"
-}
-
-@test "through PgBouncer in session pooling, pglock works end to end" {
-	start_pgbouncer session
-	run -0 pglock -h 127.0.0.1 -p "$PGB_PORT" -d postgres pooled-k sh -c 'echo ran; exit 0'
-	assert_output ran
-	run -3 pglock -h 127.0.0.1 -p "$PGB_PORT" -d postgres pooled-k sh -c 'exit 3'
-	stop_pgbouncer
-}
-
-@test "through PgBouncer in transaction pooling, pglock refuses with 69 before the command runs" {
-	start_pgbouncer transaction
-	run -69 --separate-stderr pglock -h 127.0.0.1 -p "$PGB_PORT" -d postgres pooled-k touch "$BATS_TEST_TMPDIR/ran"
-	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
-	[[ "$stderr" == "pglock: pooled-k: the server granted the lock but this session does not hold it (a transaction-pooling proxy such as PgBouncer"* ]]
-	stop_pgbouncer
-}
-
 # A veth pair into a network namespace of the test's own: the holder runs
 # inside, the server listens outside; setting the link down makes the path
 # silent without closing anything.

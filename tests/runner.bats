@@ -220,7 +220,7 @@ load helper
 }
 
 @test "an unreachable server gives 69 with libpq's reason" {
-	run -69 --separate-stderr pglock -h /nonexistent-dir k true
+	run -69 --separate-stderr pglock --connect-timeout 0 -h /nonexistent-dir k true
 	assert_output ''
 	[[ "$stderr" == "pglock: connection to server on socket \"/nonexistent-dir/.s.PGSQL.$PGPORT\" failed: No such file or directory"* ]]
 	[ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]

@@ -1,0 +1,63 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# Never on a standby: a streaming standby of the suite's server, a host
+# list that names it first, and a failover of a pair the test owns.
+
+load helper
+
+setup_file() {
+	export SB=$PGLOCK_TEST_DIR/standby
+	"$BATS_TEST_DIRNAME/pg.sh" standby "$SB" "$PGHOST"
+}
+
+teardown_file() {
+	"$BATS_TEST_DIRNAME/pg.sh" stop "$SB"
+}
+
+pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
+
+@test "a standby is refused with 69 before the command runs" {
+	[ "$(pg_on "$SB" sql 'SELECT pg_is_in_recovery()')" = t ]
+	sport=$(pg_on "$SB" printenv PGPORT)
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --connect-timeout 0 -h "$SB" -p "$sport" sb-k touch "$BATS_TEST_TMPDIR/ran"
+	[ "$stderr" = "pglock: connection to server on socket \"$SB/.s.PGSQL.$sport\" failed: server is in hot standby mode" ]
+	# Where the user asks libpq for any server, pglock still refuses.
+	PGTARGETSESSIONATTRS=any run -69 --separate-stderr timeout 20 "$PGLOCK" -h "$SB" -p "$sport" sb-k touch "$BATS_TEST_TMPDIR/ran"
+	[ "$stderr" = "pglock: $SB:$sport: the server is a standby (in recovery), where an advisory lock excludes nobody" ]
+	run -69 --separate-stderr timeout 20 "$PGLOCK" -d "host=$SB port=$sport target_session_attrs=any" sb-k touch "$BATS_TEST_TMPDIR/ran"
+	[ "$stderr" = "pglock: $SB:$sport: the server is a standby (in recovery), where an advisory lock excludes nobody" ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	[ -z "$(pg_on "$SB" sql "SELECT 1 FROM pg_locks WHERE locktype = 'advisory'")" ]
+}
+
+@test "a host list with the standby first locks on the primary" {
+	sport=$(pg_on "$SB" printenv PGPORT)
+	id=$(sha_id list-k)
+	# psql reaches the primary (PGHOST): the lock is there, held by
+	# the backend pglock names.
+	run -0 timeout 20 "$PGLOCK" -d "host=$SB,$PGHOST port=$sport,$PGPORT" list-k sh -c 'psql -XAtc "SELECT pg_is_in_recovery(), count(*) FROM pg_locks WHERE locktype = '\''advisory'\'' AND granted AND pid = $PGLOCK_BACKEND_PID"'
+	assert_output "f|1"
+}
+
+@test "failover: the holder exits 75, and the next pglock with the host list locks on the promoted standby" {
+	p=$PGLOCK_TEST_DIR/fo-primary s=$PGLOCK_TEST_DIR/fo-standby
+	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
+	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
+	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
+	pport=$(pg_on "$p" printenv PGPORT) sport=$(pg_on "$s" printenv PGPORT)
+	hosts="host=$p,$s port=$pport,$sport dbname=postgres"
+	id=$(sha_id fo-k)
+	bg holder pglock -d "$hosts" fo-k sleep 60
+	PGHOST=$p PGPORT=$pport wait_until 10 held "$id"
+	pg_ctl -D "$p/data" -m immediate -w stop >/dev/null
+	bgwait holder 10
+	[ "$bg_status" -eq 75 ]
+	grep -q "lock lost while the command ran" "$BATS_TEST_TMPDIR/holder.err"
+	# The next job starts before the promotion: it retries until then.
+	bg next pglock -d "$hosts" fo-k sh -c 'psql -h "$0" -p "$1" -XAtc "SELECT pg_is_in_recovery(), count(*) FROM pg_locks WHERE locktype = '\''advisory'\'' AND granted AND pid = $PGLOCK_BACKEND_PID"' "$s" "$sport"
+	pg_ctl -D "$s/data" -w promote >/dev/null
+	bgwait next 30
+	[ "$bg_status" -eq 0 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/next.out")" = "f|1" ]
+	PGHOST=$s PGPORT=$sport free "$id"
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# Through PgBouncer as users run it: its default pool settings, no warm-up
+# clients, one quiet pool. Only the pool mode changes between tests.
+
+load helper
+
+# start_pgbouncer MODE: PgBouncer on loopback in front of the test server,
+# with every pool setting left at its default.
+start_pgbouncer() {
+	PGB_DIR=$PGLOCK_TEST_DIR/pgb-$BATS_TEST_NUMBER
+	local d=$PGB_DIR
+	mkdir -p "$d"
+	chmod 777 "$d"
+	PGB_PORT=$(( PGPORT + 1000 ))
+	echo '"postgres" ""' >"$d/users.txt"
+	cat >"$d/pgb.ini" <<-INI
+	[databases]
+	* = host=$PGHOST port=$PGPORT
+	[pgbouncer]
+	listen_addr = 127.0.0.1
+	listen_port = $PGB_PORT
+	unix_socket_dir =
+	auth_type = trust
+	auth_file = $d/users.txt
+	pool_mode = $1
+	logfile = $d/pgb.log
+	pidfile = $d/pgb.pid
+	INI
+	chown -R postgres "$d"
+	runuser -u postgres -- pgbouncer -d "$d/pgb.ini"
+	wait_until 10 test -s "$d/pgb.pid"
+	BG_PIDS="${BG_PIDS:-} $(cat "$d/pgb.pid")"
+	wait_until 10 bash -c "psql -h 127.0.0.1 -p $PGB_PORT -XAtc 'SELECT 1' >/dev/null 2>&1"
+}
+
+stop_pgbouncer() {
+	kill "$(cat "$PGB_DIR/pgb.pid")" 2>/dev/null || true
+	wait_until 10 bash -c "! ss -Hltn 'sport = :$PGB_PORT' | grep -q ."
+	rm -rf "$PGB_DIR"
+}
+
+pooled() { pglock -h 127.0.0.1 -p "$PGB_PORT" "$@"; }
+
+@test "two holders through a transaction pool take turns" {
+	start_pgbouncer transaction
+	log=$BATS_TEST_TMPDIR/log
+	bg a pglock -h 127.0.0.1 -p "$PGB_PORT" turn-k sh -c 'echo "a start $PGLOCK_SCOPE" >>"$0"; sleep 2; echo "a end" >>"$0"' "$log"
+	wait_until 10 held "$(sha_id turn-k)"
+	wait_until 10 grep -q "a start" "$log"
+	bg b pglock -h 127.0.0.1 -p "$PGB_PORT" turn-k sh -c 'echo "b start" >>"$0"; echo "b end" >>"$0"' "$log"
+	bgwait a 15
+	[ "$bg_status" -eq 0 ]
+	bgwait b 15
+	[ "$bg_status" -eq 0 ]
+	run cat "$log"
+	assert_output "a start transaction
+a end
+b start
+b end"
+	stop_pgbouncer
+}
+
+@test "12 workers x 5 runs through a transaction pool all succeed, never overlapping" {
+	start_pgbouncer transaction
+	d=$BATS_TEST_TMPDIR
+	echo 0 >"$d/n"
+	# One bound for all of a worker's runs: a leaked lock fails in 60 s.
+	for w in $(seq 12); do
+		timeout 60 sh -c 'for r in 1 2 3 4 5; do
+			"$PGLOCK" -h 127.0.0.1 -p "$1" crowd-k sh -c "
+			    mkdir \"\$0/in\" || echo overlap >>\"\$0/bad\"
+			    n=\$(cat \"\$0/n\"); sleep 0.01; echo \$((n + 1)) >\"\$0/n\"
+			    rmdir \"\$0/in\"" "$0" || echo "exit $?" >>"$0/bad"
+		done' "$d" "$PGB_PORT" || echo "worker $?" >>"$d/bad" &
+	done
+	wait
+	[ ! -e "$d/bad" ] || { cat "$d/bad"; false; }
+	[ "$(cat "$d/n")" -eq 60 ]
+	stop_pgbouncer
+}
+
+@test "kill -9 of a holder through a transaction pool leaves no lock on the server" {
+	start_pgbouncer transaction
+	id=$(sha_id k9-k)
+	bg holder pglock -h 127.0.0.1 -p "$PGB_PORT" k9-k sleep 60
+	wait_until 10 held "$id"
+	kill -KILL "$(bgpid holder)"
+	wait_until 10 free "$id"
+	run -0 timeout 20 "$PGLOCK" -n k9-k true
+	run -0 timeout 20 "$PGLOCK" -n -h 127.0.0.1 -p "$PGB_PORT" k9-k true
+	stop_pgbouncer
+}
+
+@test "statement pooling is refused with 69 before the command runs" {
+	start_pgbouncer statement
+	run -69 --separate-stderr timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$PGB_PORT" st-k touch "$BATS_TEST_TMPDIR/ran"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	[ "$stderr" = "pglock: st-k: FATAL:  transaction blocks not allowed in statement pooling mode" ]
+	free "$(sha_id st-k)"
+	stop_pgbouncer
+}
+
+@test "a pooled hold of 3 s outlives idle_in_transaction_session_timeout = 1s and keeps no snapshot" {
+	sql "DROP DATABASE IF EXISTS pglock_iit"
+	sql "CREATE DATABASE pglock_iit"
+	sql "ALTER DATABASE pglock_iit SET idle_in_transaction_session_timeout = '1s'"
+	start_pgbouncer transaction
+	# Control: the timeout is in force for an idle transaction there.
+	run psql -h 127.0.0.1 -p "$PGB_PORT" -d pglock_iit -XAtq <<-'SQL'
+	BEGIN;
+	SELECT 1;
+	\! sleep 1.5
+	SELECT 2;
+	SQL
+	[[ "$output" == *"idle-in-transaction timeout"* ]]
+	id=$(sha_id iit-k)
+	bg holder pglock -h 127.0.0.1 -p "$PGB_PORT" -d pglock_iit iit-k sh -c 'echo $PGLOCK_BACKEND_PID >"$0"; sleep 3' "$BATS_TEST_TMPDIR/pid"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/pid"
+	wait_until 10 held "$id"
+	pid=$(cat "$BATS_TEST_TMPDIR/pid")
+	sleep 1.5	# past the timeout: the hold must still be there
+	run -0 sql "SELECT state, backend_xmin IS NULL, backend_xid IS NULL FROM pg_stat_activity WHERE pid = $pid"
+	assert_output "idle in transaction|t|t"
+	held "$id"
+	bgwait holder 10
+	[ "$bg_status" -eq 0 ]
+	stop_pgbouncer
+	sql "DROP DATABASE pglock_iit WITH (FORCE)"
+}
+
+@test "through a session pool the lock is a transaction's too: the path is not proven direct" {
+	start_pgbouncer session
+	run -0 timeout 20 "$PGLOCK" -v -h 127.0.0.1 -p "$PGB_PORT" sess-k sh -c 'echo $PGLOCK_SCOPE'
+	assert_line transaction
+	assert_line --regexp '^pglock: sess-k: acquired after [0-9.]+s \(server pid [0-9]+, transaction lock\)$'
+	run -3 timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$PGB_PORT" sess-k sh -c 'exit 3'
+	stop_pgbouncer
+}
+
+@test "a lock through the pool excludes direct clients, and --status shows its scope" {
+	start_pgbouncer transaction
+	id=$(sha_id mix-k)
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg holder pglock -h 127.0.0.1 -p "$PGB_PORT" mix-k sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 held "$id"
+	run -1 timeout 20 "$PGLOCK" -n mix-k touch "$BATS_TEST_TMPDIR/ran"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	run -0 timeout 20 "$PGLOCK" --status mix-k
+	assert_line --regexp "^$id"$'\texclusive\theld\t[0-9]+\tpostgres\tlocal\tpglock: mix-k\t[0-9]{4}-[^\t]*\ttransaction$'
+	echo go >"$BATS_TEST_TMPDIR/fifo"
+	bgwait holder 10
+	[ "$bg_status" -eq 0 ]
+	free "$id"
+	stop_pgbouncer
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# Connection storms and servers that cannot answer, against a server of
+# the test's own with max_connections = 200 (the suite's has 120).
+
+load helper
+
+setup_file() {
+	export STORM=$PGLOCK_TEST_DIR/storm
+	PG_MAX_CONNECTIONS=200 "$BATS_TEST_DIRNAME/pg.sh" start "$STORM"
+}
+
+teardown_file() {
+	"$BATS_TEST_DIRNAME/pg.sh" stop "$STORM"
+}
+
+# ms since the epoch
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# storm N ARGS...: N pglocks at once against the storm server, each
+# running a critical section that notes any overlap; $ok, $codes.
+storm() {
+	local n=$1 i
+	shift
+	d=$BATS_TEST_TMPDIR
+	echo 0 >"$d/n"
+	for i in $(seq "$n"); do
+		pg_on "$STORM" timeout 120 "$PGLOCK" "$@" storm-k sh -c '
+		    mkdir "$0/in" || echo overlap >>"$0/bad"
+		    n=$(cat "$0/n"); echo $((n + 1)) >"$0/n"
+		    rmdir "$0/in"' "$d" 2>"$d/err.$i" &
+	done
+	ok=0 codes=
+	for i in $(seq "$n"); do
+		s=0
+		wait -n || s=$?
+		[ "$s" -eq 0 ] && ok=$((ok + 1)) || codes="$codes $s"
+	done
+}
+
+@test "300 blocking clients at once against max_connections = 200 all run, none overlapping" {
+	storm 300
+	echo "ran $ok; other exit codes:${codes:- none}" >&3
+	[ -z "$codes" ] || { sort -u "$BATS_TEST_TMPDIR"/err.* | head; false; }
+	[ "$ok" -eq 300 ]
+	[ ! -e "$BATS_TEST_TMPDIR/bad" ]
+	[ "$(cat "$BATS_TEST_TMPDIR/n")" -eq 300 ]
+}
+
+@test "300 -n clients at once against max_connections = 200: each runs or is told the lock is held, none gets 69" {
+	storm 300 -n
+	echo "ran $ok; other exit codes:${codes:- none}" >&3
+	[ "$ok" -ge 1 ]
+	[ -z "$(echo "$codes" | tr ' ' '\n' | grep -vx '1' | grep .)" ]
+	[ ! -e "$BATS_TEST_TMPDIR/bad" ]
+	[ "$(cat "$BATS_TEST_TMPDIR/n")" -eq "$ok" ]
+}
+
+@test "a frozen server with -w 2: exit 69 within 4 s, saying it did not answer" {
+	pm=$(head -n 1 "$STORM/data/postmaster.pid")
+	CLEANUP="kill -CONT $pm"
+	kill -STOP "$pm"
+	start=$(now_ms)
+	run -69 --separate-stderr pg_on "$STORM" timeout 20 "$PGLOCK" -w 2 frozen-k touch "$BATS_TEST_TMPDIR/ran"
+	elapsed=$(( $(now_ms) - start ))
+	kill -CONT "$pm"
+	echo "exit after $elapsed ms" >&3
+	[ "$elapsed" -ge 1900 ]
+	[ "$elapsed" -lt 4000 ]
+	[ "$stderr" = "pglock: server $STORM port $(pg_on "$STORM" printenv PGPORT) did not answer in time (timeout expired)" ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
+@test "a refused connection is retried until --connect-timeout, then 69 with the reason" {
+	start=$(now_ms)
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --connect-timeout 1.5 -h 127.0.0.1 -p 1 k true
+	elapsed=$(( $(now_ms) - start ))
+	[ "$elapsed" -ge 1000 ]
+	[ "$elapsed" -lt 4000 ]
+	[[ "$stderr" =~ ^'pglock: connection to server at "127.0.0.1", port 1 failed: Connection refused; Is the server running on that host and accepting TCP/IP connections? (gave up after '[0-9]+' attempts in 1.'[0-9]s\)$ ]]
+	# Once, at once, with --connect-timeout 0.
+	start=$(now_ms)
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --connect-timeout 0 -h 127.0.0.1 -p 1 k true
+	[ $(( $(now_ms) - start )) -lt 1000 ]
+	[ "$stderr" = 'pglock: connection to server at "127.0.0.1", port 1 failed: Connection refused; Is the server running on that host and accepting TCP/IP connections?' ]
+}
+
+@test "-w bounds connection retries too" {
+	start=$(now_ms)
+	run -69 --separate-stderr timeout 20 "$PGLOCK" -w 1 -h 127.0.0.1 -p 1 k true
+	elapsed=$(( $(now_ms) - start ))
+	[ "$elapsed" -lt 2500 ]
+	[[ "$stderr" == *"(gave up after "* ]]
+}
+
+@test "a server that is starting up is waited for: the job runs once it accepts connections" {
+	pg_on "$STORM" runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" -D "$STORM/data" -m fast -w stop >/dev/null
+	CLEANUP="pg_on '$STORM' runuser -u postgres -- '$PGLOCK_TEST_PGBIN/pg_ctl' -D '$STORM/data' -l '$STORM/log' -w start"
+	bg job env PGHOST="$STORM" PGPORT="$(pg_on "$STORM" printenv PGPORT)" "$PGLOCK" startup-k echo ran
+	sleep 1		# not to synchronise: a second of refusals for the job
+	pg_on "$STORM" runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" -D "$STORM/data" -l "$STORM/log" -w start >/dev/null
+	bgwait job 30
+	[ "$bg_status" -eq 0 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/job.out")" = ran ]
+}
+
+@test "an authentication failure is not retried" {
+	start=$(now_ms)
+	run -69 --separate-stderr timeout 20 "$PGLOCK" -U no_such_role k true
+	[ $(( $(now_ms) - start )) -lt 2000 ]
+	[[ "$stderr" == *'role "no_such_role" does not exist' ]]
+}
