@@ -502,6 +502,14 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	}
 	take_terminal(ch);
 	*status = exit_code(st);
+	/*
+	 * A check still in flight is read to its end: the session is free for
+	 * the release then, and a lock it finds gone was lost while the
+	 * command ran.
+	 */
+	if (watching && answer_by >= 0 &&
+	    lock_check_read(w->conn, err, errlen) != 1)
+		lost = 1;
 	/* Leave nothing of the command running without the lock. */
 	if (lost)
 		(void)kill(-ch->pgrp, SIGKILL);

@@ -219,6 +219,14 @@ load helper
 	sql "DROP DATABASE idle_db"
 }
 
+@test "a lock check still in flight when the command exits does not fail the release" {
+	for i in $(seq 20); do
+		run -0 timeout 20 "$PGLOCK" --check-interval 0.01 inflight-k sleep 0.05
+		run -0 timeout 20 "$PGLOCK" --scope transaction --check-interval 0.01 inflight-k sleep 0.05
+	done
+	free "$(sha_id inflight-k)"
+}
+
 @test "an unreachable server gives 69 with libpq's reason" {
 	run -69 --separate-stderr pglock --connect-timeout 0 -h /nonexistent-dir k true
 	assert_output ''
