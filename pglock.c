@@ -911,13 +911,13 @@ fence_or_err(const struct opts *o, PGconn *c)
 	struct lock_req lk;
 	char why[1024], num[32], *tenant;
 	size_t len = sizeof("pglock-fence:") + strlen(o->key);
-	PGconn *fc = c;
+	PGconn *fc;
 
 	if ((tenant = malloc(len)) == NULL)
 		err(EXIT_OSERR, "malloc");
 	snprintf(tenant, len, "pglock-fence:%s", o->key);
-	if (o->lock.xact && (fc = conn_open(&o->conn, why,
-	    sizeof(why))) == NULL)
+	fc = o->lock.xact ? conn_open(&o->conn, why, sizeof(why)) : c;
+	if (fc == NULL)
 		errx(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
 	snprintf(num, sizeof(num), "%lld",
 	    counter_next_or_err(o, fc, tenant, -1, &lk));

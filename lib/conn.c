@@ -5,7 +5,8 @@
  * gives in -d, -h, -p, -U or the environment overrides them.
  */
 #ifdef __linux__
-#define _GNU_SOURCE		/* struct ucred, for SO_PEERCRED */
+/* struct ucred, for SO_PEERCRED: glibc shows it to _GNU_SOURCE only. */
+#define _GNU_SOURCE /* NOLINT(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp) */
 #endif
 #include <errno.h>
 #include <netdb.h>
@@ -116,12 +117,17 @@ static long
 user_timeout_ms(PGconn *c)
 {
 	PQconninfoOption *info = PQconninfo(c), *o;
-	long ms = -1;
+	long ms = -1, secs;
+	char *end;
 
-	for (o = info; o != NULL && o->keyword != NULL; o++)
-		if (strcmp(o->keyword, "connect_timeout") == 0 &&
-		    o->val != NULL && atol(o->val) > 0)
-			ms = (atol(o->val) < 2 ? 2 : atol(o->val)) * 1000;
+	for (o = info; o != NULL && o->keyword != NULL; o++) {
+		if (strcmp(o->keyword, "connect_timeout") != 0 || o->val == NULL)
+			continue;
+		/* As libpq reads it: whole seconds, 2 at least, 0 none. */
+		secs = strtol(o->val, &end, 10);
+		if (end != o->val && secs > 0 && secs < 1000000)
+			ms = (secs < 2 ? 2 : secs) * 1000;
+	}
 	PQconninfoFree(info);
 	return ms;
 }
@@ -181,6 +187,7 @@ connect_once(const char *const *keys, const char *const *vals,
 	PQsetErrorVerbosity(c, PQERRORS_DEFAULT);
 	return c;
 }
+
 /* Sleep ms milliseconds, EINTR or not: a signal keeps its default action. */
 static void
 pause_ms(long ms)
@@ -197,7 +204,7 @@ PGconn *
 conn_open(const struct conn_opts *o, char *err, size_t errlen)
 {
 	const char *keys[16], *vals[16];
-	long start = mono_ms(), until = -1, cap;
+	long start = mono_ms(), until = -1, pause;
 	PGconn *c;
 	int n = 0, attempt, retry;
 
@@ -237,18 +244,17 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 		 * Full jitter: a fleet that failed together spreads out. The
 		 * last attempt leaves itself 100 ms before the window closes.
 		 */
-		cap = attempt < 6 ? 50L << attempt : 2000;
-		cap = (long)(random() % (cap + 1));
-		if (mono_ms() + cap > until - 100)
-			cap = until - 100 - mono_ms();
-		if (cap < 0) {
+		pause = random() % ((attempt < 6 ? 50L << attempt : 2000) + 1);
+		if (mono_ms() + pause > until - 100)
+			pause = until - 100 - mono_ms();
+		if (pause < 0) {
 			n = (int)strlen(err);
 			snprintf(err + n, errlen - (size_t)n, " (gave up after "
 			    "%d attempts in %.1fs)", attempt + 1,
 			    (double)(mono_ms() - start) / 1000.0);
 			return NULL;
 		}
-		pause_ms(cap);
+		pause_ms(pause);
 	}
 	PQsetNoticeReceiver(c, on_notice, NULL);
 	return c;
@@ -297,6 +303,8 @@ is_tcp(PGconn *c)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
+
+	memset(&ss, 0, sizeof(ss));
 
 	return getsockname(PQsocket(c), (struct sockaddr *)&ss, &len) == 0 &&
 	    ss.ss_family != AF_UNIX;
@@ -511,10 +519,10 @@ conn_standby(PGconn *c, char *err, size_t errlen)
 static long
 parent_of(int pid)
 {
-	char path[64], buf[512], *p;
+	char path[64], buf[512], *p, *end;
 	FILE *f;
 	size_t n;
-	long ppid = -1;
+	long ppid;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	if ((f = fopen(path, "r")) == NULL)
@@ -523,10 +531,10 @@ parent_of(int pid)
 	fclose(f);
 	buf[n] = '\0';
 	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
-	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*c %ld",
-	    &ppid) != 1)
+	if ((p = strrchr(buf, ')')) == NULL || strlen(p) < 5)
 		return -1;
-	return ppid;
+	ppid = strtol(p + 4, &end, 10);
+	return end != p + 4 && *end == ' ' ? ppid : -1;
 }
 
 /* Over a Unix socket: is the backend pid libpq was told a child of the
@@ -574,6 +582,8 @@ conn_direct(PGconn *c)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
+
+	memset(&ss, 0, sizeof(ss));
 
 	if (getsockname(PQsocket(c), (struct sockaddr *)&ss, &len) == -1)
 		return CONN_UNPROVEN;

@@ -280,7 +280,7 @@ end_pipeline(PGconn *c, const struct lock_req *r, int *sig, char *err,
     size_t errlen)
 {
 	PGresult *res;
-	char later[256];
+	char later[256] = "";
 	int synced;
 
 	do {
