@@ -50,6 +50,7 @@ check: deps-check pglock $(UNIT)
 	./tests/unit_key
 	FUZZ_JOBS=2 fuzz/run.sh $(FUZZ_CHECK_SECONDS)
 	mandoc -Tlint -Wwarning man/pglock.1
+	tests/lint.sh
 	$(BATS) tests
 
 # ASan + UBSan over the unit tests and the whole bats suite, with binaries

@@ -348,7 +348,7 @@ assert_one_to() {
 	assert_output t
 	bgwait runner 10
 	[ "$bg_status" -eq 75 ]
-	! alive "$(cat "$BATS_TEST_TMPDIR/cmd")"
+	wait_until 2 gone "$(cat "$BATS_TEST_TMPDIR/cmd")"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/runner.err")" -eq 1 ]
 	grep -q '^pglock: c-lost: lock lost while the command ran (.*); the command was stopped$' "$BATS_TEST_TMPDIR/runner.err"
 	[ ! -s "$BATS_TEST_TMPDIR/runner.out" ]
@@ -429,6 +429,19 @@ assert_one_to() {
 	done
 	[ "${fence[1]}" -lt "${fence[2]}" ]
 	[ "${fence[2]}" -lt "${fence[3]}" ]
+}
+
+@test "--fence: a holder that gave up waiting took no fence; the next holder's follows the last" {
+	id=$(sha_id c-fencew)
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg h1 pglock --fence c-fencew sh -c 'echo "$PGLOCK_FENCE"; read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/h1.out"
+	run -1 timeout 20 "$PGLOCK" -w 0.3 --fence c-fencew sh -c 'echo "$PGLOCK_FENCE"'
+	echo go >"$BATS_TEST_TMPDIR/fifo"
+	bgwait h1 10
+	[ "$bg_status" -eq 0 ]
+	run -0 timeout 20 "$PGLOCK" --fence c-fencew sh -c 'echo "$PGLOCK_FENCE"'
+	[ "$output" -eq $(( $(cat "$BATS_TEST_TMPDIR/h1.out") + 1 )) ]
 }
 
 @test "--fence: holders that queued for KEY get PGLOCK_FENCE in the order they acquired it" {

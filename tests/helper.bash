@@ -49,6 +49,13 @@ wait_until() {
 	done
 }
 
+# gone PID: the process has exited; a zombie waiting for its reaper counts.
+gone() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	[ "${stat##*) }" != "${stat##*) Z}" ]
+}
+
 held() { [ "$(locks_on "$1" | grep -c '^t:')" -ge "${2:-1}" ]; }
 waiting() { [ "$(locks_on "$1" | grep -c '^f:')" -ge "${2:-1}" ]; }
 free() { [ -z "$(locks_on "$1")" ]; }

@@ -21,11 +21,26 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	elapsed=$(( $(now_ms) - start ))
 	[ "$bg_status" -eq 75 ]
 	[ "$elapsed" -lt 2000 ]
-	! kill -0 "$cmd" 2>/dev/null
-	! kill -0 "$child" 2>/dev/null
+	wait_until 2 gone "$cmd"
+	wait_until 2 gone "$child"
 	run cat "$BATS_TEST_TMPDIR/runner.err"
 	assert_output "pglock: term-k: lock lost while the command ran (terminating connection due to administrator command); the command was stopped"
 	run -0 pglock -n term-k true
+}
+
+@test "a backend that stops answering is caught by the periodic check alone: exit 75, the check's reason" {
+	id=$(sha_id silent-k)
+	bg runner pglock --check-interval 1 silent-k sleep 60
+	wait_until 10 held "$id"
+	pid=$(locks_on "$id" | cut -d: -f2)
+	# Stopped, the backend keeps its socket open: only the check sees it.
+	CLEANUP="kill -CONT $pid"
+	kill -STOP "$pid"
+	bgwait runner 20
+	kill -CONT "$pid"
+	[ "$bg_status" -eq 75 ]
+	run cat "$BATS_TEST_TMPDIR/runner.err"
+	assert_output "pglock: silent-k: lock lost while the command ran (the server did not answer the lock check within 10 s); the command was stopped"
 }
 
 @test "a server restart while the command runs: exit 75 within the check interval + 2 s" {
@@ -52,7 +67,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	[ "$bg_status" -eq 75 ]
 	[ "$elapsed" -ge 1000 ]
 	[ "$elapsed" -lt 5000 ]
-	! kill -0 "$(cat "$BATS_TEST_TMPDIR/cmd")" 2>/dev/null
+	wait_until 2 gone "$(cat "$BATS_TEST_TMPDIR/cmd")"
 }
 
 @test "--lost-signal chooses the signal the command gets" {

@@ -5,8 +5,9 @@
 
 load helper
 
-# A command that counts the TERMs it gets, then exits 0 on the first.
-count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; while :; do sleep 0.05; done'
+# A command that counts the TERMs it gets, and exits 0 half a second after
+# the first, so that a second one would be counted.
+count_term='trap "echo TERM >>\"\$0\"; n=10" TERM; echo ready >"$0.ready"; n=-1; while [ "$n" -ne 0 ]; do sleep 0.05; [ "$n" -gt 0 ] && n=$((n - 1)); done'
 
 @test "TERM to pglock reaches the command once, pglock exits with its status, lock released" {
 	out=$BATS_TEST_TMPDIR/terms
@@ -209,9 +210,11 @@ count_term='trap "echo TERM >>\"$0\"; exit 0" TERM; echo ready >"$0.ready"; whil
 
 @test "a signal the caller ignores (nohup) stays ignored, for pglock and the command" {
 	out=$BATS_TEST_TMPDIR/survived
-	bg runner bash -c 'trap "" HUP; exec "$PGLOCK" nohup-k sh -c "echo >\"\$0.ready\"; sleep 1; echo survived >\"\$0\"" "$1"' _ "$out"
-	wait_until 10 test -e "$out.ready"
+	bg runner bash -c 'trap "" HUP; exec "$PGLOCK" nohup-k sh -c "echo \$\$ >\"\$0.ready\"; sleep 1; echo survived >\"\$0\"" "$1"' _ "$out"
+	wait_until 10 test -s "$out.ready"
 	kill -HUP "$(bgpid runner)"
+	# Straight to the command too: it must have kept HUP ignored.
+	kill -HUP "$(cat "$out.ready")"
 	bgwait runner 10
 	[ "$bg_status" -eq 0 ]
 	[ "$(cat "$out")" = survived ]

@@ -46,11 +46,15 @@ usage_error() {
 	[[ "${lines[0]}" == "usage: pglock"* ]]
 }
 
-@test "--help lists every long option the man page documents" {
+@test "--help and the man page list every long option pglock.c takes" {
 	help=$(pglock --help)
-	for opt in $(grep -o '^\.Fl \(-[a-z-]*\)' "$BATS_TEST_DIRNAME/../man/pglock.1" | sed 's/^\.Fl /-/' | sort -u); do
-		[[ "$help" == *"$opt"* ]] || { echo "missing $opt"; false; }
+	n=0
+	for opt in $(sed -n 's/^\t{ "\([a-z-]*\)",.*/\1/p' "$BATS_TEST_DIRNAME/../pglock.c"); do
+		[[ "$help" == *"--$opt"* ]] || { echo "--help misses --$opt"; false; }
+		grep -q "Fl -$opt\( \|\$\)" "$BATS_TEST_DIRNAME/../man/pglock.1" || { echo "the man page misses --$opt"; false; }
+		n=$((n + 1))
 	done
+	[ "$n" -ge 31 ]
 }
 
 @test "the usage text matches the man page SYNOPSIS" {

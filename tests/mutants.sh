@@ -1,0 +1,62 @@
+#!/bin/sh
+# SPDX-License-Identifier: ISC
+# mutants.sh: build every mutant of tests/mutants.txt in a scratch copy of
+# the tree and run the tests that claim its promise. A mutant those tests
+# pass has survived: the harness lists it and fails. Prints the kill ratio.
+#   tests/mutants.sh [NAME-REGEX]
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+only=${1:-.}
+work=$(mktemp -d /tmp/pglock-mutants.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+
+grep -v '^#' "$top/tests/mutants.txt" | grep . | while IFS='|' read -r name file script tests; do
+	name=$(echo "$name" | xargs) file=$(echo "$file" | xargs)
+	tests=$(echo "$tests" | sed 's/^ *//; s/ *$//') script=$(echo "$script" | sed 's/^ *//; s/ *$//')
+	echo "$name" | grep -Eq -- "$only" || continue
+	rm -rf "$work/tree"
+	mkdir -p "$work/tree"
+	(cd "$top" && git ls-files -z | xargs -0 tar -cf - 2>/dev/null) | tar -xf - -C "$work/tree"
+	sed -e "$script" "$top/$file" >"$work/tree/$file"
+	if cmp -s "$top/$file" "$work/tree/$file"; then
+		echo "mutants: $name: the sed script changes nothing in $file" >&2
+		echo broken >>"$work/tally"
+		continue
+	fi
+	case $tests in
+	unit:*)
+		unit=${tests#unit:}
+		if ! make -s -C "$work/tree" "tests/$unit" >"$work/build.log" 2>&1; then
+			echo "killed   $name (does not build)"; echo killed >>"$work/tally"; continue
+		fi
+		run() { "$work/tree/tests/$unit" >"$work/run.log" 2>&1; }
+		;;
+	*)
+		bats_file=${tests%%:*} filter=${tests#*:}
+		if ! make -s -C "$work/tree" pglock >"$work/build.log" 2>&1; then
+			echo "killed   $name (does not build)"; echo killed >>"$work/tally"; continue
+		fi
+		run() {
+			timeout 300 bats -f "$filter" "$work/tree/tests/$bats_file" >"$work/run.log" 2>&1
+		}
+		;;
+	esac
+	if run; then
+		if grep -q '^1\.\.0$' "$work/run.log"; then
+			echo "mutants: $name: no test matches $tests" >&2
+			echo broken >>"$work/tally"
+		else
+			echo "SURVIVED $name: $tests passes"
+			echo survived >>"$work/tally"
+		fi
+	else
+		echo "killed   $name by $tests"
+		echo killed >>"$work/tally"
+	fi
+done
+k=$(grep -c '^killed$' "$work/tally" 2>/dev/null || true)
+s=$(grep -c '^survived$' "$work/tally" 2>/dev/null || true)
+b=$(grep -c '^broken$' "$work/tally" 2>/dev/null || true)
+echo "mutants: $k killed, $s survived, $b not applied, of $((k + s + b))"
+[ "$s" -eq 0 ] && [ "$b" -eq 0 ] && [ "$k" -gt 0 ]
