@@ -53,7 +53,8 @@ wait_until() {
 gone() {
 	local stat
 	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-	[ "${stat##*) }" != "${stat##*) Z}" ]
+	stat=${stat##*) }	# "pid (comm) STATE ...": comm may hold ") "
+	[ "${stat%% *}" = Z ]
 }
 
 held() { [ "$(locks_on "$1" | grep -c '^t:')" -ge "${2:-1}" ]; }

@@ -10,10 +10,8 @@ only=${1:-.}
 work=$(mktemp -d /tmp/pglock-mutants.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
+grep -v '^#' "$top/tests/mutants.txt" | grep . | while IFS="$(printf '\t')" read -r name file script tests; do
 
-grep -v '^#' "$top/tests/mutants.txt" | grep . | while IFS='|' read -r name file script tests; do
-	name=$(echo "$name" | xargs) file=$(echo "$file" | xargs)
-	tests=$(echo "$tests" | sed 's/^ *//; s/ *$//') script=$(echo "$script" | sed 's/^ *//; s/ *$//')
 	echo "$name" | grep -Eq -- "$only" || continue
 	rm -rf "$work/tree"
 	mkdir -p "$work/tree"

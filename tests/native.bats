@@ -1,0 +1,44 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# What only an uninstrumented pglock can show: its own CPU time, its own
+# argument list in /proc (valgrind's process shows valgrind's), a closed
+# descriptor 1 (valgrind's log takes it) and a failed execve (valgrind
+# cannot go on after one). `make valgrind` runs every suite but this one.
+
+load helper
+
+@test "a closed stdout fails --version-counter with 71 and rolls the version back" {
+	run -0 pglock --version-counter --peek closed-out
+	assert_output 0
+	run -71 --separate-stderr bash -c '"$PGLOCK" --version-counter closed-out >&-'
+	[ "$stderr" = "pglock: stdout: version 1 rolled back: Bad file descriptor" ]
+	run -0 pglock --version-counter --peek closed-out
+	assert_output 0
+}
+
+@test "a password given in -d shows neither in ps nor in any message" {
+	run -0 pglock -d "host=$PGHOST dbname=postgres password=sekrit-1" pw-k sh -c 'tr "\0" " " </proc/$PPID/cmdline'
+	[[ "$output" != *sekrit* ]]
+	[[ "$output" == *"password=xxxxxxxx"* ]]
+	run -0 pglock -d "postgresql://postgres:sekrit-2@/postgres?host=$PGHOST&port=$PGPORT" pw-k sh -c 'tr "\0" " " </proc/$PPID/cmdline'
+	[[ "$output" != *sekrit* ]]
+	run -69 --separate-stderr pglock -d "host=$PGHOST dbname=nope password=sekrit-3" pw-k true
+	[[ "$stderr" != *sekrit* ]]
+}
+
+@test "a command that runs 30 s with nothing wrong costs pglock under 50 ms of CPU" {
+	# The command reads its parent's (pglock's) CPU time just before it
+	# exits: utime + stime, fields 14 and 15 of /proc/PID/stat, in ticks.
+	run -0 timeout 60 "$PGLOCK" cpu-k sh -c 'sleep 30; cat /proc/$PPID/stat'
+	ticks=$(echo "$output" | sed 's/.*) //' | awk '{ print $12 + $13 }')
+	ms=$(( ticks * 1000 / $(getconf CLK_TCK) ))
+	echo "pglock used $ms ms of CPU" >&3
+	[ "$ms" -lt 50 ]
+}
+
+@test "a key too big for PGLOCK_KEY is exec's error: 126 with one line" {
+	# The largest key a shell can pass does not fit in PGLOCK_KEY=...
+	big=$(head -c 131071 /dev/zero | tr '\0' 'k')
+	run -126 --separate-stderr pglock "$big" sh -c 'echo ran'
+	[ "$stderr" = "pglock: sh: Argument list too long" ]
+}
