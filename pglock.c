@@ -80,6 +80,7 @@ struct opts {
 	int explain;		/* --explain KEY */
 	char **keys;		/* --status: the KEYs, NULL-terminated */
 	int scope;		/* SCOPE_*: --scope */
+	long wait_ms;		/* -w as given; lock.wait_ms is what is left */
 	double wait_start;	/* for the live "waiting" line */
 	int live_line;		/* it was shown: end it with a newline */
 };
@@ -983,7 +984,7 @@ lock_and_run(struct opts *o, PGconn *c)
 			    o->label);
 		else if (!o->quiet)
 			warnx("%s: timed out after %.3gs waiting for the lock",
-			    o->label, (double)o->lock.wait_ms / 1000.0);
+			    o->label, (double)o->wait_ms / 1000.0);
 		return o->conflict_exit;
 	case LOCK_INTERRUPTED:
 		if (o->verbose)
@@ -1072,6 +1073,7 @@ main(int argc, char **argv)
 	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
 	if ((c = conn_open(&o.conn, why, sizeof(why))) == NULL)
 		errx(EXIT_UNAVAILABLE, "%s", why);
+	o.wait_ms = o.lock.wait_ms;
 	if (o.lock.wait_ms > 0)
 		o.lock.wait_ms = o.conn.deadline_ms - mono_ms() > 0 ?
 		    o.conn.deadline_ms - mono_ms() : 1;
