@@ -910,6 +910,7 @@ static void
 fence_or_err(const struct opts *o, PGconn *c)
 {
 	struct lock_req lk;
+	struct conn_opts co;
 	char why[1024], num[32], *tenant;
 	size_t len = sizeof("pglock-fence:") + strlen(o->key);
 	PGconn *fc;
@@ -917,7 +918,10 @@ fence_or_err(const struct opts *o, PGconn *c)
 	if ((tenant = malloc(len)) == NULL)
 		err(EXIT_OSERR, "malloc");
 	snprintf(tenant, len, "pglock-fence:%s", o->key);
-	fc = o->lock.xact ? conn_open(&o->conn, why, sizeof(why)) : c;
+	/* Its own connection is not bound by -w: the lock is held already. */
+	co = o->conn;
+	co.deadline_ms = -1;
+	fc = o->lock.xact ? conn_open(&co, why, sizeof(why)) : c;
 	if (fc == NULL)
 		errx(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
 	snprintf(num, sizeof(num), "%lld",

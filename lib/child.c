@@ -394,6 +394,30 @@ child_exec(char *const argv[], int *status, char *err, size_t errlen)
 	exec_error(argv[0], errno, status, err, errlen);
 }
 
+/*
+ * Wait, until mono_ms() reaches by, for an answer on c to be readable:
+ * 0 when it is, -1 when the time ran out, -2 when the connection failed.
+ */
+static int
+await_answer(PGconn *c, long by)
+{
+	struct pollfd p;
+	long t;
+
+	while (PQisBusy(c)) {
+		if ((t = mono_ms()) >= by)
+			return -1;
+		p.fd = PQsocket(c);
+		p.events = POLLIN;
+		p.revents = 0;
+		if (poll(&p, 1, (int)(by - t)) == -1 && errno != EINTR)
+			return -2;
+		if (p.revents != 0 && !PQconsumeInput(c))
+			return -2;
+	}
+	return 0;
+}
+
 enum child_end
 child_wait(struct child *ch, const struct child_watch *w, int *status,
     char *err, size_t errlen)
@@ -507,9 +531,21 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	 * the release then, and a lock it finds gone was lost while the
 	 * command ran.
 	 */
-	if (watching && answer_by >= 0 &&
-	    lock_check_read(w->conn, err, errlen) != 1)
-		lost = 1;
+	if (watching && answer_by >= 0) {
+		switch (await_answer(w->conn, answer_by)) {
+		case -1:
+			snprintf(err, errlen, "the server did not answer the "
+			    "lock check within %ld s", answer_ms / 1000);
+			lost = 1;
+			break;
+		case -2:
+			conn_reason(w->conn, err, errlen);
+			lost = 1;
+			break;
+		default:
+			lost = lock_check_read(w->conn, err, errlen) != 1;
+		}
+	}
 	/* Leave nothing of the command running without the lock. */
 	if (lost)
 		(void)kill(-ch->pgrp, SIGKILL);

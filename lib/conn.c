@@ -69,11 +69,15 @@ conn_oneline(const char *msg, char *err, size_t errlen)
 static int
 retryable(const char *msg)
 {
+	char refused[128], absent[128];
+
+	/* libpq's "connection to server ... failed: <strerror>" */
+	snprintf(refused, sizeof(refused), "failed: %s", strerror(ECONNREFUSED));
+	snprintf(absent, sizeof(absent), "failed: %s", strerror(ENOENT));
 	return strstr(msg, ":  53300: ") != NULL ||
 	    strstr(msg, ":  57P03: ") != NULL ||
 	    strstr(msg, "no more connections allowed") != NULL ||
-	    strstr(msg, strerror(ECONNREFUSED)) != NULL ||
-	    strstr(msg, strerror(ENOENT)) != NULL;
+	    strstr(msg, refused) != NULL || strstr(msg, absent) != NULL;
 }
 
 /*
@@ -278,6 +282,7 @@ static const struct setting {
 	{ "statement_timeout", "0", 0, 1, 0 },
 	{ "idle_in_transaction_session_timeout", "0", 0, 1, 0 },
 	{ "idle_session_timeout", "0", 140000, 1, 0 },
+	{ "transaction_timeout", "0", 170000, 1, 0 },
 	{ "lock_timeout", NULL, 0, 1, 0 },
 	{ "client_connection_check_interval", "2000", 140000, 0, 0 },
 	{ "tcp_keepalives_idle", "5", 0, 0, 1 },
@@ -556,20 +561,33 @@ unix_direct(PGconn *c)
 #endif
 }
 
-/* Over TCP: does the backend see pglock's own address and port? */
+/*
+ * Over TCP: does the backend see the connection as pglock does, both
+ * ends? (One end alone could be a pooler's connection that happens to
+ * have the same local port towards another destination.)
+ */
 static int
 tcp_direct(PGconn *c, const struct sockaddr *sa, socklen_t len)
 {
+	struct sockaddr_storage peer;
+	socklen_t plen = sizeof(peer);
 	char host[NI_MAXHOST], port[NI_MAXSERV];
-	const char *params[2] = { host, port };
+	char phost[NI_MAXHOST], pport[NI_MAXSERV];
+	const char *params[4] = { host, port, phost, pport };
 	PGresult *res;
 	int rc;
 
+	memset(&peer, 0, sizeof(peer));
 	if (getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
-	    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+	    NI_NUMERICHOST | NI_NUMERICSERV) != 0 ||
+	    getpeername(PQsocket(c), (struct sockaddr *)&peer, &plen) == -1 ||
+	    getnameinfo((struct sockaddr *)&peer, plen, phost, sizeof(phost),
+	    pport, sizeof(pport), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
 		return 0;
 	res = PQexecParams(c, "SELECT pg_catalog.inet_client_addr() ="
-	    " $1::inet AND pg_catalog.inet_client_port() = $2::int", 2, NULL,
+	    " $1::inet AND pg_catalog.inet_client_port() = $2::int"
+	    " AND pg_catalog.inet_server_addr() = $3::inet"
+	    " AND pg_catalog.inet_server_port() = $4::int", 4, NULL,
 	    params, NULL, NULL, 0);
 	rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
 	    strcmp(PQgetvalue(res, 0, 0), "t") == 0;

@@ -229,6 +229,20 @@ load helper
 	free "$(sha_id inflight-k)"
 }
 
+@test "a direct connection holds a session lock, over a Unix socket or TCP; --scope transaction and -v say otherwise" {
+	run -0 timeout 20 "$PGLOCK" scope-k sh -c 'echo "$PGLOCK_SCOPE"'
+	assert_output session
+	run -0 timeout 20 "$PGLOCK" -h 127.0.0.1 scope-k sh -c 'echo "$PGLOCK_SCOPE"; psql -XAtc "SELECT state FROM pg_stat_activity WHERE pid = $PGLOCK_BACKEND_PID"'
+	assert_output "session
+idle"
+	run -0 --separate-stderr timeout 20 "$PGLOCK" -v --scope transaction -h 127.0.0.1 scope-k sh -c 'echo "$PGLOCK_SCOPE"; psql -XAtc "SELECT state FROM pg_stat_activity WHERE pid = $PGLOCK_BACKEND_PID"'
+	assert_output "transaction
+idle in transaction"
+	[[ "${stderr_lines[1]}" == *", transaction lock)" ]]
+	run -0 timeout 20 "$PGLOCK" --explain --scope transaction scope-k
+	assert_line $'scope\ttransaction: held by a transaction left open'
+}
+
 @test "an unreachable server gives 69 with libpq's reason" {
 	run -69 --separate-stderr pglock --connect-timeout 0 -h /nonexistent-dir k true
 	assert_output ''
