@@ -15,7 +15,6 @@
  * and distribute this software for any purpose is granted under the terms
  * of the ISC licence in COPYING.
  */
-#include <err.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
@@ -168,6 +167,88 @@ static void usage_err(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
 
 /*
+ * "pglock: " fmt, the reason for errnum if not 0, then end (a newline,
+ * or nothing for the live line), with one write(2): jobs that share a
+ * log never splice each other's lines. err(3) writes in three parts.
+ */
+static void
+vline(const char *lead, const char *fmt, va_list ap, int errnum,
+    const char *end)
+{
+	char buf[2048];
+	size_t n, max = sizeof(buf) - 2;
+	int k;
+
+	k = snprintf(buf, max, "%spglock: ", lead);
+	n = k < 0 ? 0 : (size_t)k;
+	k = vsnprintf(buf + n, max - n, fmt, ap);
+	n = k < 0 ? n : n + (size_t)k < max ? n + (size_t)k : max - 1;
+	if (errnum != 0) {
+		k = snprintf(buf + n, max - n, ": %s", strerror(errnum));
+		n = k < 0 ? n : n + (size_t)k < max ? n + (size_t)k : max - 1;
+	}
+	k = snprintf(buf + n, sizeof(buf) - n, "%s", end);
+	n = k < 0 ? n : n + (size_t)k < sizeof(buf) ? n + (size_t)k :
+	    sizeof(buf) - 1;
+	(void)!write(STDERR_FILENO, buf, n);
+}
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void die(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+static void die_errno(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+/* A diagnostic line on stderr. */
+static void
+say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vline("", fmt, ap, 0, "\n");
+	va_end(ap);
+}
+
+/* The terminal's live line: rewritten in place, ended by the next say(). */
+static void live_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+live_line(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vline("\r", fmt, ap, 0, "");
+	va_end(ap);
+}
+
+/* A diagnostic line, then exit status. */
+static void
+die(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vline("", fmt, ap, 0, "\n");
+	va_end(ap);
+	exit(status);
+}
+
+/* The same, with errno's reason, as err(3). */
+static void
+die_errno(int status, const char *fmt, ...)
+{
+	va_list ap;
+	int e = errno;
+
+	va_start(ap, fmt);
+	vline("", fmt, ap, e, "\n");
+	va_end(ap);
+	exit(status);
+}
+
+/*
  * --lost-signal must end the command: not a stop signal (a stopped command
  * would wait for the KILL, and a CONT could wake it unlocked), nor one the
  * C library keeps for itself (32 and 33 with glibc).
@@ -200,7 +281,7 @@ printable(const char *s)
 	if (*u == '\0')
 		return s;
 	if ((out = malloc(4 * strlen(s) + 1)) == NULL)
-		err(EXIT_OSERR, "malloc");
+		die_errno(EXIT_OSERR, "malloc");
 	for (p = out, u = (const unsigned char *)s; *u != '\0'; u++) {
 		if (*u >= 0x20 && *u != 0x7f) {
 			*p++ = (char)*u;
@@ -229,11 +310,9 @@ usage_err(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("pglock: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vline("", fmt, ap, 0, " (see pglock --help)\n");
 	va_end(ap);
-	fputs(" (see pglock --help)\n", stderr);
 	exit(EXIT_USAGE);
 }
 
@@ -283,7 +362,7 @@ static void
 flush_stdout_or_err(void)
 {
 	if (fflush(stdout) == EOF || ferror(stdout))
-		err(EXIT_OSERR, "stdout");
+		die_errno(EXIT_OSERR, "stdout");
 }
 
 static long
@@ -346,7 +425,7 @@ parse_or_err(int argc, char **argv, struct opts *o)
 				usage_err("-d: %s", why);
 			/* Connect with a copy; ps shows the masked original. */
 			if ((o->conn.dbname = strdup(optarg)) == NULL)
-				err(EXIT_OSERR, "strdup");
+				die_errno(EXIT_OSERR, "strdup");
 			conn_hide_password(optarg);
 			break;
 		case 'h':
@@ -446,9 +525,7 @@ parse_or_err(int argc, char **argv, struct opts *o)
 				    optopt >= 256)
 					usage_err("%s: needs a value",
 					    argv[optind - 1]);
-				fprintf(stderr, "pglock: -%c: unknown option "
-				    "(see pglock --help)\n", optopt);
-				exit(EXIT_USAGE);
+				usage_err("-%c: unknown option", optopt);
 			}
 			usage(stdout);
 			flush_stdout_or_err();
@@ -541,7 +618,31 @@ static void
 setenv_or_err(const char *name, const char *value)
 {
 	if (setenv(name, value, 1) == -1)
-		err(EXIT_OSERR, "setenv");
+		die_errno(EXIT_OSERR, "setenv");
+}
+
+/*
+ * The command's PGLOCK_* variables come from pglock alone: a caller's
+ * PGLOCK_FENCE or PGLOCK_VERSION would be a forged or stale token.
+ */
+static void
+scrub_env_or_err(void)
+{
+	extern char **environ;
+	char *name;
+	size_t i = 0;
+
+	while (environ[i] != NULL) {
+		if (strncmp(environ[i], "PGLOCK_", 7) != 0) {
+			i++;
+			continue;
+		}
+		/* unsetenv() moves the rest down: look at i again. */
+		name = strndup(environ[i], strcspn(environ[i], "="));
+		if (name == NULL || unsetenv(name) == -1)
+			die_errno(EXIT_OSERR, "unsetenv");
+		free(name);
+	}
 }
 
 /* The command's environment: what it holds, for logs and fencing. */
@@ -567,7 +668,7 @@ guard_or_err(const struct opts *o, struct child *ch)
 
 	if (child_guard(o->lost_sig, o->kill_after_ms, ch, why,
 	    sizeof(why)) == -1)
-		errx(EXIT_OSERR, "%s", why);
+		die(EXIT_OSERR, "%s", why);
 }
 
 static void
@@ -577,7 +678,7 @@ spawn_or_err(const struct opts *o, struct child *ch)
 
 	if (child_spawn(o->argv, ch, why, sizeof(why)) == -1) {
 		child_abort(ch);
-		errx(EXIT_OSERR, "%s", why);
+		die(EXIT_OSERR, "%s", why);
 	}
 }
 
@@ -601,9 +702,9 @@ run_command_or_err(const struct opts *o, PGconn *c,
 
 		if (fl == -1 || fcntl(PQsocket(c), F_SETFD,
 		    fl & ~FD_CLOEXEC) == -1)
-			err(EXIT_OSERR, "fcntl");
+			die_errno(EXIT_OSERR, "fcntl");
 		child_exec(o->argv, &status, why, sizeof(why));
-		warnx("%s", why);
+		say("%s", why);
 		return status;
 	}
 	if (ch->pid == -1)
@@ -612,10 +713,10 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	case CHILD_STARTED:
 		break;
 	case CHILD_NOEXEC:
-		warnx("%s", why);
+		say("%s", why);
 		return status;
 	case CHILD_OSERR:
-		errx(EXIT_OSERR, "%s", why);
+		die(EXIT_OSERR, "%s", why);
 	}
 	w.conn = c;
 	w.lock = lk;
@@ -626,10 +727,10 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	case CHILD_EXITED:
 		break;
 	case CHILD_LOST:
-		errx(EXIT_LOST, "%s: lock lost while the command ran (%s); "
+		die(EXIT_LOST, "%s: lock lost while the command ran (%s); "
 		    "the command was stopped", o->label, why);
 	case CHILD_FAILED:
-		errx(EXIT_OSERR, "%s", why);
+		die(EXIT_OSERR, "%s", why);
 	}
 	return status;
 }
@@ -647,14 +748,14 @@ counter_next_or_err(const struct opts *o, PGconn *c, const char *tenant,
 	int sig = 0;
 
 	if (counter_lock(o->counter_table, tenant, wait_ms, lk) == -1)
-		err(EXIT_OSERR, "malloc");
+		die_errno(EXIT_OSERR, "malloc");
 	switch (counter_next(c, o->counter_table, tenant, lk, &v, &sig, why,
 	    sizeof(why))) {
 	case COUNTER_OK:
 		return v;
 	case COUNTER_BUSY:
 		if (!o->quiet)
-			warnx("%s: another allocation holds the tenant's "
+			say("%s: another allocation holds the tenant's "
 			    "lock", o->label);
 		exit(o->conflict_exit);
 	case COUNTER_INTERRUPTED:
@@ -662,7 +763,7 @@ counter_next_or_err(const struct opts *o, PGconn *c, const char *tenant,
 	case COUNTER_ERROR:
 		break;
 	}
-	errx(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 }
 
 /* --version-counter [--peek] TENANT [COMMAND ...] */
@@ -678,7 +779,7 @@ version_counter(const struct opts *o, PGconn *c)
 	if (o->peek) {
 		if (counter_peek(c, o->counter_table, o->key, &v, why,
 		    sizeof(why)) == -1)
-			errx(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+			die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 		printf("%lld\n", v);
 		flush_stdout_or_err();
 		return 0;
@@ -692,10 +793,10 @@ version_counter(const struct opts *o, PGconn *c)
 
 			(void)counter_end(c, 0, why, sizeof(why));
 			errno = e;
-			err(EXIT_OSERR, "stdout: version %lld rolled back", v);
+			die_errno(EXIT_OSERR, "stdout: version %lld rolled back", v);
 		}
 		if (counter_end(c, 1, why, sizeof(why)) == -1)
-			errx(EXIT_LOST, "%s: the commit of version %lld did "
+			die(EXIT_LOST, "%s: the commit of version %lld did "
 			    "not answer (%s); it may or may not be committed: "
 			    "check with --peek", o->label, v, why);
 		return 0;
@@ -708,7 +809,7 @@ version_counter(const struct opts *o, PGconn *c)
 	/* A failed command consumes no number. */
 	if (counter_end(c, status == 0, why, sizeof(why)) == -1 &&
 	    status == 0)
-		errx(EXIT_LOST, "%s: the commit of version %lld failed (%s); "
+		die(EXIT_LOST, "%s: the commit of version %lld failed (%s); "
 		    "check with --peek", o->label, v, why);
 	child_reap(&ch);
 	return status;
@@ -730,7 +831,7 @@ resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 		key_namespace((int32_t)ns, text, strlen(text), k);
 	} else if (key_hash_scheme(o->hash, text, strlen(text), k, why,
 	    sizeof(why)) == -1) {
-		errx(EXIT_SOFTWARE, "%s", why);
+		die(EXIT_SOFTWARE, "%s", why);
 	}
 }
 
@@ -827,7 +928,7 @@ print_locks(PGconn *c, const struct key *k)
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		conn_oneline(PQresultErrorMessage(res), buf, sizeof(buf));
-		errx(EXIT_UNAVAILABLE, "--status: %s", buf);
+		die(EXIT_UNAVAILABLE, "--status: %s", buf);
 	}
 	for (row = 0; row < PQntuples(res); row++) {
 		/* Every column but seconds (8), which only -v shows. */
@@ -869,34 +970,69 @@ show_waiting(void *arg)
 {
 	struct opts *o = arg;
 
-	fprintf(stderr, "\rpglock: %s: waiting %.0fs", o->label,
-	    mono_seconds() - o->wait_start);
+	live_line("%s: waiting %.0fs", o->label, mono_seconds() - o->wait_start);
 	o->live_line = 1;
 }
 
-/* -v: say who holds the lock before waiting for it. */
+/*
+ * Who holds the lock on k: "pid N (application, client, user U, for Ns)"
+ * into buf, or "" when nobody does (or the query failed).
+ */
+static const char *
+holder(PGconn *c, const struct key *k, char *buf, size_t len)
+{
+	char app[128];
+	PGresult *res = lock_status(c, k);
+	int row;
+
+	buf[0] = '\0';
+	for (row = 0; PQresultStatus(res) == PGRES_TUPLES_OK &&
+	    row < PQntuples(res); row++) {
+		if (strcmp(PQgetvalue(res, row, 2), "held") != 0)
+			continue;
+		snprintf(buf, len, "pid %s (%s, %s, user %s, for %ss)",
+		    PQgetvalue(res, row, 3),
+		    field(PQgetvalue(res, row, 6), app, sizeof(app)),
+		    PQgetvalue(res, row, 5), PQgetvalue(res, row, 4),
+		    PQgetvalue(res, row, 8));
+		break;
+	}
+	PQclear(res);
+	return buf;
+}
+
+/* -v: say who holds the lock before waiting for it; nothing if nobody. */
 static void
 report_holder(const struct opts *o, PGconn *c)
 {
-	char app[128];
-	PGresult *res = lock_status(c, &o->lock.key);
-	int row;
+	char who[512];
 
-	if (PQresultStatus(res) == PGRES_TUPLES_OK) {
-		for (row = 0; row < PQntuples(res); row++) {
-			if (strcmp(PQgetvalue(res, row, 2), "held") != 0)
-				continue;
-			warnx("%s: held by pid %s (%s, %s, user %s, for %ss);"
-			    " waiting", o->label, PQgetvalue(res, row, 3),
-			    field(PQgetvalue(res, row, 6), app, sizeof(app)),
-			    PQgetvalue(res, row, 5), PQgetvalue(res, row, 4),
-			    PQgetvalue(res, row, 8));
-			PQclear(res);
-			return;
-		}
+	if (*holder(c, &o->lock.key, who, sizeof(who)) != '\0')
+		say("%s: held by %s; waiting", o->label, who);
+}
+
+/* -n or -w did not get the lock: say so, and by whom it is held. */
+static void
+report_busy(const struct opts *o, PGconn *c)
+{
+	char who[512] = "";
+	PGresult *res;
+
+	if (o->quiet)
+		return;
+	/* A timed-out wait aborted the transaction that waited. */
+	if (o->lock.xact) {
+		res = PQexec(c, "ROLLBACK");
+		PQclear(res);
 	}
-	PQclear(res);
-	warnx("%s: waiting for the lock", o->label);
+	(void)holder(c, &o->lock.key, who, sizeof(who));
+	if (o->wait_ms == 0)
+		say("%s: the lock is held by %s", o->label,
+		    *who != '\0' ? who : "another session");
+	else
+		say("%s: timed out after %.3gs waiting for the lock%s%s",
+		    o->label, (double)o->wait_ms / 1000.0,
+		    *who != '\0' ? ", held by " : "", who);
 }
 
 /*
@@ -916,19 +1052,19 @@ fence_or_err(const struct opts *o, PGconn *c)
 	PGconn *fc;
 
 	if ((tenant = malloc(len)) == NULL)
-		err(EXIT_OSERR, "malloc");
+		die_errno(EXIT_OSERR, "malloc");
 	snprintf(tenant, len, "pglock-fence:%s", o->key);
 	/* Its own connection is not bound by -w: the lock is held already. */
 	co = o->conn;
 	co.deadline_ms = -1;
 	fc = o->lock.xact ? conn_open(&co, why, sizeof(why)) : c;
 	if (fc == NULL)
-		errx(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
+		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
 	snprintf(num, sizeof(num), "%lld",
 	    counter_next_or_err(o, fc, tenant, -1, &lk));
 	free(tenant);
 	if (counter_end(fc, 1, why, sizeof(why)) == -1)
-		errx(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
+		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
 	if (fc != c)
 		PQfinish(fc);
 	setenv_or_err("PGLOCK_FENCE", num);
@@ -964,7 +1100,7 @@ lock_and_run(struct opts *o, PGconn *c)
 	 * environment is not complete until then).
 	 */
 	if (lock_send(c, &o->lock, why, sizeof(why)) == -1)
-		errx(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	if (!o->no_fork)
 		guard_or_err(o, &ch);
 	r = lock_wait(c, &o->lock, &backend_pid, &sig, why, sizeof(why));
@@ -982,31 +1118,26 @@ lock_and_run(struct opts *o, PGconn *c)
 		break;
 	case LOCK_BUSY:
 		if (o->live_line)
-			fputc('\n', stderr);
-		if (!o->quiet && o->lock.wait_ms == 0)
-			warnx("%s: the lock is held by another session",
-			    o->label);
-		else if (!o->quiet)
-			warnx("%s: timed out after %.3gs waiting for the lock",
-			    o->label, (double)o->wait_ms / 1000.0);
+			(void)!write(STDERR_FILENO, "\n", 1);
+		report_busy(o, c);
 		return o->conflict_exit;
 	case LOCK_INTERRUPTED:
 		if (o->verbose)
-			warnx("%s: wait cancelled by signal %d", o->label, sig);
+			say("%s: wait cancelled by signal %d", o->label, sig);
 		return 128 + sig;
 	case LOCK_NOT_REAL:
-		errx(EXIT_UNAVAILABLE, "%s: the server granted the lock but "
+		die(EXIT_UNAVAILABLE, "%s: the server granted the lock but "
 		    "this session does not hold it (a transaction-pooling "
 		    "proxy such as PgBouncer, or advisory locks that are not "
 		    "real): connect to the server directly or use session "
 		    "pooling", o->label);
 	case LOCK_ERROR:
-		errx(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	}
 	if (o->live_line)
-		fputc('\n', stderr);	/* end the live line */
+		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
 	if (o->verbose)
-		warnx("%s: acquired after %.2fs (server pid %d, %s lock)",
+		say("%s: acquired after %.2fs (server pid %d, %s lock)",
 		    o->label, mono_seconds() - t0, backend_pid,
 		    o->lock.xact ? "transaction" : "session");
 	if (o->fence)
@@ -1016,11 +1147,11 @@ lock_and_run(struct opts *o, PGconn *c)
 	if (o->no_fork)
 		return status;
 	if (lock_release(c, &o->lock, why, sizeof(why)) == -1)
-		errx(EXIT_LOST, "%s: lock lost before the command finished "
+		die(EXIT_LOST, "%s: lock lost before the command finished "
 		    "(%s)", o->label, why);
 	child_reap(&ch);
 	if (o->verbose)
-		warnx("%s: released after %.2fs", o->label, mono_seconds() - t0);
+		say("%s: released after %.2fs", o->label, mono_seconds() - t0);
 	return status;
 }
 
@@ -1061,6 +1192,7 @@ main(int argc, char **argv)
 	o.kill_after_ms = 10000;
 	o.counter_table = "pglock_versions";
 	parse_or_err(argc, argv, &o);
+	scrub_env_or_err();
 	if (o.shell_cmd != NULL)
 		o.argv = shell_argv(o.shell_cmd);
 
@@ -1076,7 +1208,7 @@ main(int argc, char **argv)
 	/* -w bounds all that comes before the command: connecting too. */
 	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
 	if ((c = conn_open(&o.conn, why, sizeof(why))) == NULL)
-		errx(EXIT_UNAVAILABLE, "%s", why);
+		die(EXIT_UNAVAILABLE, "%s", why);
 	o.wait_ms = o.lock.wait_ms;
 	if (o.lock.wait_ms > 0)
 		o.lock.wait_ms = o.conn.deadline_ms - mono_ms() > 0 ?
@@ -1085,15 +1217,15 @@ main(int argc, char **argv)
 	case 0:
 		break;
 	case 1:
-		errx(EXIT_UNAVAILABLE, "%s:%s: the server is a standby (in "
+		die(EXIT_UNAVAILABLE, "%s:%s: the server is a standby (in "
 		    "recovery), where an advisory lock excludes nobody",
 		    PQhost(c), PQport(c));
 	default:
-		errx(EXIT_UNAVAILABLE, "%s", why);
+		die(EXIT_UNAVAILABLE, "%s", why);
 	}
 	/* A query that only reads (--status, --peek) dies by signal, as psql. */
 	if (!o.status && !o.peek && sig_init(why, sizeof(why)) == -1)
-		errx(EXIT_OSERR, "%s", why);
+		die(EXIT_OSERR, "%s", why);
 
 	if (o.status)
 		status = show_status(&o, c);

@@ -408,6 +408,14 @@ conn_cancel(PGconn *c)
 	}
 }
 
+/* Does libpq take a -d value as a conninfo string or URI (not a name)? */
+static int
+is_conninfo(const char *s)
+{
+	return strchr(s, '=') != NULL || strncmp(s, "postgres://", 11) == 0 ||
+	    strncmp(s, "postgresql://", 13) == 0;
+}
+
 int
 conn_check(const char *conninfo, char *err, size_t errlen)
 {
@@ -415,9 +423,7 @@ conn_check(const char *conninfo, char *err, size_t errlen)
 	char *msg = NULL;
 
 	/* A plain database name is not parsed: any string is a name. */
-	if (strchr(conninfo, '=') == NULL &&
-	    strncmp(conninfo, "postgres://", 11) != 0 &&
-	    strncmp(conninfo, "postgresql://", 13) != 0)
+	if (!is_conninfo(conninfo))
 		return 0;
 	if ((opts = PQconninfoParse(conninfo, &msg)) == NULL) {
 		conn_oneline(msg != NULL ? msg : "out of memory", err, errlen);
@@ -428,52 +434,28 @@ conn_check(const char *conninfo, char *err, size_t errlen)
 	return 0;
 }
 
-/* Mask the value that starts at p: quoted, or up to a space or '&'. */
-static void
-mask_value(char *p)
-{
-	char q = '\0';
-
-	if (*p == '\'')
-		q = *p++;
-
-	for (; *p != '\0'; p++) {
-		if (q != '\0' && *p == '\\' && p[1] != '\0') {
-			*p++ = 'x';
-		} else if (q != '\0' ? *p == q :
-		    (*p == ' ' || *p == '\t' || *p == '&')) {
-			break;
-		}
-		*p = 'x';
-	}
-}
-
 void
-conn_hide_password(char *s)
+conn_hide_password(char *conninfo)
 {
-	char *p, *at, *colon, *end;
+	PQconninfoOption *opts, *o;
+	int secret = 0;
 
-	/* URI: scheme://user:PASSWORD@host... */
-	if ((p = strstr(s, "://")) != NULL) {
-		p += 3;
-		end = p + strcspn(p, "/?");
-		at = memchr(p, '@', (size_t)(end - p));
-		colon = at != NULL ? memchr(p, ':', (size_t)(at - p)) : NULL;
-		if (colon != NULL)
-			memset(colon + 1, 'x', (size_t)(at - colon - 1));
-	}
-	/* key=value, in a conninfo string or a URI's query. */
-	for (p = s; (p = strstr(p, "password")) != NULL; p += 8) {
-		end = p + 8;
-		while (*end == ' ' || *end == '\t')
-			end++;
-		if (*end != '=')
-			continue;
-		end++;
-		while (*end == ' ' || *end == '\t')
-			end++;
-		mask_value(end);
-	}
+	/*
+	 * libpq's own parser says whether there is a password, in whatever
+	 * form it accepts (URI user:pw@, ?password=, percent-encoded names or
+	 * values, quoted or escaped, given twice): then the whole string goes,
+	 * since only libpq knows where in it the password is.
+	 */
+	if (!is_conninfo(conninfo) ||
+	    (opts = PQconninfoParse(conninfo, NULL)) == NULL)
+		return;
+	for (o = opts; o->keyword != NULL; o++)
+		if (strcmp(o->keyword, "password") == 0 && o->val != NULL &&
+		    *o->val != '\0')
+			secret = 1;
+	PQconninfoFree(opts);
+	if (secret)
+		memset(conninfo, 'x', strlen(conninfo));
 }
 
 PGresult *

@@ -91,8 +91,9 @@ void conn_cancel(PGconn *c);
 int conn_check(const char *conninfo, char *err, size_t errlen);
 
 /*
- * Overwrite, in place, any password in a conninfo string or URI with 'x',
- * so that ps(1) does not show it (the caller keeps a copy to connect with).
+ * Overwrite, in place, a conninfo string or URI that holds a password (as
+ * libpq parses it) with 'x', so that ps(1) does not show it in any form;
+ * the caller keeps a copy to connect with.
  */
 void conn_hide_password(char *conninfo);
 

@@ -14,7 +14,7 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 ||
 [ "$what" = valgrind ] && need="$need valgrind:valgrind" && what=check
 if [ "$what" = check ]; then
 	need="$need bats:bats mandoc:mandoc col:bsdextrautils clang:clang
-python3:python3 pgbouncer:pgbouncer script:bsdutils"
+python3:python3 pgbouncer:pgbouncer script:bsdutils strace:strace"
 	[ -d /usr/lib/bats/bats-assert ] || need="$need missing-assert:bats-assert"
 	[ -d /usr/lib/bats/bats-support ] || need="$need missing-support:bats-support"
 	# Debian's python3, which apt's python3-psycopg2 serves (not pyenv's).

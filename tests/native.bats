@@ -19,7 +19,7 @@ load helper
 @test "a password given in -d shows neither in ps nor in any message" {
 	run -0 pglock -d "host=$PGHOST dbname=postgres password=sekrit-1" pw-k sh -c 'tr "\0" " " </proc/$PPID/cmdline'
 	[[ "$output" != *sekrit* ]]
-	[[ "$output" == *"password=xxxxxxxx"* ]]
+	[[ "$output" == *" -d xxxxxxxx"* ]]
 	run -0 pglock -d "postgresql://postgres:sekrit-2@/postgres?host=$PGHOST&port=$PGPORT" pw-k sh -c 'tr "\0" " " </proc/$PPID/cmdline'
 	[[ "$output" != *sekrit* ]]
 	run -69 --separate-stderr pglock -d "host=$PGHOST dbname=nope password=sekrit-3" pw-k true
@@ -41,4 +41,25 @@ load helper
 	big=$(head -c 131071 /dev/zero | tr '\0' 'k')
 	run -126 --separate-stderr pglock "$big" sh -c 'echo ran'
 	[ "$stderr" = "pglock: sh: Argument list too long" ]
+}
+
+# pw_hidden DSN: a running pglock given -d DSN shows no part of the secret
+# S3cretPW (raw, percent-encoded or split) in /proc/PID/cmdline.
+pw_hidden() {
+	run -0 timeout 20 "$PGLOCK" -d "$1" pw-k sh -c 'tr "\0" " " </proc/$PPID/cmdline'
+	[[ "$output" == *"pw-k sh -c"* ]]
+	[[ "$output" != *S3cret* && "$output" != *"%53%33"* && "$output" != *"cret"* && "$output" != *PW* ]] ||
+	    { echo "shown: $output"; false; }
+}
+
+@test "a password in -d shows in no form libpq accepts" {
+	pw_hidden "postgresql://postgres:S3cretPW@/postgres?host=$PGHOST&port=$PGPORT"
+	pw_hidden "postgresql:///postgres?host=$PGHOST&port=$PGPORT&password=S3cretPW"
+	pw_hidden "postgresql:///postgres?host=$PGHOST&port=$PGPORT&pass%77ord=S3cretPW"
+	pw_hidden "postgresql:///postgres?host=$PGHOST&port=$PGPORT&password=%53%33cretPW"
+	pw_hidden "host=$PGHOST port=$PGPORT dbname=postgres password=S3cretPW"
+	pw_hidden "host=$PGHOST port=$PGPORT dbname=postgres password='S3cret PW'"
+	pw_hidden "host=$PGHOST port=$PGPORT dbname=postgres password=S3cret\\ PW"
+	pw_hidden "host=$PGHOST port=$PGPORT password=x1 dbname=postgres password=S3cretPW"
+	pw_hidden "host=$PGHOST port=$PGPORT dbname=postgres password = 'S3cret\\'PW'"
 }

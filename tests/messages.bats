@@ -1,0 +1,53 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# What pglock says: whole lines, each one write(2), so that jobs sharing
+# a log never splice; and no PGLOCK_* variable the caller forged.
+
+load helper
+
+@test "every write pglock makes to stderr is one whole line" {
+	command -v strace >/dev/null
+	id=$(sha_id lines-k)
+	bg holder pglock lines-k sleep 60
+	wait_until 10 held "$id"
+	# -v: waiting (and for whom), then the -w failure; a usage error.
+	run -1 strace -f -qq -s 4096 -e trace=write -e signal=none -o "$BATS_TEST_TMPDIR/trace" "$PGLOCK" -v -w 0.3 lines-k true
+	run -64 strace -qq -s 4096 -e trace=write -e signal=none -o "$BATS_TEST_TMPDIR/trace2" "$PGLOCK" --frobnicate
+	run -0 strace -f -qq -s 4096 -e trace=write -e signal=none -o "$BATS_TEST_TMPDIR/trace3" "$PGLOCK" -v lines-free true
+	cat "$BATS_TEST_TMPDIR"/trace* | grep -E 'write\(2, ' >"$BATS_TEST_TMPDIR/writes"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/writes")" -ge 5 ]
+	# Each write to fd 2 is one line: "pglock: ...\n", whole.
+	run grep -Ev '^([0-9]+ +)?write\(2, "pglock: [^"]*\\n", [0-9]+\) = [0-9]+$' "$BATS_TEST_TMPDIR/writes"
+	assert_output ''
+}
+
+@test "20 waiters sharing one stderr file: every line is one of pglock's, whole" {
+	id=$(sha_id share-k)
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg holder pglock share-k sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 held "$id"
+	log=$BATS_TEST_TMPDIR/log
+	: >"$log"
+	for i in $(seq 20); do
+		timeout 60 "$PGLOCK" -v share-k true 2>>"$log" &
+	done
+	wait_until 30 waiting "$id" 20
+	echo go >"$BATS_TEST_TMPDIR/fifo"
+	wait
+	[ "$(wc -l <"$log")" -eq 60 ]
+	run grep -Ev '^pglock: share-k: (held by pid [0-9]+ \(.*\); waiting|acquired after [0-9.]+s \(server pid [0-9]+, session lock\)|released after [0-9.]+s)$' "$log"
+	assert_output ''
+}
+
+@test "PGLOCK_* variables the caller set do not reach the command" {
+	run -0 env PGLOCK_FENCE=99 PGLOCK_VERSION=77 PGLOCK_TENANT=zz PGLOCK_SLOT=3 PGLOCK_X=1 "$PGLOCK" env-k sh -c 'env | grep "^PGLOCK_" | sort'
+	assert_output "PGLOCK_BACKEND_PID=${lines[0]#PGLOCK_BACKEND_PID=}
+PGLOCK_ID=$(sha_id env-k)
+PGLOCK_KEY=env-k
+PGLOCK_MODE=exclusive
+PGLOCK_SCOPE=session"
+	run -0 env PGLOCK_FENCE=99 "$PGLOCK" --fence env-k sh -c 'echo "$PGLOCK_FENCE"'
+	[ "$output" != 99 ]
+	run -0 env PGLOCK_VERSION=77 PGLOCK_FENCE=5 "$PGLOCK" --version-counter env-t sh -c 'echo "$PGLOCK_VERSION ${PGLOCK_FENCE:-none}"'
+	assert_output "1 none"
+}
