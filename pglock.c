@@ -275,15 +275,18 @@ printable(const char *s)
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *u;
 	char *out, *p;
+	/* Bytes past ASCII show as they are only as part of valid UTF-8. */
+	unsigned char top = key_utf8_ok(s, strlen(s)) ? 0xff : 0x7f;
 
-	for (u = (const unsigned char *)s; *u >= 0x20 && *u != 0x7f; u++)
+#define SHOWN(c) ((c) >= 0x20 && (c) != 0x7f && (c) <= top)
+	for (u = (const unsigned char *)s; SHOWN(*u); u++)
 		;
 	if (*u == '\0')
 		return s;
 	if ((out = malloc(4 * strlen(s) + 1)) == NULL)
 		die_errno(EXIT_OSERR, "malloc");
 	for (p = out, u = (const unsigned char *)s; *u != '\0'; u++) {
-		if (*u >= 0x20 && *u != 0x7f) {
+		if (SHOWN(*u)) {
 			*p++ = (char)*u;
 			continue;
 		}
@@ -300,6 +303,7 @@ printable(const char *s)
 			*p++ = hex[*u & 15];
 		}
 	}
+#undef SHOWN
 	*p = '\0';
 	return out;
 }
@@ -728,7 +732,8 @@ run_command_or_err(const struct opts *o, PGconn *c,
 		break;
 	case CHILD_LOST:
 		die(EXIT_LOST, "%s: lock lost while the command ran (%s); "
-		    "the command was stopped", o->label, why);
+		    "the command %s", o->label, why, ch->stopped ?
+		    "was stopped" : "had exited already");
 	case CHILD_FAILED:
 		die(EXIT_OSERR, "%s", why);
 	}
@@ -833,6 +838,11 @@ resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 	    sizeof(why)) == -1) {
 		die(EXIT_SOFTWARE, "%s", why);
 	}
+	/* The server hashes text: bytes that are not UTF-8 are the caller's. */
+	if (k->sql != NULL && !key_utf8_ok(text, strlen(text)))
+		usage_err("%s: not valid UTF-8, which the server-side scheme "
+		    "%s needs", printable(text), o->ns != NULL ? "--namespace" :
+		    o->hash);
 }
 
 /* Print s as an SQL string literal: quotes doubled. */
@@ -927,7 +937,7 @@ print_locks(PGconn *c, const struct key *k)
 	int j, row, held = 0;
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		conn_oneline(PQresultErrorMessage(res), buf, sizeof(buf));
+		conn_result_error(res, buf, sizeof(buf));
 		die(EXIT_UNAVAILABLE, "--status: %s", buf);
 	}
 	for (row = 0; row < PQntuples(res); row++) {

@@ -433,6 +433,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	int look = 1;
 	pid_t r;
 
+	ch->stopped = 0;
 	next_check = mono_ms() + w->check_ms;
 	for (;;) {
 		t = mono_ms();
@@ -516,6 +517,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			/* Lost: stop the whole group, and KILL it later. */
 			watching = 0;
 			lost = 1;
+			ch->stopped = 1;
 			(void)kill(-ch->pgrp, w->lost_sig);
 			kill_at = t + w->kill_after_ms;
 		}

@@ -22,6 +22,7 @@ struct child {
 	int gate;		/* child_go() lets the command exec */
 	int lost_sig;		/* for the command if pglock dies */
 	long kill_after_ms;	/* then KILL, this much later */
+	int stopped;		/* child_wait stopped it: the lock was lost */
 };
 
 enum child_start {
@@ -78,7 +79,8 @@ struct child_watch {
 
 enum child_end {
 	CHILD_EXITED,		/* *status is its exit status (128+N) */
-	CHILD_LOST,		/* the lock was lost; the command was stopped */
+	CHILD_LOST,		/* the lock was lost; ch->stopped says whether the
+				   command still ran, and was stopped */
 	CHILD_FAILED		/* waitpid failed */
 };
 

@@ -204,6 +204,23 @@ pause_ms(long ms)
 		;
 }
 
+void
+conn_result_error(const PGresult *res, char *err, size_t errlen)
+{
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+	char buf[1024];
+
+	if (msg == NULL) {
+		/* Not the server's: libpq's own text (a lost connection). */
+		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%s%s%s", msg, detail != NULL ? "; " : "",
+	    detail != NULL ? detail : "");
+	conn_oneline(buf, err, errlen);
+}
+
 PGconn *
 conn_open(const struct conn_opts *o, char *err, size_t errlen)
 {
@@ -497,7 +514,7 @@ conn_standby(PGconn *c, char *err, size_t errlen)
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
 		rc = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	else
-		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		conn_result_error(res, err, errlen);
 	PQclear(res);
 	return rc;
 }

@@ -100,4 +100,10 @@ void conn_hide_password(char *conninfo);
 /* Copy a libpq message into err as one line, without the trailing newline. */
 void conn_oneline(const char *msg, char *err, size_t errlen);
 
+/*
+ * A failed result's error as one line: the server's message, without
+ * libpq's "FATAL:  " or "ERROR:  " in front, and its detail if any.
+ */
+void conn_result_error(const PGresult *res, char *err, size_t errlen);
+
 #endif

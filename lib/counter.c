@@ -115,7 +115,7 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
 		*version = 0;	/* no table yet: nobody has a version */
 		rc = 0;
 	} else {
-		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		conn_result_error(res, err, errlen);
 	}
 	PQclear(res);
 	return rc;
@@ -156,13 +156,13 @@ create_table(PGconn *c, const char *table, const char *q, char *err,
 		    role != NULL ? role : PQuser(c));
 		PQfreemem(role);
 	} else {
-		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		conn_result_error(res, err, errlen);
 	}
 	PQclear(res);
 	res = PQexec(c, rc == 0 ? "COMMIT" : "ROLLBACK");
 	if (rc == 0 && (PQresultStatus(res) != PGRES_COMMAND_OK ||
 	    strcmp(PQcmdStatus(res), "COMMIT") != 0)) {
-		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		conn_result_error(res, err, errlen);
 		rc = -1;
 	}
 	PQclear(res);
@@ -225,7 +225,7 @@ bump(PGconn *c, const char *q, const char *tenant,
 			else if (is_state(res, "42P01"))
 				*no_table = 1;
 			else
-				conn_oneline(PQresultErrorMessage(res), err,
+				conn_result_error(res, err,
 				    errlen);
 		} else if (step == 2 && PQresultStatus(res) == PGRES_TUPLES_OK) {
 			if (PQntuples(res) == 0) {

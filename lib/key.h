@@ -83,4 +83,10 @@ void key_locktag(const struct key *k, uint32_t *classid, uint32_t *objid,
  */
 int key_params(const struct key *k, char vals[2][24]);
 
+/*
+ * Is s (len bytes) valid UTF-8, as the text a server-side scheme hashes
+ * must be? 1 or 0.
+ */
+int key_utf8_ok(const char *s, size_t len);
+
 #endif

@@ -157,7 +157,7 @@ static int
 check_result(PGresult *res, int *pid, char *err, size_t errlen)
 {
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		conn_result_error(res, err, errlen);
 		return -1;
 	}
 	if (PQntuples(res) != 1 || PQnfields(res) != 2) {
@@ -264,7 +264,7 @@ next_result(PGconn *c, const struct lock_req *r, int waiting, int *sig,
 	if (failed) {
 		/* Why it hung up, such as a pooler's refusal, came first. */
 		if (PQresultStatus(res) == PGRES_FATAL_ERROR)
-			conn_oneline(PQresultErrorMessage(res), err, errlen);
+			conn_result_error(res, err, errlen);
 		PQclear(res);
 		return NULL;
 	}
@@ -310,7 +310,7 @@ lock_result(PGresult *res, struct lock_req *r, int *backend_pid, char *err,
 			return LOCK_BUSY;
 	}
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		conn_result_error(res, err, errlen);
 		return LOCK_ERROR;
 	}
 	if (PQntuples(res) != 1 || PQnfields(res) != 3) {
@@ -386,7 +386,7 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	}
 	set = PQresultStatus(res) == PGRES_TUPLES_OK;
 	if (!set)		/* the lock's answer is then ABORTED */
-		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		conn_result_error(res, err, errlen);
 	PQclear(res);
 	if ((res = next_result(c, r, 1, sig, err, errlen)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;

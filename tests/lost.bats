@@ -43,6 +43,23 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	assert_output "pglock: silent-k: lock lost while the command ran (the server did not answer the lock check within 10 s); the command was stopped"
 }
 
+@test "a check left unanswered when the command exits: exit 75, and not 'stopped'" {
+	id=$(sha_id late-k)
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg runner pglock --check-interval 0.2 late-k sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 held "$id"
+	pid=$(locks_on "$id" | cut -d: -f2)
+	CLEANUP="kill -CONT $pid"
+	kill -STOP "$pid"
+	sleep 0.5	# not to synchronise: checks go out and stay unanswered
+	echo go >"$BATS_TEST_TMPDIR/fifo"
+	bgwait runner 20
+	kill -CONT "$pid"
+	[ "$bg_status" -eq 75 ]
+	run cat "$BATS_TEST_TMPDIR/runner.err"
+	assert_output "pglock: late-k: lock lost while the command ran (the server did not answer the lock check within 10 s); the command had exited already"
+}
+
 @test "a server restart while the command runs: exit 75 within the check interval + 2 s" {
 	bg runner pglock --check-interval 2 restart-k sleep 60
 	wait_until 10 held "$(sha_id restart-k)"

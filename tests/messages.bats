@@ -51,3 +51,29 @@ PGLOCK_SCOPE=session"
 	run -0 env PGLOCK_VERSION=77 PGLOCK_FENCE=5 "$PGLOCK" --version-counter env-t sh -c 'echo "$PGLOCK_VERSION ${PGLOCK_FENCE:-none}"'
 	assert_output "1 none"
 }
+
+@test "a waiter whose backend is terminated: exit 69 and the server's reason, one line" {
+	id=$(sha_id tw-k)
+	bg holder pglock tw-k sleep 60
+	wait_until 10 held "$id"
+	bg waiter pglock tw-k touch "$BATS_TEST_TMPDIR/ran"
+	wait_until 10 waiting "$id"
+	sql "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+	bgwait waiter 10
+	[ "$bg_status" -eq 69 ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	run cat "$BATS_TEST_TMPDIR/waiter.err"
+	assert_output "pglock: tw-k: terminating connection due to administrator command"
+}
+
+@test "a key that is not UTF-8 under a server-side scheme is the caller's error: 64, escaped" {
+	run -64 --separate-stderr timeout 20 "$PGLOCK" --hash hashtext "$(printf 'a\377b')" touch "$BATS_TEST_TMPDIR/ran"
+	[ "$stderr" = 'pglock: a\xffb: not valid UTF-8, which the server-side scheme hashtext needs (see pglock --help)' ]
+	run -64 --separate-stderr timeout 20 "$PGLOCK" --namespace 7 "$(printf 'x\xc3')" true
+	[ "$stderr" = 'pglock: x\xc3: not valid UTF-8, which the server-side scheme --namespace needs (see pglock --help)' ]
+	# Overlong forms and surrogates are not UTF-8 either; real UTF-8 is.
+	run -64 timeout 20 "$PGLOCK" --hash hashtext "$(printf '\xc0\xaf')" true
+	run -64 timeout 20 "$PGLOCK" --hash hashtext "$(printf '\xed\xa0\x80')" true
+	run -0 timeout 20 "$PGLOCK" --hash hashtext "$(printf 'caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80')" true
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}

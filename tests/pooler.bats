@@ -96,7 +96,7 @@ b end"
 	start_pgbouncer statement
 	run -69 --separate-stderr timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$PGB_PORT" st-k touch "$BATS_TEST_TMPDIR/ran"
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
-	[ "$stderr" = "pglock: st-k: FATAL:  transaction blocks not allowed in statement pooling mode" ]
+	[ "$stderr" = "pglock: st-k: transaction blocks not allowed in statement pooling mode" ]
 	free "$(sha_id st-k)"
 	stop_pgbouncer
 }
