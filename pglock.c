@@ -72,7 +72,7 @@ struct opts {
 	int counter;		/* --version-counter: KEY is a TENANT */
 	int peek;
 	int fence;
-	const char *counter_table;
+	char table_sql[300];	/* --counter-table as SQL: "schema"."table" */
 	const char *hash;	/* --hash SCHEME; NULL: sha256 */
 	const char *ns;		/* --namespace N */
 	int status;		/* --status [KEY ...] */
@@ -473,11 +473,11 @@ parse_or_err(int argc, char **argv, struct opts *o)
 			o->peek = 1;
 			break;
 		case OPT_TABLE:
-			if (!counter_table_ok(optarg))
+			if (counter_table_sql(optarg, o->table_sql,
+			    sizeof(o->table_sql)) == -1)
 				usage_err("--counter-table: '%s' is not a "
-				    "table name (letters, digits, _; "
-				    "optionally schema.table)", optarg);
-			o->counter_table = optarg;
+				    "table name ([schema.]table, as in SQL: "
+				    "\"Quoted\" keeps its case)", printable(optarg));
 			break;
 		case OPT_FENCE:
 			o->fence = 1;
@@ -752,9 +752,9 @@ counter_next_or_err(const struct opts *o, PGconn *c, const char *tenant,
 	long long v = 0;
 	int sig = 0;
 
-	if (counter_lock(o->counter_table, tenant, wait_ms, lk) == -1)
+	if (counter_lock(o->table_sql, tenant, wait_ms, lk) == -1)
 		die_errno(EXIT_OSERR, "malloc");
-	switch (counter_next(c, o->counter_table, tenant, lk, &v, &sig, why,
+	switch (counter_next(c, o->table_sql, tenant, lk, &v, &sig, why,
 	    sizeof(why))) {
 	case COUNTER_OK:
 		return v;
@@ -782,7 +782,7 @@ version_counter(const struct opts *o, PGconn *c)
 	int status;
 
 	if (o->peek) {
-		if (counter_peek(c, o->counter_table, o->key, &v, why,
+		if (counter_peek(c, o->table_sql, o->key, &v, why,
 		    sizeof(why)) == -1)
 			die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 		printf("%lld\n", v);
@@ -1200,7 +1200,8 @@ main(int argc, char **argv)
 	o.check_ms = 5000;
 	o.lost_sig = SIGTERM;
 	o.kill_after_ms = 10000;
-	o.counter_table = "pglock_versions";
+	(void)counter_table_sql("pglock_versions", o.table_sql,
+	    sizeof(o.table_sql));
 	parse_or_err(argc, argv, &o);
 	scrub_env_or_err();
 	if (o.shell_cmd != NULL)

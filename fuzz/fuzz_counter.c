@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * fuzz_counter: libFuzzer target for the offline half of lib/counter.c:
- * which --counter-table names are accepted, and the per-tenant lock id.
+ * which --counter-table names are accepted and how they are quoted, and
+ * the per-tenant lock id.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,52 +15,122 @@
 #include "check.h"
 
 
-#define LETTERS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
+#define LOWER "abcdefghijklmnopqrstuvwxyz"
+#define UPPER "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #define DIGITS "0123456789"
 
-/* One identifier: [A-Za-z_][A-Za-z0-9_]*, spelled out, not <ctype.h>. */
-static size_t
-ident_len(const char *p)
+/*
+ * The oracle: a second reading of SQL's identifier rules, written apart
+ * from lib/counter.c's, as a state machine over the bytes. Unquoted: a
+ * letter, _ or a byte >= 0x80, then also digits and $, ASCII folded to
+ * lower case; quoted: anything but NUL, "" for a quote. At most 63 bytes
+ * a name, at most two names joined by a dot. The result is the quoted
+ * form, or NULL.
+ */
+/* ASCII's upper case letters to lower case; every other byte as it is. */
+static unsigned char
+fold(unsigned char c)
 {
-	if (*p == '\0' || strchr(LETTERS, *p) == NULL)
-		return 0;
-	return 1 + strspn(p + 1, LETTERS DIGITS);
+	const char *u = c != 0 ? strchr(UPPER, c) : NULL;
+
+	return u != NULL ? (unsigned char)LOWER[u - UPPER] : c;
 }
 
-/*
- * The documented rule, written independently: ident or ident.ident, each
- * at most 63 bytes (PostgreSQL would cut a longer one short).
- */
-static int
-ref_table_ok(const char *name)
+static char *
+ref_table_sql(const char *name)
 {
-	size_t n;
+	enum { START, BARE, QUOTED, QUOTE_SEEN } st = START;
+	static unsigned char out[1024];
+	size_t o = 0, len = 0;
+	int parts = 1;
+	const unsigned char *p;
 
-	if ((n = ident_len(name)) == 0 || n > 63)
-		return 0;
-	if (name[n] == '\0')
-		return 1;
-	if (name[n] != '.' || (name += n + 1, n = ident_len(name)) == 0 ||
-	    n > 63)
-		return 0;
-	return name[n] == '\0';
+	for (p = (const unsigned char *)name;; p++) {
+		unsigned char c = *p;
+
+		switch (st) {
+		case START:
+			if (c == '"') {
+				out[o++] = '"';
+				st = QUOTED;
+			} else if (c >= 0x80 || c == '_' ||
+			    (c != 0 && strchr(LOWER UPPER, c) != NULL)) {
+				out[o++] = '"';
+				out[o++] = fold(c);
+				len = 1;
+				st = BARE;
+			} else {
+				return NULL;
+			}
+			continue;
+		case BARE:
+			if (c >= 0x80 || c == '_' || c == '$' || (c != 0 &&
+			    strchr(LOWER UPPER DIGITS, c) != NULL)) {
+				out[o++] = fold(c);
+				len++;
+				continue;
+			}
+			out[o++] = '"';
+			break;	/* the name ended: c is looked at below */
+		case QUOTED:
+			if (c == 0)
+				return NULL;
+			if (c == '"') {
+				st = QUOTE_SEEN;
+				continue;
+			}
+			out[o++] = c;
+			len++;
+			continue;
+		case QUOTE_SEEN:
+			if (c == '"') {		/* "" inside: one quote */
+				out[o++] = '"';
+				out[o++] = '"';
+				len++;
+				st = QUOTED;
+				continue;
+			}
+			if (len == 0)
+				return NULL;
+			out[o++] = '"';
+			break;
+		}
+		/* A name ended: then the end, or a dot before the second. */
+		if (len > 63)
+			return NULL;
+		if (c == 0) {
+			out[o] = '\0';
+			return (char *)out;
+		}
+		if (c != '.' || parts++ == 2)
+			return NULL;
+		out[o++] = '.';
+		len = 0;
+		st = START;
+	}
 }
 
 static void
 fuzz_table(const char *name)
 {
-	int ok = counter_table_ok(name);
-	const char *dot;
+	char out[300], *ref;
+	int rc;
 
-	CHECK(ok == 0 || ok == 1);
-	CHECK(ok == ref_table_ok(name));
-	if (!ok)
+	memset(out, 0x5a, sizeof(out));
+	rc = counter_table_sql(name, out, sizeof(out));
+	ref = strlen(name) < 400 ? ref_table_sql(name) : NULL;
+	CHECK(rc == 0 || rc == -1);
+	if (strlen(name) >= 400) {
+		/* Too long for two 63-byte names, however quoted. */
+		CHECK(rc == -1 || strlen(out) < sizeof(out));
 		return;
-	/* Safe to quote part by part: nothing but [A-Za-z0-9_] and a dot. */
-	CHECK(strspn(name, LETTERS DIGITS ".") == strlen(name));
-	dot = strchr(name, '.');
-	CHECK(dot == NULL || strchr(dot + 1, '.') == NULL);
-	CHECK(strchr(DIGITS, name[0]) == NULL);
+	}
+	CHECK((rc == 0) == (ref != NULL));
+	if (rc == 0) {
+		CHECK(strcmp(out, ref) == 0);
+		/* Quoted: it starts and ends with a quote, no NUL inside. */
+		CHECK(out[0] == '"' && out[strlen(out) - 1] == '"');
+	}
 }
 
 /*

@@ -15,26 +15,64 @@
 #include "counter.h"
 #include "key.h"
 
+/*
+ * One SQL identifier at *p, as PostgreSQL reads it: "quoted" (with ""
+ * for a quote) keeps its case; unquoted folds ASCII letters to lower case.
+ * The name goes to out as a quoted identifier. Returns the bytes of out
+ * used, or 0 if *p is no identifier or is longer than PostgreSQL keeps.
+ */
+static size_t
+ident(const char **p, char *out, size_t len)
+{
+	const char *s = *p;
+	size_t n = 0, o = 1;
+
+	if (len < 3)
+		return 0;
+	out[0] = '"';
+	if (*s == '"') {
+		for (s++; *s != '\0' && (*s != '"' || s[1] == '"'); s++, n++) {
+			if (o + 4 >= len)
+				return 0;
+			if (*s == '"')
+				out[o++] = *s++;	/* "" in, "" out */
+			out[o++] = *s;
+		}
+		if (*s++ != '"')
+			return 0;
+	} else {
+		/* A letter, _ or a byte past ASCII; then digits and $ too. */
+		for (; isalpha((unsigned char)*s) || *s == '_' ||
+		    (unsigned char)*s >= 0x80 || (n > 0 &&
+		    (isdigit((unsigned char)*s) || *s == '$')); s++, n++) {
+			if (o + 4 >= len)
+				return 0;
+			out[o++] = (char)tolower((unsigned char)*s);
+		}
+	}
+	if (n == 0 || n > 63)
+		return 0;
+	out[o++] = '"';
+	out[o] = '\0';
+	*p = s;
+	return o;
+}
+
 int
-counter_table_ok(const char *name)
+counter_table_sql(const char *name, char *out, size_t len)
 {
 	const char *p = name;
-	int dots = 0;
-	size_t part = 0;
+	size_t n;
 
-	for (; *p != '\0'; p++) {
-		if (*p == '.' && p != name && p[1] != '\0' && p[-1] != '.' &&
-		    dots++ == 0) {
-			part = 0;
-			continue;
-		}
-		/* PostgreSQL cuts identifiers at 63 bytes: refuse, not alias. */
-		if (!(isalnum((unsigned char)*p) || *p == '_') ||
-		    ((p == name || p[-1] == '.') && isdigit((unsigned char)*p)) ||
-		    ++part > 63)
-			return 0;
+	if ((n = ident(&p, out, len)) == 0)
+		return -1;
+	if (*p == '.') {
+		p++;
+		out[n] = '.';
+		if (ident(&p, out + n + 1, len - n - 1) == 0)
+			return -1;
 	}
-	return p != name;
+	return *p == '\0' ? 0 : -1;
 }
 
 int
@@ -59,30 +97,6 @@ counter_lock(const char *table, const char *tenant, long wait_ms,
 	return rc;
 }
 
-/* Render "schema.table" or "table" as quoted SQL identifiers. */
-static int
-quote_table(PGconn *c, const char *table, char *out, size_t len)
-{
-	const char *dot = strchr(table, '.');
-	char part[128], *q1, *q2 = NULL;
-	size_t n = dot != NULL ? (size_t)(dot - table) : strlen(table);
-
-	snprintf(part, sizeof(part), "%.*s", (int)n, table);
-	q1 = PQescapeIdentifier(c, part, strlen(part));
-	if (dot != NULL)
-		q2 = PQescapeIdentifier(c, dot + 1, strlen(dot + 1));
-	if (q1 == NULL || (dot != NULL && q2 == NULL)) {
-		PQfreemem(q1);
-		PQfreemem(q2);
-		return -1;
-	}
-	snprintf(out, len, "%s%s%s", q1, q2 != NULL ? "." : "",
-	    q2 != NULL ? q2 : "");
-	PQfreemem(q1);
-	PQfreemem(q2);
-	return 0;
-}
-
 static int
 is_state(const PGresult *res, const char *state)
 {
@@ -95,17 +109,13 @@ int
 counter_peek(PGconn *c, const char *table, const char *tenant,
     long long *version, char *err, size_t errlen)
 {
-	char q[512], sql[640];
+	char sql[640];
 	const char *params[1] = { tenant };
 	PGresult *res;
 	int rc = -1;
 
-	if (quote_table(c, table, q, sizeof(q)) == -1) {
-		conn_oneline(PQerrorMessage(c), err, errlen);
-		return -1;
-	}
 	snprintf(sql, sizeof(sql), "SELECT version FROM %s WHERE tenant = $1",
-	    q);
+	    table);
 	res = PQexecParams(c, sql, 1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) == PGRES_TUPLES_OK) {
 		*version = PQntuples(res) == 1 ?
@@ -249,15 +259,12 @@ counter_next(PGconn *c, const char *table, const char *tenant,
     const struct lock_req *lk, long long *version, int *sig, char *err,
     size_t errlen)
 {
-	char q[512];
+	const char *q = table;
+	char why[64];
 	enum counter_result r;
 	int no_table = 0;
 
 	*sig = 0;
-	if (quote_table(c, table, q, sizeof(q)) == -1) {
-		conn_oneline(PQerrorMessage(c), err, errlen);
-		return COUNTER_ERROR;
-	}
 	r = bump(c, q, tenant, lk, version, sig, &no_table, err, errlen);
 	if (r != COUNTER_OK && no_table) {
 		(void)counter_end(c, 0, err, errlen);
@@ -268,7 +275,7 @@ counter_next(PGconn *c, const char *table, const char *tenant,
 		    errlen);
 	}
 	if (r != COUNTER_OK)
-		(void)counter_end(c, 0, q, sizeof(q));
+		(void)counter_end(c, 0, why, sizeof(why));
 	return r;
 }
 

@@ -19,8 +19,13 @@ enum counter_result {
 	COUNTER_ERROR
 };
 
-/* Is NAME usable as --counter-table (an identifier, optionally schema.)? */
-int counter_table_ok(const char *name);
+/*
+ * --counter-table NAME as SQL reads it: [schema.]table, each part an
+ * identifier, "quoted" to keep its case, else folded to lower case. Into
+ * out goes the quoted form ("schema"."table"), which the other calls take
+ * as table. Returns 0, or -1 if NAME is not such a name.
+ */
+int counter_table_sql(const char *name, char *out, size_t len);
 
 /*
  * The lock that serialises TENANT's allocations: distinct from the lock of

@@ -273,8 +273,10 @@ assert_one_to() {
 }
 
 @test "pglock --version-counter T COMMAND can take pglock T inside" {
-	run -0 --separate-stderr timeout 10 "$PGLOCK" --version-counter c-nest2 "$PGLOCK" -n c-nest2 sh -c 'echo "$PGLOCK_VERSION"'
-	assert_output 1
+	# The inner pglock's command has only the inner PGLOCK_* variables:
+	# the version goes on as an argument.
+	run -0 --separate-stderr timeout 10 "$PGLOCK" --version-counter c-nest2 sh -c 'exec "$0" -n c-nest2 sh -c "echo \$1 \${PGLOCK_VERSION:-none}" sh "$PGLOCK_VERSION"' "$PGLOCK"
+	assert_output "1 none"
 	[ "$(peek c-nest2)" = 1 ]
 }
 
@@ -514,4 +516,24 @@ usage_error() {
 	[[ "$output" =~ ^[0-9]+$ ]]
 	run -0 pglock --version-counter --peek c-fdl
 	assert_output 1
+}
+
+@test "--counter-table reads names as SQL does: unquoted folds to lower case, \"Quoted\" keeps case, schema.table" {
+	run -0 pglock --counter-table C_Upper_Case --version-counter c-ident
+	assert_output 1
+	run -0 pglock --counter-table c_upper_case --version-counter c-ident
+	assert_output 2
+	[ "$(sql "SELECT count(*) FROM pg_tables WHERE tablename = 'c_upper_case'")" -eq 1 ]
+	run -0 pglock --counter-table '"C Quoted ""Tab"""' --version-counter c-ident
+	assert_output 1
+	[ "$(sql "SELECT count(*) FROM pg_tables WHERE tablename = 'C Quoted \"Tab\"'")" -eq 1 ]
+	sql "CREATE SCHEMA IF NOT EXISTS c_schema"
+	run -0 pglock --counter-table C_Schema.Vers --version-counter c-ident
+	assert_output 1
+	run -0 pglock --counter-table c_schema.vers --version-counter --peek c-ident
+	assert_output 1
+	[ "$(sql "SELECT count(*) FROM pg_tables WHERE schemaname = 'c_schema' AND tablename = 'vers'")" -eq 1 ]
+	run -64 pglock --counter-table '"unterminated' --version-counter c-ident
+	run -64 pglock --counter-table '""' --version-counter c-ident
+	run -64 pglock --counter-table 'a.b.c' --version-counter c-ident
 }
