@@ -518,22 +518,29 @@ usage_error() {
 	assert_output 1
 }
 
-@test "--counter-table reads names as SQL does: unquoted folds to lower case, \"Quoted\" keeps case, schema.table" {
+@test "--counter-table: an unquoted name folds to lower case, as in SQL" {
 	run -0 pglock --counter-table C_Upper_Case --version-counter c-ident
 	assert_output 1
 	run -0 pglock --counter-table c_upper_case --version-counter c-ident
 	assert_output 2
 	[ "$(sql "SELECT count(*) FROM pg_tables WHERE tablename = 'c_upper_case'")" -eq 1 ]
+	[ "$(sql "SELECT count(*) FROM pg_tables WHERE tablename = 'C_Upper_Case'")" -eq 0 ]
+}
+
+@test "--counter-table: a \"Quoted\" name keeps its case, \"\" a quote inside" {
 	run -0 pglock --counter-table '"C Quoted ""Tab"""' --version-counter c-ident
 	assert_output 1
 	[ "$(sql "SELECT count(*) FROM pg_tables WHERE tablename = 'C Quoted \"Tab\"'")" -eq 1 ]
+	run -64 pglock --counter-table '"unterminated' --version-counter c-ident
+	run -64 pglock --counter-table '""' --version-counter c-ident
+}
+
+@test "--counter-table: schema.table, each part read as SQL reads it" {
 	sql "CREATE SCHEMA IF NOT EXISTS c_schema"
 	run -0 pglock --counter-table C_Schema.Vers --version-counter c-ident
 	assert_output 1
 	run -0 pglock --counter-table c_schema.vers --version-counter --peek c-ident
 	assert_output 1
 	[ "$(sql "SELECT count(*) FROM pg_tables WHERE schemaname = 'c_schema' AND tablename = 'vers'")" -eq 1 ]
-	run -64 pglock --counter-table '"unterminated' --version-counter c-ident
-	run -64 pglock --counter-table '""' --version-counter c-ident
 	run -64 pglock --counter-table 'a.b.c' --version-counter c-ident
 }

@@ -52,14 +52,38 @@ pw_hidden() {
 	    { echo "shown: $output"; false; }
 }
 
-@test "a password in -d shows in no form libpq accepts" {
+@test "ps shows no part of a URI's user:password@" {
 	pw_hidden "postgresql://postgres:S3cretPW@/postgres?host=$PGHOST&port=$PGPORT"
+}
+
+@test "ps shows no part of a URI's ?password=" {
 	pw_hidden "postgresql:///postgres?host=$PGHOST&port=$PGPORT&password=S3cretPW"
+}
+
+@test "ps shows no part of a URI's percent-encoded parameter name (pass%77ord)" {
 	pw_hidden "postgresql:///postgres?host=$PGHOST&port=$PGPORT&pass%77ord=S3cretPW"
+}
+
+@test "ps shows no part of a URI's percent-encoded value" {
 	pw_hidden "postgresql:///postgres?host=$PGHOST&port=$PGPORT&password=%53%33cretPW"
+}
+
+@test "ps shows no part of a key=value password" {
 	pw_hidden "host=$PGHOST port=$PGPORT dbname=postgres password=S3cretPW"
+}
+
+@test "ps shows no part of a quoted key=value password" {
 	pw_hidden "host=$PGHOST port=$PGPORT dbname=postgres password='S3cret PW'"
+}
+
+@test "ps shows no part of an escaped key=value password" {
 	pw_hidden "host=$PGHOST port=$PGPORT dbname=postgres password=S3cret\\ PW"
+}
+
+@test "ps shows no part of a password given twice" {
 	pw_hidden "host=$PGHOST port=$PGPORT password=x1 dbname=postgres password=S3cretPW"
+}
+
+@test "ps shows no part of a quoted password with an escaped quote and spaces around =" {
 	pw_hidden "host=$PGHOST port=$PGPORT dbname=postgres password = 'S3cret\\'PW'"
 }
