@@ -380,6 +380,10 @@ duration_or_err(const char *opt, const char *s)
 	return ms;
 }
 
+/*
+ * Long: one getopt loop, then the checks of what goes together. Issue 13
+ * splits it into a loop that records and a function that checks.
+ */
 static void
 parse_or_err(int argc, char **argv, struct opts *o)
 {
@@ -1080,22 +1084,29 @@ fence_or_err(const struct opts *o, PGconn *c)
 	setenv_or_err("PGLOCK_FENCE", num);
 }
 
+/* A session lock only where no pooler can hand the session on. */
+static void
+choose_scope(struct opts *o, PGconn *c)
+{
+	enum conn_path path = o->scope == SCOPE_TRANSACTION ? CONN_UNPROVEN :
+	    conn_direct(c);
+
+	o->lock.xact = o->scope == SCOPE_TRANSACTION ||
+	    (o->scope == SCOPE_AUTO && path == CONN_UNPROVEN);
+	o->lock.local = path == CONN_DIRECT_LOCAL;
+}
+
 /* pglock KEY COMMAND: the lock runner. */
 static int
 lock_and_run(struct opts *o, PGconn *c)
 {
 	struct child ch = { .pid = -1 };	/* unused under -F */
-	enum conn_path path;
 	enum lock_result r;
 	char why[1024];
 	double t0;
 	int backend_pid = 0, sig = 0, status;
 
-	/* A session lock only where no pooler can hand the session on. */
-	path = o->scope == SCOPE_TRANSACTION ? CONN_UNPROVEN : conn_direct(c);
-	o->lock.xact = o->scope == SCOPE_TRANSACTION ||
-	    (o->scope == SCOPE_AUTO && path == CONN_UNPROVEN);
-	o->lock.local = path == CONN_DIRECT_LOCAL;
+	choose_scope(o, c);
 	if (o->verbose && o->lock.wait_ms != 0)
 		report_holder(o, c);
 	t0 = o->wait_start = mono_seconds();

@@ -418,6 +418,31 @@ await_answer(PGconn *c, long by)
 	return 0;
 }
 
+/*
+ * The check in flight when the command exited: is the lock still held?
+ * 1, or 0 with the reason in err. Waited for no longer than by.
+ */
+static int
+last_check(PGconn *c, long by, long answer_ms, char *err, size_t errlen)
+{
+	switch (await_answer(c, by)) {
+	case -1:
+		snprintf(err, errlen, "the server did not answer the lock check "
+		    "within %ld s", answer_ms / 1000);
+		return 0;
+	case -2:
+		conn_reason(c, err, errlen);
+		return 0;
+	default:
+		return lock_check_read(c, err, errlen) == 1;
+	}
+}
+
+/*
+ * One poll() loop over the signals, the connection, the watchdog and the
+ * timers; long, but its state (what is due when) is shared by every arm,
+ * and split it would travel through a struct of its own.
+ */
 enum child_end
 child_wait(struct child *ch, const struct child_watch *w, int *status,
     char *err, size_t errlen)
@@ -533,21 +558,8 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	 * the release then, and a lock it finds gone was lost while the
 	 * command ran.
 	 */
-	if (watching && answer_by >= 0) {
-		switch (await_answer(w->conn, answer_by)) {
-		case -1:
-			snprintf(err, errlen, "the server did not answer the "
-			    "lock check within %ld s", answer_ms / 1000);
-			lost = 1;
-			break;
-		case -2:
-			conn_reason(w->conn, err, errlen);
-			lost = 1;
-			break;
-		default:
-			lost = lock_check_read(w->conn, err, errlen) != 1;
-		}
-	}
+	if (watching && answer_by >= 0)
+		lost = !last_check(w->conn, answer_by, answer_ms, err, errlen);
 	/* Leave nothing of the command running without the lock. */
 	if (lost)
 		(void)kill(-ch->pgrp, SIGKILL);
