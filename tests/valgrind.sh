@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: ISC
 # valgrind.sh: pglock under memcheck, for `make valgrind`, which points the
 # bats suites' PGLOCK here. Any error makes the process exit 99 and leaves
-# a non-empty log in PGLOCK_VG_DIR.
+# a non-empty log in tests/.vg. (Not a PGLOCK_* variable: pglock drops
+# those from its command's environment, and a nested pglock runs this too.)
 exec valgrind -q --error-exitcode=99 --leak-check=no \
-	--log-file="${PGLOCK_VG_DIR:?}/vg.%p" \
+	--log-file="$(cd "$(dirname "$0")" && pwd)/.vg/vg.%p" \
 	"$(dirname "$0")/../pglock" "$@"
