@@ -87,10 +87,8 @@ storm() {
 	[ "$elapsed" -ge 1000 ]
 	[ "$elapsed" -lt 4000 ]
 	[[ "$stderr" =~ ^'pglock: connection to server at "127.0.0.1", port 1 failed: Connection refused; Is the server running on that host and accepting TCP/IP connections? (gave up after '[0-9]+' attempts in 1.'[0-9]s\)$ ]]
-	# Once, at once, with --connect-timeout 0.
-	start=$(now_ms)
+	# Once with --connect-timeout 0: no "gave up after N attempts".
 	run -69 --separate-stderr timeout 20 "$PGLOCK" --connect-timeout 0 -h 127.0.0.1 -p 1 k true
-	[ $(( $(now_ms) - start )) -lt 1000 ]
 	[ "$stderr" = 'pglock: connection to server at "127.0.0.1", port 1 failed: Connection refused; Is the server running on that host and accepting TCP/IP connections?' ]
 }
 
