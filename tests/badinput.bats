@@ -136,8 +136,6 @@ MATRIX='64|-w|
 	assert_output 0
 	run -0 bash -c '"$PGLOCK" closed-err sh -c "echo ok" 2>&-'
 	assert_output ok
-	# -v writes to stderr: with fd 2 closed that must not be the socket.
-	run -0 bash -c '"$PGLOCK" -v closed-err true 2>&-' 
 }
 
 @test "a missing or unreadable \$SHELL gives 127 or 126 with one line" {

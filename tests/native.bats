@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: ISC
 # What only an uninstrumented pglock can show: its own CPU time, its own
 # argument list in /proc (valgrind's process shows valgrind's), a closed
-# descriptor 1 (valgrind's log takes it) and a failed execve (valgrind
+# descriptor 1 or 2 (valgrind's log takes it) and a failed execve (valgrind
 # cannot go on after one). `make valgrind` runs every suite but this one.
 
 load helper
@@ -41,6 +41,13 @@ load helper
 	big=$(head -c 131071 /dev/zero | tr '\0' 'k')
 	run -126 --separate-stderr pglock "$big" sh -c 'echo ran'
 	[ "$stderr" = "pglock: sh: Argument list too long" ]
+}
+
+@test "-v with stderr closed writes nowhere near the database socket" {
+	# With fd 2 closed, libpq's socket would take it: the -v lines would
+	# go to the server. (Under valgrind its log file takes fd 2 instead.)
+	run -0 bash -c '"$PGLOCK" -v closed-err true 2>&-'
+	assert_output ''
 }
 
 # pw_hidden DSN: a running pglock given -d DSN shows no part of the secret
