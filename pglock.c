@@ -1148,10 +1148,9 @@ lock_and_run(struct opts *o, PGconn *c)
 		return 128 + sig;
 	case LOCK_NOT_REAL:
 		die(EXIT_UNAVAILABLE, "%s: the server granted the lock but "
-		    "this session does not hold it (a transaction-pooling "
-		    "proxy such as PgBouncer, or advisory locks that are not "
-		    "real): connect to the server directly or use session "
-		    "pooling", o->label);
+		    "this session does not hold it (advisory locks that are "
+		    "not real, or --scope session through a pooler): use "
+		    "--scope auto or transaction", o->label);
 	case LOCK_ERROR:
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	}
