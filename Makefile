@@ -34,16 +34,11 @@ tests/unit_key build/san/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/unit_key.c lib/key.c lib/hash.c $(PQ_LIBS)
 
-# On a fresh Debian machine as root, the two set-up commands install what
-# they need first (tests/deps.sh); elsewhere it names the packages.
-deps-check:
-	tests/deps.sh check
-
-deps-demo:
-	tests/deps.sh demo
-
-deps-valgrind:
-	tests/deps.sh valgrind
+# What each target needs (tests/deps.sh: as root on Debian it installs
+# what is missing, elsewhere it names the packages). The README's set-up
+# commands run it before make, which a bare Debian lacks.
+deps-check deps-demo deps-valgrind deps-mutants deps-lint:
+	tests/deps.sh $(@:deps-%=%)
 
 check: deps-check pglock $(UNIT)
 	./tests/unit_arg
@@ -97,7 +92,7 @@ bench: pglock bench/floor bench/rmw
 
 # Every mutant of tests/mutants.txt must fail the tests that claim its
 # promise (tests/mutants.sh); bounded, as CI runs it.
-mutants: deps-check pglock
+mutants: deps-mutants pglock
 	timeout 1200 tests/mutants.sh
 
 # libFuzzer (clang): every parser of user text, 300 s each, two at a time.
@@ -110,7 +105,7 @@ fuzz:
 # variableScope: the house style declares locals at the top.
 TIDY_CHECKS = -*,bugprone-*,cert-*,clang-analyzer-*,\
 -bugprone-easily-swappable-parameters,-cert-err33-c
-lint:
+lint: deps-lint
 	mandoc -Tlint -Wwarning man/pglock.1
 	cppcheck --quiet --error-exitcode=1 --inline-suppr --std=c99 \
 	    --enable=warning,style,performance,portability \
@@ -134,4 +129,4 @@ clean:
 	rm -f pglock $(UNIT)
 	rm -rf build fuzz/bin tests/.san tests/.vg bench/floor bench/rmw
 
-.PHONY: all deps-check deps-demo deps-valgrind check sanitize valgrind mutants fuzz lint bench demo install uninstall clean
+.PHONY: all deps-check deps-demo deps-valgrind deps-mutants deps-lint check sanitize valgrind mutants fuzz lint bench demo install uninstall clean

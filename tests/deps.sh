@@ -1,55 +1,76 @@
 #!/bin/sh
 # SPDX-License-Identifier: ISC
-# deps.sh: make sure what `make demo` (demo), `make check` (check) or
-# `make valgrind` (valgrind) needs is installed; on Debian as root, apt-get
-# what is missing, else say what.
+# deps.sh [TARGET...]: make sure what `make TARGET` needs is installed, for
+# TARGET demo, check (the default), sanitize, valgrind, mutants or lint. As
+# root with apt-get (Debian, even a bare debootstrap), install what is
+# missing; elsewhere name the packages and exit 69. The README's set-up
+# commands and CI (.ci/run) install through here, and nowhere else.
 set -eu
-what=${1:-check}
-need="pkg-config:pkg-config cc:build-essential pg_config:libpq-dev
-psql:postgresql-client runuser:util-linux ss:iproute2"
-[ -e /usr/include/openssl/sha.h ] || need="$need missing-ssl:libssl-dev"
-[ -e /usr/include/zlib.h ] || need="$need missing-zlib:zlib1g-dev"
+[ $# -gt 0 ] || set -- check
+
+# What the build needs, make itself included.
+build="make:make pkg-config:pkg-config cc:build-essential pg_config:libpq-dev"
+[ -e /usr/include/openssl/sha.h ] || build="$build missing-ssl:libssl-dev"
+[ -e /usr/include/zlib.h ] || build="$build missing-zlib:zlib1g-dev"
+# The throwaway cluster (tests/pg.sh): initdb, runuser, ss.
+cluster="runuser:util-linux ss:iproute2 psql:postgresql-client"
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 ||
-	need="$need missing-initdb:postgresql"
-[ "$what" = valgrind ] && need="$need valgrind:valgrind" && what=check
-if [ "$what" = check ]; then
-	need="$need bats:bats mandoc:mandoc col:bsdextrautils clang:clang
-python3:python3 pgbouncer:pgbouncer script:bsdutils strace:strace"
-	[ -d /usr/lib/bats/bats-assert ] || need="$need missing-assert:bats-assert"
-	[ -d /usr/lib/bats/bats-support ] || need="$need missing-support:bats-support"
+	cluster="$cluster missing-initdb:postgresql"
+
+# check_needs: what `make check` needs beyond the cluster, by the command
+# the tests run (ps, pgrep and pkill in native.bats and signals.bats, ip in
+# lost.bats, col for the manual, script and python3 for terminals, ...).
+check_needs() {
+	echo "bats:bats mandoc:mandoc col:bsdextrautils clang:clang
+python3:python3 pgbouncer:pgbouncer script:bsdutils strace:strace
+ps:procps pgrep:procps pkill:procps ip:iproute2"
+	[ -d /usr/lib/bats/bats-assert ] || echo missing-assert:bats-assert
+	[ -d /usr/lib/bats/bats-support ] || echo missing-support:bats-support
 	# Debian's python3, which apt's python3-psycopg2 serves (not pyenv's).
 	/usr/bin/python3 -c 'import psycopg2' 2>/dev/null ||
-		need="$need missing-psycopg2:python3-psycopg2"
+		echo missing-psycopg2:python3-psycopg2
+	# libFuzzer (fuzz/run.sh), and ASan/UBSan's runtime for clang.
 	ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a \
 	    >/dev/null 2>&1 || [ "$(uname -m)" != x86_64 ] ||
-		need="$need missing-fuzzer:libclang-rt-14-dev"
-fi
+		echo missing-fuzzer:libclang-rt-14-dev
+}
+
+need=$build
+for what in "$@"; do
+	case $what in
+	demo) need="$need $cluster" ;;
+	check|sanitize) need="$need $cluster $(check_needs)" ;;
+	valgrind) need="$need $cluster $(check_needs) valgrind:valgrind" ;;
+	mutants) need="$need $cluster $(check_needs) git:git" ;;
+	lint) need="$need mandoc:mandoc cppcheck:cppcheck clang-tidy:clang-tidy" ;;
+	*)
+		echo "usage: deps.sh [demo|check|sanitize|valgrind|mutants|lint]..." >&2
+		exit 64
+		;;
+	esac
+done
+
 pkgs=
 for pair in $need; do
 	cmd=${pair%%:*} pkg=${pair#*:}
+	case " $pkgs " in *" $pkg "*) continue ;; esac
 	case $cmd in
 	missing-*) pkgs="$pkgs $pkg" ;;
 	*) command -v "$cmd" >/dev/null 2>&1 || pkgs="$pkgs $pkg" ;;
 	esac
 done
+[ -n "$pkgs" ] || exit 0
 
-# apt_install PKGS: apt-get them as root on Debian; else name them and fail.
-apt_install() {
-	[ -z "$1" ] && return 0
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-		echo "deps.sh: installing$1" >&2
-		export DEBIAN_FRONTEND=noninteractive
-		# make sanitize and make valgrind may run side by side: one
-		# apt at a time.
-		exec 9>/tmp/pglock-deps.lock
-		flock 9
-		apt-get update -qq
-		# shellcheck disable=SC2086
-		apt-get install -y -qq --no-install-recommends $1 >/dev/null
-		exec 9>&-
-	else
-		echo "deps.sh: please install:$1" >&2
-		return 69
-	fi
-}
-apt_install "$pkgs" || exit 69
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+	echo "deps.sh: please install:$pkgs" >&2
+	exit 69
+fi
+echo "deps.sh: installing$pkgs" >&2
+export DEBIAN_FRONTEND=noninteractive
+# make sanitize and make valgrind may run side by side: one apt at a time.
+exec 9>/tmp/pglock-deps.lock
+flock 9
+apt-get update -qq || exit 69
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $pkgs >/tmp/pglock-deps.log 2>&1 ||
+	{ cat /tmp/pglock-deps.log >&2; exit 69; }

@@ -11,15 +11,18 @@ set -eu
 
 cmd=${1:?usage: pg.sh start|standby|stop|restart DIR [PRIMARY]}
 dir=${2:?usage: pg.sh start|standby|stop|restart DIR [PRIMARY]}
+case $dir in /*) ;; *) dir=$PWD/$dir ;; esac
 
 bindir=$(pg_config --bindir 2>/dev/null || true)
 [ -x "$bindir/initdb" ] ||
 	bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -x "$bindir/initdb" ] || { echo "pg.sh: initdb not found" >&2; exit 69; }
 
+# As root, from /: the postgres account may not enter the caller's
+# directory (/root/...), and initdb and pg_ctl say so when they cannot.
 as_owner() {
 	if [ "$(id -u)" = 0 ]; then
-		runuser -u postgres -- "$@"
+		(cd / && exec runuser -u postgres -- "$@")
 	else
 		"$@"
 	fi
@@ -60,7 +63,7 @@ start)
 	local all all trust
 	local replication all trust
 	host all all 127.0.0.1/32 trust
-	host all all 10.213.0.0/24 trust
+	host all all 10.213.0.0/16 trust
 	HBA
 	cat >>"$dir/data/postgresql.conf" <<-CONF
 	listen_addresses = '*'
