@@ -10,6 +10,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 root=$(mktemp -d /tmp/pglock-minbase.XXXXXX)
+chmod 755 "$root"	# its / (mktemp made it 700)
 out=$(mktemp -d /tmp/pglock-minbase-log.XXXXXX)
 
 # Whatever runs inside (a server the tests failed to stop) is stopped,
