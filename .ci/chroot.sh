@@ -22,8 +22,8 @@ cleanup() {
 			kill -KILL "${p#/proc/}" 2>/dev/null
 	done
 	sleep 0.2
-	for m in $(awk -v r="$root" '$2 == r || index($2, r "/") == 1 { print $2 }' \
-	    /proc/self/mounts | sort -r); do
+	awk -v r="$root" '$2 == r || index($2, r "/") == 1 { print $2 }' \
+	    /proc/self/mounts | sort -r | while read -r m; do
 		umount -l "$m"
 	done
 	if awk -v r="$root" '$2 == r || index($2, r "/") == 1 { bad = 1 } END { exit !bad }' \
