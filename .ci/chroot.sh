@@ -40,7 +40,7 @@ trap 'exit 130' INT TERM
 # fail WHAT LOG: say what failed, show its log, exit 1.
 fail() {
 	echo "chroot: $1" >&2
-	[ -f "$2" ] && tail -n 300 "$2"
+	[ -f "$2" ] && cat "$2"
 	exit 1
 }
 
@@ -53,8 +53,8 @@ else
 		exit 69
 	}
 	timeout 900 debootstrap --variant=minbase bookworm "$root" \
-	    >"$out/debootstrap.log" 2>&1 ||
-		fail "debootstrap failed" "$out/debootstrap.log"
+	    >"$out/debootstrap.log" 2>&1 &
+	wait "$!" || fail "debootstrap failed" "$out/debootstrap.log"
 fi
 echo "chroot: minbase tree ready after $(( $(date +%s) - start )) s"
 
@@ -92,8 +92,9 @@ while IFS= read -r cmd; do
 	t=$(date +%s)
 	timeout 1800 chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb \
 	    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	    /bin/sh -c "cd /root/pglock && $cmd" </dev/null >"$out/$n.log" 2>&1 ||
-		fail "README command $n failed: $cmd" "$out/$n.log"
+	    /bin/sh -c "cd /root/pglock && $cmd" </dev/null >"$out/$n.log" 2>&1 &
+	# A wait, which a TERM interrupts (then the trap stops what runs inside).
+	wait "$!" || fail "README command $n failed: $cmd" "$out/$n.log"
 	echo "chroot: ok after $(( $(date +%s) - t )) s"
 	if grep -n 'Permission denied\|could not change directory' "$out/$n.log"; then
 		fail "README command $n printed the errors above" "$out/$n.log"
