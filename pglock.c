@@ -34,21 +34,12 @@
 #include "lib/clock.h"
 #include "lib/conn.h"
 #include "lib/counter.h"
+#include "lib/exits.h"
 #include "lib/key.h"
 #include "lib/lock.h"
 #include "lib/sig.h"
 
 #define PGLOCK_VERSION "0.1.0"
-
-/* Exit status: sysexits(3) values, listed in the man page. */
-enum {
-	EXIT_CONFLICT = 1,	/* default for "lock not acquired" (-E) */
-	EXIT_USAGE = 64,
-	EXIT_UNAVAILABLE = 69,
-	EXIT_SOFTWARE = 70,
-	EXIT_OSERR = 71,
-	EXIT_LOST = 75
-};
 
 /* --scope: where the lock lives; auto proves the connection direct first. */
 enum { SCOPE_AUTO, SCOPE_SESSION, SCOPE_TRANSACTION };
@@ -745,30 +736,31 @@ run_command_or_err(const struct opts *o, PGconn *c,
 }
 
 /*
- * Allocate TENANT's next version in a transaction left open; the caller
- * commits or rolls back. Exits on any failure to allocate.
+ * Allocate TENANT's next version into *v, in a transaction left open; the
+ * caller commits or rolls back. Returns 0, or the exit status when the
+ * tenant's lock was not got: the conflict code, or 128 + the signal that
+ * cancelled the wait. Dies on errors.
  */
-static long long
-counter_next_or_err(const struct opts *o, PGconn *c, const char *tenant,
-    long wait_ms, struct lock_req *lk)
+static int
+allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
+    long wait_ms, struct lock_req *lk, long long *v)
 {
 	char why[1024];
-	long long v = 0;
 	int sig = 0;
 
 	if (counter_lock(o->table_sql, tenant, wait_ms, lk) == -1)
 		die_errno(EXIT_OSERR, "malloc");
-	switch (counter_next(c, o->table_sql, tenant, lk, &v, &sig, why,
+	switch (counter_next(c, o->table_sql, tenant, lk, v, &sig, why,
 	    sizeof(why))) {
 	case COUNTER_OK:
-		return v;
+		return 0;
 	case COUNTER_BUSY:
 		if (!o->quiet)
 			say("%s: another allocation holds the tenant's "
 			    "lock", o->label);
-		exit(o->conflict_exit);
+		return o->conflict_exit;
 	case COUNTER_INTERRUPTED:
-		exit(128 + sig);
+		return 128 + sig;
 	case COUNTER_ERROR:
 		break;
 	}
@@ -793,7 +785,9 @@ version_counter(const struct opts *o, PGconn *c)
 		flush_stdout_or_err();
 		return 0;
 	}
-	v = counter_next_or_err(o, c, o->key, o->lock.wait_ms, &lk);
+	if ((status = allocate_or_err(o, c, o->key, o->lock.wait_ms, &lk,
+	    &v)) != 0)
+		return status;
 	if (o->argv == NULL) {
 		/* Print first: a number nobody saw must not be committed. */
 		printf("%lld\n", v);
@@ -1055,15 +1049,18 @@ report_busy(const struct opts *o, PGconn *c)
  * --version-counter K pglock --fence K" deadlock) and committed at once.
  * Under a transaction's lock that commit would release the lock, and the
  * open transaction would keep the row locked: a connection of its own.
+ * Returns 0, or the exit status of a wait that a signal cancelled.
  */
-static void
+static int
 fence_or_err(const struct opts *o, PGconn *c)
 {
 	struct lock_req lk;
 	struct conn_opts co;
 	char why[1024], num[32], *tenant;
 	size_t len = sizeof("pglock-fence:") + strlen(o->key);
+	long long v;
 	PGconn *fc;
+	int status;
 
 	if ((tenant = malloc(len)) == NULL)
 		die_errno(EXIT_OSERR, "malloc");
@@ -1074,14 +1071,17 @@ fence_or_err(const struct opts *o, PGconn *c)
 	fc = o->lock.xact ? conn_open(&co, why, sizeof(why)) : c;
 	if (fc == NULL)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
-	snprintf(num, sizeof(num), "%lld",
-	    counter_next_or_err(o, fc, tenant, -1, &lk));
+	status = allocate_or_err(o, fc, tenant, -1, &lk, &v);
 	free(tenant);
+	if (status != 0)
+		return status;
 	if (counter_end(fc, 1, why, sizeof(why)) == -1)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
 	if (fc != c)
 		PQfinish(fc);
+	snprintf(num, sizeof(num), "%lld", v);
 	setenv_or_err("PGLOCK_FENCE", num);
+	return 0;
 }
 
 /* A session lock only where no pooler can hand the session on. */
@@ -1160,8 +1160,11 @@ lock_and_run(struct opts *o, PGconn *c)
 		say("%s: acquired after %.2fs (server pid %d, %s lock)",
 		    o->label, mono_seconds() - t0, backend_pid,
 		    o->lock.xact ? "transaction" : "session");
-	if (o->fence)
-		fence_or_err(o, c);
+	if (o->fence && (status = fence_or_err(o, c)) != 0) {
+		if (!o->no_fork)
+			child_abort(&ch);
+		return status;
+	}
 
 	status = run_command_or_err(o, c, &o->lock, &ch);
 	if (o->no_fork)

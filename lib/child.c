@@ -22,6 +22,7 @@
 #include "child.h"
 #include "clock.h"
 #include "conn.h"
+#include "exits.h"
 #include "sig.h"
 
 static int
@@ -35,7 +36,7 @@ exit_code(int st)
 static void
 exec_error(const char *cmd, int e, int *status, char *err, size_t errlen)
 {
-	*status = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
+	*status = (e == ENOENT || e == ENOTDIR) ? EXIT_NOTFOUND : EXIT_NOEXEC;
 	snprintf(err, errlen, "%s: %s", cmd, strerror(e));
 }
 
@@ -66,7 +67,7 @@ close_others(int keep)
 	long fd, max;
 
 	if (keep != 3 && dup2(keep, 3) == -1)
-		_exit(70);
+		_exit(EXIT_SOFTWARE);
 	for (fd = 0; fd <= 2; fd++)
 		(void)close((int)fd);
 #ifdef SYS_close_range
@@ -302,7 +303,7 @@ child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
 		if (setpgid(0, ch->pgrp) == -1) {
 			e = -errno;
 			(void)write(sp[1], &e, sizeof(e));
-			_exit(127);
+			_exit(EXIT_NOTFOUND);
 		}
 #ifdef __linux__
 		/*
@@ -328,7 +329,7 @@ child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
 		execvp(argv[0], argv);
 		e = errno;
 		(void)write(sp[1], &e, sizeof(e));
-		_exit(127);
+		_exit(EXIT_NOTFOUND);
 	}
 	(void)setpgid(ch->pid, ch->pgrp);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
