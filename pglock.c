@@ -45,14 +45,24 @@
 enum { SCOPE_AUTO, SCOPE_SESSION, SCOPE_TRANSACTION };
 static const char *const scope_names[] = { "auto", "session", "transaction" };
 
+/* What pglock does: one of the usage lines. */
+enum mode { MODE_RUN, MODE_STATUS, MODE_EXPLAIN, MODE_COUNTER };
+
+/* The command line, as parsed and checked; main() resolves lock.key. */
 struct opts {
-	struct lock_req lock;
+	enum mode mode;
+	struct lock_req lock;	/* the key, -s, and -n/-w's wait */
 	struct conn_opts conn;
-	const char *key;
+	const char *key;	/* KEY, or TENANT */
 	const char *label;	/* KEY for messages: control bytes escaped */
+	char **keys;		/* --status: the KEYs, NULL-terminated */
+	char **argv;		/* COMMAND [ARG ...], or $SHELL -c STRING */
+	char *shell_cmd;	/* -c */
 	int raw_id;		/* --id: KEY is a lock id */
-	char *shell_cmd;		/* -c */
-	char **argv;		/* COMMAND [ARG ...] */
+	const char *hash;	/* --hash SCHEME; NULL: sha256 */
+	int has_ns;		/* --namespace N */
+	int32_t ns;
+	int scope;		/* SCOPE_*: --scope */
 	int conflict_exit;
 	int no_fork;
 	int verbose;
@@ -60,19 +70,9 @@ struct opts {
 	long check_ms;
 	int lost_sig;
 	long kill_after_ms;
-	int counter;		/* --version-counter: KEY is a TENANT */
 	int peek;
 	int fence;
 	char table_sql[300];	/* --counter-table as SQL: "schema"."table" */
-	const char *hash;	/* --hash SCHEME; NULL: sha256 */
-	const char *ns;		/* --namespace N */
-	int status;		/* --status [KEY ...] */
-	int explain;		/* --explain KEY */
-	char **keys;		/* --status: the KEYs, NULL-terminated */
-	int scope;		/* SCOPE_*: --scope */
-	long wait_ms;		/* -w as given; lock.wait_ms is what is left */
-	double wait_start;	/* for the live "waiting" line */
-	int live_line;		/* it was shown: end it with a newline */
 };
 
 static const char usage_text[] =
@@ -314,7 +314,7 @@ usage_err(const char *fmt, ...)
 enum {
 	OPT_ID = 256, OPT_CHECK, OPT_LOST_SIG, OPT_KILL_AFTER, OPT_COUNTER,
 	OPT_PEEK, OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_STATUS,
-	OPT_EXPLAIN, OPT_SCOPE, OPT_CONNECT_TIMEOUT
+	OPT_EXPLAIN, OPT_SCOPE, OPT_CONNECT_TIMEOUT, OPT_HELP
 };
 
 static const struct option longopts[] = {
@@ -333,7 +333,7 @@ static const struct option longopts[] = {
 	{ "host", required_argument, NULL, 'h' },
 	{ "port", required_argument, NULL, 'p' },
 	{ "username", required_argument, NULL, 'U' },
-	{ "help", no_argument, NULL, '?' },
+	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, 'V' },
 	{ "id", no_argument, NULL, OPT_ID },
 	{ "check-interval", required_argument, NULL, OPT_CHECK },
@@ -371,194 +371,195 @@ duration_or_err(const char *opt, const char *s)
 	return ms;
 }
 
-/*
- * Long: one getopt loop, then the checks of what goes together. Issue 13
- * splits it into a loop that records and a function that checks.
- */
-static void
-parse_or_err(int argc, char **argv, struct opts *o)
+/* argv for -c: $SHELL -c STRING, with /bin/sh when SHELL is unset. */
+static char **
+shell_argv(char *cmd)
 {
-	char why[1024];
-	struct key k;
-	long n;
-	int c, id = 0;
+	static char binsh[] = "/bin/sh", dash_c[] = "-c";
+	static char *sh_argv[4];
+	char *sh = getenv("SHELL");
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+xesnw:E:c:Fvqd:h:p:U:?V",
-	    longopts, NULL)) != -1) {
-		switch (c) {
-		case 'x':
-		case 'e':
-			o->lock.shared = 0;
-			break;
-		case 's':
-			o->lock.shared = 1;
-			break;
-		case 'n':
-			o->lock.wait_ms = 0;
-			break;
-		case 'w':
-			o->lock.wait_ms = duration_or_err("-w", optarg);
-			break;
-		case 'E':
-			if (arg_long(optarg, 0, 255, &n, why, sizeof(why)) == -1)
-				usage_err("-E: %s", why);
-			o->conflict_exit = (int)n;
-			break;
-		case 'c':
-			o->shell_cmd = optarg;
-			break;
-		case 'F':
-			o->no_fork = 1;
-			break;
-		case 'v':
-			o->verbose = 1;
-			o->quiet = 0;
-			break;
-		case 'q':
-			o->quiet = 1;
-			o->verbose = 0;
-			break;
-		case 'd':
-			if (conn_check(optarg, why, sizeof(why)) == -1)
-				usage_err("-d: %s", why);
-			/* Connect with a copy; ps shows the masked original. */
-			if ((o->conn.dbname = strdup(optarg)) == NULL)
-				die_errno(EXIT_OSERR, "strdup");
-			conn_hide_password(optarg);
-			break;
-		case 'h':
-			o->conn.host = optarg;
-			break;
-		case 'p':
-			o->conn.port = optarg;
-			break;
-		case 'U':
-			o->conn.user = optarg;
-			break;
-		case 'V':
-			printf("pglock %s (libpq %d.%d)\n", PGLOCK_VERSION,
-			    PQlibVersion() / 10000, PQlibVersion() % 10000);
-			flush_stdout_or_err();
-			exit(0);
-		case OPT_ID:
-			id = 1;
-			break;
-		case OPT_CHECK:
-			o->check_ms = duration_or_err("--check-interval",
-			    optarg);
-			if (o->check_ms == 0)
-				usage_err("--check-interval: %s",
-				    "must be more than 0");
-			break;
-		case OPT_LOST_SIG:
-			if (arg_signal(optarg, &o->lost_sig, why,
-			    sizeof(why)) == -1)
-				usage_err("--lost-signal: %s", why);
-			lost_signal_or_err(optarg, o->lost_sig);
-			break;
-		case OPT_KILL_AFTER:
-			o->kill_after_ms = duration_or_err("--kill-after",
-			    optarg);
-			break;
-		case OPT_COUNTER:
-			o->counter = 1;
-			break;
-		case OPT_PEEK:
-			o->peek = 1;
-			break;
-		case OPT_TABLE:
-			if (counter_table_sql(optarg, o->table_sql,
-			    sizeof(o->table_sql)) == -1)
-				usage_err("--counter-table: '%s' is not a "
-				    "table name ([schema.]table, as in SQL: "
-				    "\"Quoted\" keeps its case)", printable(optarg));
-			break;
-		case OPT_FENCE:
-			o->fence = 1;
-			break;
-		case OPT_HASH:
-			if (key_scheme_describe(optarg) == NULL) {
-				(void)key_hash_scheme(optarg, "", 0, &k, why,
-				    sizeof(why));
-				usage_err("--hash: %s", why);
-			}
-			o->hash = optarg;
-			break;
-		case OPT_NAMESPACE:
-			if (arg_long(optarg, INT32_MIN, INT32_MAX, &n, why,
-			    sizeof(why)) == -1)
-				usage_err("--namespace: %s", why);
-			o->ns = optarg;
-			break;
-		case OPT_STATUS:
-			o->status = 1;
-			break;
-		case OPT_EXPLAIN:
-			o->explain = 1;
-			break;
-		case OPT_SCOPE:
-			for (n = 2; n >= 0 && strcmp(optarg,
-			    scope_names[n]) != 0; n--)
-				;
-			if (n < 0)
-				usage_err("--scope: '%s' is not session, "
-				    "transaction or auto", optarg);
-			o->scope = (int)n;
-			break;
-		case OPT_CONNECT_TIMEOUT:
-			o->conn.connect_ms = duration_or_err("--connect-timeout",
-			    optarg);
-			break;
-		case '?':
-			/* getopt says '?' both for -? and for a bad option. */
-			if (optopt == 0 && strcmp(argv[optind - 1], "-?") != 0 &&
-			    strcmp(argv[optind - 1], "--help") != 0)
-				usage_err("%s: unknown option", argv[optind - 1]);
-			if (optopt != 0 && strncmp(argv[optind - 1], "--",
-			    2) == 0 && strchr(argv[optind - 1], '=') != NULL)
-				usage_err("%s: takes no value",
-				    argv[optind - 1]);
-			if (optopt != 0 && optopt != '?') {
-				if (strchr("wEcdhpU", optopt) != NULL ||
-				    optopt >= 256)
-					usage_err("%s: needs a value",
-					    argv[optind - 1]);
-				usage_err("-%c: unknown option", optopt);
-			}
-			usage(stdout);
-			flush_stdout_or_err();
-			exit(0);
-		default:
-			usage_err("%s: unknown option", argv[optind - 1]);
-		}
-	}
-	argc -= optind;
-	argv += optind;
+	sh_argv[0] = sh != NULL && *sh != '\0' ? sh : binsh;
+	sh_argv[1] = dash_c;
+	sh_argv[2] = cmd;
+	sh_argv[3] = NULL;
+	return sh_argv;
+}
 
-	if (o->hash != NULL && o->ns != NULL)
-		usage_err("%s", "--namespace hashes with hashtext: no --hash");
-	if ((id && (o->hash != NULL || o->ns != NULL)))
-		usage_err("%s", "--id takes an id: no --hash or --namespace");
-	if (o->status + o->explain + o->counter > 1)
+static void
+set_mode(struct opts *o, enum mode m)
+{
+	if (o->mode != MODE_RUN && o->mode != m)
 		usage_err("%s", "choose one of --status, --explain and "
 		    "--version-counter");
-	if (o->status) {
-		/* Every argument is a KEY; there is no COMMAND. */
-		o->keys = argv;
-		o->raw_id = id;
+	o->mode = m;
+}
+
+/*
+ * Record one option (c, as getopt_long returns it; name as written, for
+ * messages). One flat case per option, so it is long.
+ */
+static void
+record_or_err(struct opts *o, int c, char *arg, const char *name)
+{
+	char why[1024];
+	long n;
+
+	switch (c) {
+	case 'x':
+	case 'e':
+		o->lock.shared = 0;
+		break;
+	case 's':
+		o->lock.shared = 1;
+		break;
+	case 'n':
+		o->lock.wait_ms = 0;
+		break;
+	case 'w':
+		o->lock.wait_ms = duration_or_err("-w", arg);
+		break;
+	case 'E':
+		if (arg_long(arg, 0, 255, &n, why, sizeof(why)) == -1)
+			usage_err("-E: %s", why);
+		o->conflict_exit = (int)n;
+		break;
+	case 'c':
+		o->shell_cmd = arg;
+		break;
+	case 'F':
+		o->no_fork = 1;
+		break;
+	case 'v':
+		o->verbose = 1;
+		o->quiet = 0;
+		break;
+	case 'q':
+		o->quiet = 1;
+		o->verbose = 0;
+		break;
+	case 'd':
+		if (conn_check(arg, why, sizeof(why)) == -1)
+			usage_err("-d: %s", why);
+		/* Connect with a copy; ps shows the masked original. */
+		if ((o->conn.dbname = strdup(arg)) == NULL)
+			die_errno(EXIT_OSERR, "strdup");
+		conn_hide_password(arg);
+		break;
+	case 'h':
+		o->conn.host = arg;
+		break;
+	case 'p':
+		o->conn.port = arg;
+		break;
+	case 'U':
+		o->conn.user = arg;
+		break;
+	case OPT_ID:
+		o->raw_id = 1;
+		break;
+	case OPT_HASH:
+		if (key_scheme_check(arg, why, sizeof(why)) == -1)
+			usage_err("--hash: %s", why);
+		o->hash = arg;
+		break;
+	case OPT_NAMESPACE:
+		if (arg_long(arg, INT32_MIN, INT32_MAX, &n, why,
+		    sizeof(why)) == -1)
+			usage_err("--namespace: %s", why);
+		o->has_ns = 1;
+		o->ns = (int32_t)n;
+		break;
+	case OPT_FENCE:
+		o->fence = 1;
+		break;
+	case OPT_CHECK:
+		o->check_ms = duration_or_err("--check-interval", arg);
+		if (o->check_ms == 0)
+			usage_err("%s", "--check-interval: must be more than 0");
+		break;
+	case OPT_LOST_SIG:
+		if (arg_signal(arg, &o->lost_sig, why, sizeof(why)) == -1)
+			usage_err("--lost-signal: %s", why);
+		lost_signal_or_err(arg, o->lost_sig);
+		break;
+	case OPT_KILL_AFTER:
+		o->kill_after_ms = duration_or_err("--kill-after", arg);
+		break;
+	case OPT_SCOPE:
+		for (n = 2; n >= 0 && strcmp(arg, scope_names[n]) != 0; n--)
+			;
+		if (n < 0)
+			usage_err("--scope: '%s' is not session, transaction "
+			    "or auto", arg);
+		o->scope = (int)n;
+		break;
+	case OPT_COUNTER:
+		set_mode(o, MODE_COUNTER);
+		break;
+	case OPT_PEEK:
+		o->peek = 1;
+		break;
+	case OPT_TABLE:
+		if (counter_table_sql(arg, o->table_sql,
+		    sizeof(o->table_sql)) == -1)
+			usage_err("--counter-table: '%s' is not a table name "
+			    "([schema.]table, as in SQL: \"Quoted\" keeps its "
+			    "case)", printable(arg));
+		break;
+	case OPT_STATUS:
+		set_mode(o, MODE_STATUS);
+		break;
+	case OPT_EXPLAIN:
+		set_mode(o, MODE_EXPLAIN);
+		break;
+	case OPT_CONNECT_TIMEOUT:
+		o->conn.connect_ms = duration_or_err("--connect-timeout", arg);
+		break;
+	case OPT_HELP:
+		usage(stdout);
+		flush_stdout_or_err();
+		exit(0);
+	case 'V':
+		printf("pglock %s (libpq %d.%d)\n", PGLOCK_VERSION,
+		    PQlibVersion() / 10000, PQlibVersion() % 10000);
+		flush_stdout_or_err();
+		exit(0);
+	case ':':
+		usage_err("%s: needs a value", name);
+	default:
+		/* '?': getopt sets optopt to what it could not use. */
+		if (optopt == '?')
+			record_or_err(o, OPT_HELP, NULL, name);
+		if (optopt == 0 || optopt >= 256)
+			usage_err("%s: %s", name, optopt == 0 ?
+			    "unknown option" : "takes no value");
+		usage_err("-%c: unknown option", optopt);
+	}
+}
+
+/* The arguments after the options, and what may not go together. */
+static void
+check_or_err(struct opts *o, int argc, char **argv)
+{
+	const char *what = o->mode == MODE_COUNTER ? "TENANT" : "KEY";
+
+	if (o->hash != NULL && o->has_ns)
+		usage_err("%s", "--namespace hashes with hashtext: no --hash");
+	if (o->raw_id && (o->hash != NULL || o->has_ns))
+		usage_err("%s", "--id takes an id: no --hash or --namespace");
+	if (o->mode == MODE_STATUS) {
+		o->keys = argv;		/* every argument is a KEY */
 		return;
 	}
-	if (o->explain && argc != 1)
+	if (o->mode == MODE_EXPLAIN && argc != 1)
 		usage_err("%s", "--explain takes one KEY and no COMMAND");
-
 	if (argc < 1)
-		usage_err("missing %s", o->counter ? "TENANT" : "KEY");
+		usage_err("missing %s", what);
+	if (*argv[0] == '\0')
+		usage_err("%s is empty", what);
 	o->key = argv[0];
-	if (*o->key == '\0')
-		usage_err("%s is empty", o->counter ? "TENANT" : "KEY");
 	o->label = printable(o->key);
-	o->raw_id = id;
 	argc--;
 	argv++;
 	/* flock(1) style: KEY -c STRING. */
@@ -574,43 +575,43 @@ parse_or_err(int argc, char **argv, struct opts *o)
 	}
 	if (o->shell_cmd != NULL && argc > 0)
 		usage_err("%s", "both -c and a COMMAND given");
-	if (o->shell_cmd == NULL && argc == 0 && !o->counter && !o->explain)
+	if (o->shell_cmd == NULL && argc == 0 && o->mode == MODE_RUN)
 		usage_err("%s", "missing COMMAND");
-	o->argv = argc > 0 ? argv : NULL;
+	o->argv = o->shell_cmd != NULL ? shell_argv(o->shell_cmd) :
+	    argc > 0 ? argv : NULL;
 
-	/* Refuse what cannot work together, before connecting. */
-	if (o->peek && !o->counter)
+	if (o->peek && o->mode != MODE_COUNTER)
 		usage_err("%s", "--peek needs --version-counter");
-	if (o->peek && (o->argv != NULL || o->shell_cmd != NULL))
+	if (o->peek && o->argv != NULL)
 		usage_err("%s", "--peek runs no COMMAND");
-	if (o->counter && o->fence)
+	if (o->mode != MODE_COUNTER)
+		return;
+	if (o->fence)
 		usage_err("%s", "--fence is for locks, not --version-counter");
-	if (o->counter && o->lock.shared)
+	if (o->lock.shared)
 		usage_err("%s", "--version-counter takes no shared lock (-s)");
-	if (o->counter && o->no_fork)
+	if (o->no_fork)
 		usage_err("%s", "--version-counter must commit after COMMAND: "
 		    "no -F");
-	if (o->counter && id)
+	if (o->raw_id)
 		usage_err("%s", "--version-counter takes a TENANT name, not "
 		    "--id");
-	if (o->counter && o->scope != SCOPE_AUTO)
+	if (o->scope != SCOPE_AUTO)
 		usage_err("%s", "--version-counter always holds its lock in a "
 		    "transaction: no --scope");
 }
 
-/* argv for -c: $SHELL -c STRING, with /bin/sh when SHELL is unset. */
-static char **
-shell_argv(char *cmd)
+/* One getopt loop records the options; then one function checks them. */
+static void
+parse_or_err(int argc, char **argv, struct opts *o)
 {
-	static char binsh[] = "/bin/sh", dash_c[] = "-c";
-	static char *sh_argv[4];
-	char *sh = getenv("SHELL");
+	int c;
 
-	sh_argv[0] = sh != NULL && *sh != '\0' ? sh : binsh;
-	sh_argv[1] = dash_c;
-	sh_argv[2] = cmd;
-	sh_argv[3] = NULL;
-	return sh_argv;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:xesnw:E:c:Fvqd:h:p:U:V",
+	    longopts, NULL)) != -1)
+		record_or_err(o, c, optarg, argv[optind - 1]);
+	check_or_err(o, argc - optind, argv + optind);
 }
 
 static void
@@ -646,16 +647,17 @@ scrub_env_or_err(void)
 
 /* The command's environment: what it holds, for logs and fencing. */
 static void
-export_lock_env_or_err(const struct opts *o, int backend_pid)
+export_lock_env_or_err(const struct opts *o, const struct lock_req *lk,
+    int backend_pid)
 {
 	char id[48], pid[16];
 
-	key_format(&o->lock.key, id, sizeof(id));
+	key_format(&lk->key, id, sizeof(id));
 	snprintf(pid, sizeof(pid), "%d", backend_pid);
 	setenv_or_err("PGLOCK_KEY", o->key);
 	setenv_or_err("PGLOCK_ID", id);
-	setenv_or_err("PGLOCK_MODE", o->lock.shared ? "shared" : "exclusive");
-	setenv_or_err("PGLOCK_SCOPE", o->lock.xact ? "transaction" : "session");
+	setenv_or_err("PGLOCK_MODE", lk->shared ? "shared" : "exclusive");
+	setenv_or_err("PGLOCK_SCOPE", lk->xact ? "transaction" : "session");
 	setenv_or_err("PGLOCK_BACKEND_PID", pid);
 }
 
@@ -735,6 +737,17 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	return status;
 }
 
+/* -w bounds all that comes before the command: what is left of it. */
+static long
+wait_left(const struct opts *o)
+{
+	long left = o->conn.deadline_ms - mono_ms();
+
+	if (o->lock.wait_ms <= 0)
+		return o->lock.wait_ms;
+	return left > 0 ? left : 1;
+}
+
 /*
  * Allocate TENANT's next version into *v, in a transaction left open; the
  * caller commits or rolls back. Returns 0, or the exit status when the
@@ -785,7 +798,7 @@ version_counter(const struct opts *o, PGconn *c)
 		flush_stdout_or_err();
 		return 0;
 	}
-	if ((status = allocate_or_err(o, c, o->key, o->lock.wait_ms, &lk,
+	if ((status = allocate_or_err(o, c, o->key, wait_left(o), &lk,
 	    &v)) != 0)
 		return status;
 	if (o->argv == NULL) {
@@ -823,15 +836,12 @@ static void
 resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 {
 	char why[1024];
-	long ns;
 
 	if (o->raw_id) {
 		if (key_parse_id(text, k, why, sizeof(why)) == -1)
 			usage_err("--id: %s", why);
-	} else if (o->ns != NULL) {
-		(void)arg_long(o->ns, INT32_MIN, INT32_MAX, &ns, why,
-		    sizeof(why));
-		key_namespace((int32_t)ns, text, strlen(text), k);
+	} else if (o->has_ns) {
+		key_namespace(o->ns, text, strlen(text), k);
 	} else if (key_hash_scheme(o->hash, text, strlen(text), k, why,
 	    sizeof(why)) == -1) {
 		die(EXIT_SOFTWARE, "%s", why);
@@ -839,7 +849,7 @@ resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 	/* The server hashes text: bytes that are not UTF-8 are the caller's. */
 	if (k->sql != NULL && !key_utf8_ok(text, strlen(text)))
 		usage_err("%s: not valid UTF-8, which the server-side scheme "
-		    "%s needs", printable(text), o->ns != NULL ? "--namespace" :
+		    "%s needs", printable(text), o->has_ns ? "--namespace" :
 		    o->hash);
 }
 
@@ -871,10 +881,10 @@ explain(const struct opts *o)
 	printf("key\t%s\n", o->label);
 	if (o->raw_id)
 		printf("scheme\t--id: the key is the lock id\n");
-	else if (o->ns != NULL)
-		printf("scheme\t--namespace %s: the pair (%s, hashtext(key)),"
-		    " as pg_advisory_lock(%s, hashtext(key)) takes it\n",
-		    o->ns, o->ns, o->ns);
+	else if (o->has_ns)
+		printf("scheme\t--namespace %" PRId32 ": the pair (%" PRId32
+		    ", hashtext(key)), as pg_advisory_lock(%" PRId32
+		    ", hashtext(key)) takes it\n", o->ns, o->ns, o->ns);
 	else
 		printf("scheme\t%s: %s\n", o->hash != NULL ? o->hash :
 		    "sha256", key_scheme_describe(o->hash));
@@ -901,7 +911,7 @@ explain(const struct opts *o)
 		print_literal(o->key);
 		printf("%s);\n", strchr(k.sql, '$') + 2);
 	}
-	if (!o->raw_id && o->ns == NULL && o->hash == NULL) {
+	if (!o->raw_id && !o->has_ns && o->hash == NULL) {
 		printf("sql\tSELECT pg_advisory_lock(('x' || left(encode("
 		    "sha256(convert_to(");
 		print_literal(o->key);
@@ -930,23 +940,22 @@ field(const char *s, char *buf, size_t len)
 static int
 print_locks(PGconn *c, const struct key *k)
 {
-	char buf[256];
-	PGresult *res = lock_status(c, k);
-	int j, row, held = 0;
+	char why[512], user[64], app[64];
+	struct lock_row *rows;
+	int i, n, held = 0;
 
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		conn_result_error(res, buf, sizeof(buf));
-		die(EXIT_UNAVAILABLE, "--status: %s", buf);
+	if ((n = lock_status(c, k, &rows, why, sizeof(why))) == -1)
+		die(EXIT_UNAVAILABLE, "--status: %s", why);
+	for (i = 0; i < n; i++) {
+		printf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", rows[i].id,
+		    rows[i].shared ? "shared" : "exclusive",
+		    rows[i].held ? "held" : "waiting", rows[i].pid,
+		    field(rows[i].user, user, sizeof(user)), rows[i].client,
+		    field(rows[i].app, app, sizeof(app)), rows[i].since,
+		    rows[i].xact ? "transaction" : "session");
+		held |= rows[i].held;
 	}
-	for (row = 0; row < PQntuples(res); row++) {
-		/* Every column but seconds (8), which only -v shows. */
-		for (j = 0; j < 10; j++)
-			if (j != 8)
-				printf("%s%c", field(PQgetvalue(res, row, j),
-				    buf, sizeof(buf)), j < 9 ? '\t' : '\n');
-		held |= strcmp(PQgetvalue(res, row, 2), "held") == 0;
-	}
-	PQclear(res);
+	free(rows);
 	return held;
 }
 
@@ -973,13 +982,19 @@ show_status(const struct opts *o, PGconn *c)
 }
 
 /* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
+struct waiting {
+	const char *label;
+	double start;
+	int shown;		/* end the line with a newline */
+};
+
 static void
 show_waiting(void *arg)
 {
-	struct opts *o = arg;
+	struct waiting *w = arg;
 
-	live_line("%s: waiting %.0fs", o->label, mono_seconds() - o->wait_start);
-	o->live_line = 1;
+	live_line("%s: waiting %.0fs", w->label, mono_seconds() - w->start);
+	w->shown = 1;
 }
 
 /*
@@ -989,23 +1004,22 @@ show_waiting(void *arg)
 static const char *
 holder(PGconn *c, const struct key *k, char *buf, size_t len)
 {
-	char app[128];
-	PGresult *res = lock_status(c, k);
-	int row;
+	char app[64];
+	struct lock_row *rows;
+	int i, n;
 
 	buf[0] = '\0';
-	for (row = 0; PQresultStatus(res) == PGRES_TUPLES_OK &&
-	    row < PQntuples(res); row++) {
-		if (strcmp(PQgetvalue(res, row, 2), "held") != 0)
-			continue;
-		snprintf(buf, len, "pid %s (%s, %s, user %s, for %ss)",
-		    PQgetvalue(res, row, 3),
-		    field(PQgetvalue(res, row, 6), app, sizeof(app)),
-		    PQgetvalue(res, row, 5), PQgetvalue(res, row, 4),
-		    PQgetvalue(res, row, 8));
-		break;
+	if ((n = lock_status(c, k, &rows, buf, len)) == -1) {
+		buf[0] = '\0';
+		return buf;
 	}
-	PQclear(res);
+	for (i = 0; i < n && !rows[i].held; i++)
+		;
+	if (i < n)
+		snprintf(buf, len, "pid %d (%s, %s, user %s, for %lds)",
+		    rows[i].pid, field(rows[i].app, app, sizeof(app)),
+		    rows[i].client, rows[i].user, rows[i].seconds);
+	free(rows);
 	return buf;
 }
 
@@ -1021,7 +1035,7 @@ report_holder(const struct opts *o, PGconn *c)
 
 /* -n or -w did not get the lock: say so, and by whom it is held. */
 static void
-report_busy(const struct opts *o, PGconn *c)
+report_busy(const struct opts *o, PGconn *c, const struct lock_req *lk)
 {
 	char who[512] = "";
 	PGresult *res;
@@ -1029,17 +1043,17 @@ report_busy(const struct opts *o, PGconn *c)
 	if (o->quiet)
 		return;
 	/* A timed-out wait aborted the transaction that waited. */
-	if (o->lock.xact) {
+	if (lk->xact) {
 		res = PQexec(c, "ROLLBACK");
 		PQclear(res);
 	}
-	(void)holder(c, &o->lock.key, who, sizeof(who));
-	if (o->wait_ms == 0)
+	(void)holder(c, &lk->key, who, sizeof(who));
+	if (o->lock.wait_ms == 0)
 		say("%s: the lock is held by %s", o->label,
 		    *who != '\0' ? who : "another session");
 	else
 		say("%s: timed out after %.3gs waiting for the lock%s%s",
-		    o->label, (double)o->wait_ms / 1000.0,
+		    o->label, (double)o->lock.wait_ms / 1000.0,
 		    *who != '\0' ? ", held by " : "", who);
 }
 
@@ -1052,7 +1066,7 @@ report_busy(const struct opts *o, PGconn *c)
  * Returns 0, or the exit status of a wait that a signal cancelled.
  */
 static int
-fence_or_err(const struct opts *o, PGconn *c)
+fence_or_err(const struct opts *o, PGconn *c, int xact)
 {
 	struct lock_req lk;
 	struct conn_opts co;
@@ -1068,7 +1082,7 @@ fence_or_err(const struct opts *o, PGconn *c)
 	/* Its own connection is not bound by -w: the lock is held already. */
 	co = o->conn;
 	co.deadline_ms = -1;
-	fc = o->lock.xact ? conn_open(&co, why, sizeof(why)) : c;
+	fc = xact ? conn_open(&co, why, sizeof(why)) : c;
 	if (fc == NULL)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
 	status = allocate_or_err(o, fc, tenant, -1, &lk, &v);
@@ -1086,33 +1100,36 @@ fence_or_err(const struct opts *o, PGconn *c)
 
 /* A session lock only where no pooler can hand the session on. */
 static void
-choose_scope(struct opts *o, PGconn *c)
+choose_scope(const struct opts *o, PGconn *c, struct lock_req *lk)
 {
 	enum conn_path path = o->scope == SCOPE_TRANSACTION ? CONN_UNPROVEN :
 	    conn_direct(c);
 
-	o->lock.xact = o->scope == SCOPE_TRANSACTION ||
+	lk->xact = o->scope == SCOPE_TRANSACTION ||
 	    (o->scope == SCOPE_AUTO && path == CONN_UNPROVEN);
-	o->lock.local = path == CONN_DIRECT_LOCAL;
+	lk->local = path == CONN_DIRECT_LOCAL;
 }
 
 /* pglock KEY COMMAND: the lock runner. */
 static int
-lock_and_run(struct opts *o, PGconn *c)
+lock_and_run(const struct opts *o, PGconn *c)
 {
 	struct child ch = { .pid = -1 };	/* unused under -F */
+	struct lock_req lk = o->lock;
+	struct waiting w = { o->label, 0, 0 };
 	enum lock_result r;
 	char why[1024];
 	double t0;
 	int backend_pid = 0, sig = 0, status;
 
-	choose_scope(o, c);
-	if (o->verbose && o->lock.wait_ms != 0)
+	lk.wait_ms = wait_left(o);
+	choose_scope(o, c, &lk);
+	if (o->verbose && lk.wait_ms != 0)
 		report_holder(o, c);
-	t0 = o->wait_start = mono_seconds();
-	if (o->verbose && o->lock.wait_ms != 0 && isatty(STDERR_FILENO)) {
-		o->lock.waiting = show_waiting;
-		o->lock.waiting_arg = o;
+	t0 = w.start = mono_seconds();
+	if (o->verbose && lk.wait_ms != 0 && isatty(STDERR_FILENO)) {
+		lk.waiting = show_waiting;
+		lk.waiting_arg = &w;
 	}
 	/*
 	 * While the server sets the session up and takes the lock, fork the
@@ -1120,16 +1137,16 @@ lock_and_run(struct opts *o, PGconn *c)
 	 * at its gate until the check has passed (not under --fence: its
 	 * environment is not complete until then).
 	 */
-	if (lock_send(c, &o->lock, why, sizeof(why)) == -1)
+	if (lock_send(c, &lk, why, sizeof(why)) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	if (!o->no_fork)
 		guard_or_err(o, &ch);
-	r = lock_wait(c, &o->lock, &backend_pid, &sig, why, sizeof(why));
+	r = lock_wait(c, &lk, &backend_pid, &sig, why, sizeof(why));
 	if (r == LOCK_ACQUIRED) {
-		export_lock_env_or_err(o, backend_pid);
+		export_lock_env_or_err(o, &lk, backend_pid);
 		if (!o->no_fork && !o->fence)
 			spawn_or_err(o, &ch);
-		r = lock_verify(c, &o->lock, backend_pid, &sig, why,
+		r = lock_verify(c, &lk, backend_pid, &sig, why,
 		    sizeof(why));
 	}
 	if (r != LOCK_ACQUIRED && !o->no_fork)
@@ -1138,9 +1155,9 @@ lock_and_run(struct opts *o, PGconn *c)
 	case LOCK_ACQUIRED:
 		break;
 	case LOCK_BUSY:
-		if (o->live_line)
+		if (w.shown)
 			(void)!write(STDERR_FILENO, "\n", 1);
-		report_busy(o, c);
+		report_busy(o, c, &lk);
 		return o->conflict_exit;
 	case LOCK_INTERRUPTED:
 		if (o->verbose)
@@ -1154,22 +1171,22 @@ lock_and_run(struct opts *o, PGconn *c)
 	case LOCK_ERROR:
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	}
-	if (o->live_line)
+	if (w.shown)
 		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
 	if (o->verbose)
 		say("%s: acquired after %.2fs (server pid %d, %s lock)",
 		    o->label, mono_seconds() - t0, backend_pid,
-		    o->lock.xact ? "transaction" : "session");
-	if (o->fence && (status = fence_or_err(o, c)) != 0) {
+		    lk.xact ? "transaction" : "session");
+	if (o->fence && (status = fence_or_err(o, c, lk.xact)) != 0) {
 		if (!o->no_fork)
 			child_abort(&ch);
 		return status;
 	}
 
-	status = run_command_or_err(o, c, &o->lock, &ch);
+	status = run_command_or_err(o, c, &lk, &ch);
 	if (o->no_fork)
 		return status;
-	if (lock_release(c, &o->lock, why, sizeof(why)) == -1)
+	if (lock_release(c, &lk, why, sizeof(why)) == -1)
 		die(EXIT_LOST, "%s: lock lost before the command finished "
 		    "(%s)", o->label, why);
 	child_reap(&ch);
@@ -1217,26 +1234,20 @@ main(int argc, char **argv)
 	    sizeof(o.table_sql));
 	parse_or_err(argc, argv, &o);
 	scrub_env_or_err();
-	if (o.shell_cmd != NULL)
-		o.argv = shell_argv(o.shell_cmd);
 
-	if (o.explain)
+	if (o.mode == MODE_EXPLAIN)
 		return explain(&o);
-	if (!o.status)
+	if (o.mode != MODE_STATUS)
 		resolve_key_or_err(&o, o.key, &o.lock.key);
 
 	/* Name the key in pg_stat_activity, so a waiter can see the holder. */
 	snprintf(appname, sizeof(appname), "pglock: %s",
-	    o.status ? "--status" : o.key);
+	    o.mode == MODE_STATUS ? "--status" : o.key);
 	o.conn.appname = appname;
 	/* -w bounds all that comes before the command: connecting too. */
 	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
 	if ((c = conn_open(&o.conn, why, sizeof(why))) == NULL)
 		die(EXIT_UNAVAILABLE, "%s", why);
-	o.wait_ms = o.lock.wait_ms;
-	if (o.lock.wait_ms > 0)
-		o.lock.wait_ms = o.conn.deadline_ms - mono_ms() > 0 ?
-		    o.conn.deadline_ms - mono_ms() : 1;
 	switch (conn_standby(c, why, sizeof(why))) {
 	case 0:
 		break;
@@ -1248,15 +1259,19 @@ main(int argc, char **argv)
 		die(EXIT_UNAVAILABLE, "%s", why);
 	}
 	/* A query that only reads (--status, --peek) dies by signal, as psql. */
-	if (!o.status && !o.peek && sig_init(why, sizeof(why)) == -1)
+	if (o.mode != MODE_STATUS && !o.peek && sig_init(why, sizeof(why)) == -1)
 		die(EXIT_OSERR, "%s", why);
 
-	if (o.status)
+	switch (o.mode) {
+	case MODE_STATUS:
 		status = show_status(&o, c);
-	else if (o.counter)
+		break;
+	case MODE_COUNTER:
 		status = version_counter(&o, c);
-	else
+		break;
+	default:
 		status = lock_and_run(&o, c);
+	}
 	/* Closing the session releases whatever is still held. */
 	PQfinish(c);
 	return status;

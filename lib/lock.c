@@ -472,12 +472,16 @@ lock_release(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 #define SINCE_12 "CASE WHEN l.granted THEN a.backend_start" \
 	" ELSE a.query_start END"
 
-PGresult *
-lock_status(PGconn *c, const struct key *k)
+int
+lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
+    char *err, size_t errlen)
 {
 	char sql[2048], tag[512] = "true";
 	const char *since = PQserverVersion(c) >= 140000 ? SINCE_14 : SINCE_12;
+	struct lock_row *r;
 	struct args a;
+	PGresult *res;
+	int i, n;
 
 	a.n = 0;
 	if (k != NULL) {
@@ -490,26 +494,49 @@ lock_status(PGconn *c, const struct key *k)
 	    " ELSE (l.classid::bigint - CASE WHEN l.classid::bigint >="
 	    " 2147483648 THEN 4294967296 ELSE 0 END)::text || ',' ||"
 	    " (l.objid::bigint - CASE WHEN l.objid::bigint >= 2147483648"
-	    " THEN 4294967296 ELSE 0 END)::text END AS id,"
-	    " CASE l.mode WHEN 'ShareLock' THEN 'shared' ELSE 'exclusive' END"
-	    " AS mode, CASE WHEN l.granted THEN 'held' ELSE 'waiting' END"
-	    " AS state, l.pid, coalesce(a.usename::text, '') AS user,"
-	    " coalesce(host(a.client_addr), 'local') AS client,"
-	    " coalesce(a.application_name, '') AS application_name,"
-	    " coalesce(to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'), '')"
-	    " AS since,"
-	    " coalesce(round(extract(epoch FROM now() - %s))::bigint, 0)"
-	    " AS seconds,"
+	    " THEN 4294967296 ELSE 0 END)::text END,"
+	    " l.mode = 'ShareLock', l.granted, l.pid,"
 	    /* Held inside an open transaction, or waited for by an xact call. */
-	    " CASE WHEN (l.granted AND a.xact_start IS NOT NULL) OR"
-	    " (NOT l.granted AND a.query LIKE '%%advisory_xact_lock%%')"
-	    " THEN 'transaction' ELSE 'session' END AS scope"
+	    " (l.granted AND a.xact_start IS NOT NULL) OR"
+	    " (NOT l.granted AND a.query LIKE '%%advisory_xact_lock%%'),"
+	    " coalesce(round(extract(epoch FROM now() - %s))::bigint, 0),"
+	    " coalesce(a.usename::text, ''),"
+	    " coalesce(host(a.client_addr), 'local'),"
+	    " coalesce(a.application_name, ''),"
+	    " coalesce(to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'), '') AS since"
 	    " FROM pg_catalog.pg_locks l"
 	    " LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
 	    " WHERE l.locktype = 'advisory' AND l.pid <> pg_backend_pid()"
 	    " AND l.database = (SELECT oid FROM pg_catalog.pg_database"
 	    " WHERE datname = current_database()) AND %s"
-	    " ORDER BY 1, l.granted DESC, 8, l.pid", since, since, tag);
-	return PQexecParams(c, sql, a.n, NULL, a.n > 0 ? a.params : NULL,
+	    " ORDER BY 1, l.granted DESC, since, l.pid", since, since, tag);
+	res = PQexecParams(c, sql, a.n, NULL, a.n > 0 ? a.params : NULL,
 	    NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 10) {
+		conn_result_error(res, err, errlen);
+		PQclear(res);
+		return -1;
+	}
+	n = PQntuples(res);
+	if ((*rows = r = calloc((size_t)n + 1, sizeof(*r))) == NULL) {
+		snprintf(err, errlen, "calloc: %s", strerror(errno));
+		PQclear(res);
+		return -1;
+	}
+	for (i = 0; i < n; i++, r++) {
+		snprintf(r->id, sizeof(r->id), "%s", PQgetvalue(res, i, 0));
+		r->shared = *PQgetvalue(res, i, 1) == 't';
+		r->held = *PQgetvalue(res, i, 2) == 't';
+		r->pid = atoi(PQgetvalue(res, i, 3));
+		r->xact = *PQgetvalue(res, i, 4) == 't';
+		r->seconds = atol(PQgetvalue(res, i, 5));
+		snprintf(r->user, sizeof(r->user), "%s", PQgetvalue(res, i, 6));
+		snprintf(r->client, sizeof(r->client), "%s",
+		    PQgetvalue(res, i, 7));
+		snprintf(r->app, sizeof(r->app), "%s", PQgetvalue(res, i, 8));
+		snprintf(r->since, sizeof(r->since), "%s",
+		    PQgetvalue(res, i, 9));
+	}
+	PQclear(res);
+	return n;
 }

@@ -78,12 +78,26 @@ int lock_check_read(PGconn *c, char *err, size_t errlen);
 int lock_release(PGconn *c, const struct lock_req *r, char *err,
     size_t errlen);
 
+/* One advisory lock held or awaited, and by whom, as --status lists it. */
+struct lock_row {
+	char id[48];		/* as PGLOCK_ID shows it: N, or A,B */
+	int shared;
+	int held;		/* granted; else waiting */
+	int pid;		/* the server process */
+	int xact;		/* held in (or awaited by) a transaction */
+	long seconds;		/* since it was taken, or asked for */
+	char user[64];
+	char client[64];	/* address, or "local" */
+	char app[64];		/* application_name */
+	char since[32];		/* ISO 8601 */
+};
+
 /*
  * Every advisory lock held or awaited in this database (only k's when k is
- * not NULL), with its holder: columns id, mode, state (held/waiting), pid,
- * user, client, application_name, since, seconds, scope (transaction when
- * the holder has a transaction open). The caller PQclear()s.
+ * not NULL), by id, held first, then oldest first. Returns the number of
+ * rows in *rows, which the caller frees, or -1 with the reason in err.
  */
-PGresult *lock_status(PGconn *c, const struct key *k);
+int lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
+    char *err, size_t errlen);
 
 #endif
