@@ -749,22 +749,21 @@ wait_left(const struct opts *o)
 }
 
 /*
- * Allocate TENANT's next version into *v, in a transaction left open; the
- * caller commits or rolls back. Returns 0, or the exit status when the
+ * Allocate TENANT's next version into *v, in a transaction left open
+ * under r's lock; the caller commits or rolls back. Returns 0, or the exit status when the
  * tenant's lock was not got: the conflict code, or 128 + the signal that
  * cancelled the wait. Dies on errors.
  */
 static int
 allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
-    long wait_ms, struct lock_req *lk, long long *v)
+    long wait_ms, struct counter_req *r, long long *v)
 {
 	char why[1024];
 	int sig = 0;
 
-	if (counter_lock(o->table_sql, tenant, wait_ms, lk) == -1)
+	if (counter_lock(o->table_sql, tenant, wait_ms, r) == -1)
 		die_errno(EXIT_OSERR, "malloc");
-	switch (counter_next(c, o->table_sql, tenant, lk, v, &sig, why,
-	    sizeof(why))) {
+	switch (counter_next(c, r, v, &sig, why, sizeof(why))) {
 	case COUNTER_OK:
 		return 0;
 	case COUNTER_BUSY:
@@ -784,7 +783,7 @@ allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
 static int
 version_counter(const struct opts *o, PGconn *c)
 {
-	struct lock_req lk;
+	struct counter_req r;
 	struct child ch;
 	char why[1024], num[32];
 	long long v;
@@ -798,8 +797,7 @@ version_counter(const struct opts *o, PGconn *c)
 		flush_stdout_or_err();
 		return 0;
 	}
-	if ((status = allocate_or_err(o, c, o->key, wait_left(o), &lk,
-	    &v)) != 0)
+	if ((status = allocate_or_err(o, c, o->key, wait_left(o), &r, &v)) != 0)
 		return status;
 	if (o->argv == NULL) {
 		/* Print first: a number nobody saw must not be committed. */
@@ -821,7 +819,7 @@ version_counter(const struct opts *o, PGconn *c)
 	setenv_or_err("PGLOCK_VERSION", num);
 	setenv_or_err("PGLOCK_TENANT", o->key);
 	guard_or_err(o, &ch);
-	status = run_command_or_err(o, c, &lk, &ch);
+	status = run_command_or_err(o, c, &r.lock, &ch);
 	/* A failed command consumes no number. */
 	if (counter_end(c, status == 0, why, sizeof(why)) == -1 &&
 	    status == 0)
@@ -1068,7 +1066,7 @@ report_busy(const struct opts *o, PGconn *c, const struct lock_req *lk)
 static int
 fence_or_err(const struct opts *o, PGconn *c, int xact)
 {
-	struct lock_req lk;
+	struct counter_req r;
 	struct conn_opts co;
 	char why[1024], num[32], *tenant;
 	size_t len = sizeof("pglock-fence:") + strlen(o->key);
@@ -1085,7 +1083,7 @@ fence_or_err(const struct opts *o, PGconn *c, int xact)
 	fc = xact ? conn_open(&co, why, sizeof(why)) : c;
 	if (fc == NULL)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
-	status = allocate_or_err(o, fc, tenant, -1, &lk, &v);
+	status = allocate_or_err(o, fc, tenant, -1, &r, &v);
 	free(tenant);
 	if (status != 0)
 		return status;

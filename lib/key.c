@@ -70,7 +70,11 @@ set_pair(struct key *out, int32_t a, int32_t b)
 	out->sql = out->text = NULL;
 }
 
-/* Digests can be missing at run time (a FIPS provider refuses md5). */
+/*
+ * Digests can be missing at run time (a FIPS provider refuses md5). Seven
+ * parameters: the digest and its name, the key and its length, the output
+ * and the reason's buffer with its size.
+ */
 static int
 digest(const EVP_MD *md, const char *name, const char *k, size_t len,
     unsigned char out[EVP_MAX_MD_SIZE], char *err, size_t errlen)
