@@ -45,8 +45,14 @@
 enum { SCOPE_AUTO, SCOPE_SESSION, SCOPE_TRANSACTION };
 static const char *const scope_names[] = { "auto", "session", "transaction" };
 
+/* pglock's parent when it started: --hold's script. */
+static pid_t caller;
+
 /* What pglock does: one of the usage lines. */
-enum mode { MODE_RUN, MODE_STATUS, MODE_EXPLAIN, MODE_COUNTER };
+enum mode {
+	MODE_RUN, MODE_HOLD, MODE_STATUS, MODE_EXPLAIN, MODE_BREAK,
+	MODE_COUNTER
+};
 
 /* The command line, as parsed and checked; main() resolves lock.key. */
 struct opts {
@@ -70,6 +76,8 @@ struct opts {
 	long check_ms;
 	int lost_sig;
 	long kill_after_ms;
+	long max_ms;		/* --max-time; 0: none */
+	int json;
 	int peek;
 	int fence;
 	char table_sql[300];	/* --counter-table as SQL: "schema"."table" */
@@ -299,6 +307,44 @@ printable(const char *s)
 	return out;
 }
 
+/* Copy a field for tab-separated output: no tabs or newlines inside. */
+static const char *
+field(const char *s, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i + 1 < len; i++) {
+		buf[i] = s[i];
+		if (s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
+			buf[i] = ' ';
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
+/*
+ * Print s as a JSON string. Bytes that are not UTF-8 (a KEY may hold
+ * any) are written as the code points of the same value, so that the
+ * document stays valid.
+ */
+static void
+json_str(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	int utf8 = key_utf8_ok(s, strlen(s));
+
+	putchar('"');
+	for (; *u != '\0'; u++) {
+		if (*u == '"' || *u == '\\')
+			printf("\\%c", *u);
+		else if (*u < 0x20 || *u == 0x7f || (*u >= 0x80 && !utf8))
+			printf("\\u%04x", *u);
+		else
+			putchar(*u);
+	}
+	putchar('"');
+}
+
 /* A usage error: one line on stderr, exit 64. */
 static void
 usage_err(const char *fmt, ...)
@@ -314,7 +360,8 @@ usage_err(const char *fmt, ...)
 enum {
 	OPT_ID = 256, OPT_CHECK, OPT_LOST_SIG, OPT_KILL_AFTER, OPT_COUNTER,
 	OPT_PEEK, OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_STATUS,
-	OPT_EXPLAIN, OPT_SCOPE, OPT_CONNECT_TIMEOUT, OPT_HELP
+	OPT_EXPLAIN, OPT_SCOPE, OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_HOLD,
+	OPT_BREAK, OPT_MAX_TIME, OPT_JSON
 };
 
 static const struct option longopts[] = {
@@ -349,6 +396,10 @@ static const struct option longopts[] = {
 	{ "explain", no_argument, NULL, OPT_EXPLAIN },
 	{ "scope", required_argument, NULL, OPT_SCOPE },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+	{ "hold", no_argument, NULL, OPT_HOLD },
+	{ "break", no_argument, NULL, OPT_BREAK },
+	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
+	{ "json", no_argument, NULL, OPT_JSON },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -390,8 +441,8 @@ static void
 set_mode(struct opts *o, enum mode m)
 {
 	if (o->mode != MODE_RUN && o->mode != m)
-		usage_err("%s", "choose one of --status, --explain and "
-		    "--version-counter");
+		usage_err("%s", "choose one of --hold, --status, --explain, "
+		    "--break and --version-counter");
 	o->mode = m;
 }
 
@@ -516,6 +567,20 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	case OPT_CONNECT_TIMEOUT:
 		o->conn.connect_ms = duration_or_err("--connect-timeout", arg);
 		break;
+	case OPT_HOLD:
+		set_mode(o, MODE_HOLD);
+		break;
+	case OPT_BREAK:
+		set_mode(o, MODE_BREAK);
+		break;
+	case OPT_MAX_TIME:
+		o->max_ms = duration_or_err("--max-time", arg);
+		if (o->max_ms == 0)
+			usage_err("%s", "--max-time: must be more than 0");
+		break;
+	case OPT_JSON:
+		o->json = 1;
+		break;
 	case OPT_HELP:
 		usage(stdout);
 		flush_stdout_or_err();
@@ -548,12 +613,20 @@ check_or_err(struct opts *o, int argc, char **argv)
 		usage_err("%s", "--namespace hashes with hashtext: no --hash");
 	if (o->raw_id && (o->hash != NULL || o->has_ns))
 		usage_err("%s", "--id takes an id: no --hash or --namespace");
+	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_EXPLAIN &&
+	    !o->peek)
+		usage_err("%s", "--json is for --status, --explain and --peek");
+	if (o->max_ms > 0 && (o->no_fork || (o->mode != MODE_RUN &&
+	    o->mode != MODE_HOLD && o->mode != MODE_COUNTER)))
+		usage_err("%s", "--max-time bounds a COMMAND that pglock "
+		    "watches: not with -F, --status, --explain or --break");
 	if (o->mode == MODE_STATUS) {
 		o->keys = argv;		/* every argument is a KEY */
 		return;
 	}
-	if (o->mode == MODE_EXPLAIN && argc != 1)
-		usage_err("%s", "--explain takes one KEY and no COMMAND");
+	if ((o->mode == MODE_EXPLAIN || o->mode == MODE_BREAK) && argc != 1)
+		usage_err("%s takes one KEY and no COMMAND",
+		    o->mode == MODE_EXPLAIN ? "--explain" : "--break");
 	if (argc < 1)
 		usage_err("missing %s", what);
 	if (*argv[0] == '\0')
@@ -579,6 +652,11 @@ check_or_err(struct opts *o, int argc, char **argv)
 		usage_err("%s", "missing COMMAND");
 	o->argv = o->shell_cmd != NULL ? shell_argv(o->shell_cmd) :
 	    argc > 0 ? argv : NULL;
+	if (o->mode == MODE_HOLD && (o->argv != NULL || o->no_fork))
+		usage_err("%s", "--hold runs no COMMAND (and no -F): it holds "
+		    "KEY until its standard input ends");
+	if (o->mode == MODE_COUNTER && o->argv == NULL && o->max_ms > 0)
+		usage_err("%s", "--max-time bounds a COMMAND: none given");
 
 	if (o->peek && o->mode != MODE_COUNTER)
 		usage_err("%s", "--peek needs --version-counter");
@@ -710,7 +788,8 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	}
 	if (ch->pid == -1)
 		spawn_or_err(o, ch);
-	switch (child_go(ch, o->argv[0], &status, why, sizeof(why))) {
+	switch (child_go(ch, o->argv != NULL ? o->argv[0] : "--hold", &status,
+	    why, sizeof(why))) {
 	case CHILD_STARTED:
 		break;
 	case CHILD_NOEXEC:
@@ -724,10 +803,25 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	w.check_ms = o->check_ms;
 	w.lost_sig = o->lost_sig;
 	w.kill_after_ms = o->kill_after_ms;
+	w.max_ms = o->max_ms;
 	switch (child_wait(ch, &w, &status, why, sizeof(why))) {
 	case CHILD_EXITED:
 		break;
+	case CHILD_LATE:
+		if (!o->quiet)
+			say("%s: the %s ran past --max-time %.3gs: stopped",
+			    o->label, o->argv != NULL ? "command" : "hold",
+			    (double)o->max_ms / 1000.0);
+		return EXIT_TIMEOUT;
 	case CHILD_LOST:
+		if (o->mode == MODE_HOLD) {
+			/* The script holds the lock: tell it, if still ours. */
+			if (getppid() == caller)
+				(void)kill(caller, o->lost_sig);
+			die(EXIT_LOST, "%s: lock lost while held (%s); sent "
+			    "signal %d to pid %ld", o->label, why, o->lost_sig,
+			    (long)caller);
+		}
 		die(EXIT_LOST, "%s: lock lost while the command ran (%s); "
 		    "the command %s", o->label, why, ch->stopped ?
 		    "was stopped" : "had exited already");
@@ -750,9 +844,9 @@ wait_left(const struct opts *o)
 
 /*
  * Allocate TENANT's next version into *v, in a transaction left open
- * under r's lock; the caller commits or rolls back. Returns 0, or the exit status when the
- * tenant's lock was not got: the conflict code, or 128 + the signal that
- * cancelled the wait. Dies on errors.
+ * under r's lock; the caller commits or rolls back. Returns 0, or the
+ * exit status when the tenant's lock was not got: the conflict code, or
+ * 128 + the signal that cancelled the wait. Dies on errors.
  */
 static int
 allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
@@ -793,7 +887,13 @@ version_counter(const struct opts *o, PGconn *c)
 		if (counter_peek(c, o->table_sql, o->key, &v, why,
 		    sizeof(why)) == -1)
 			die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
-		printf("%lld\n", v);
+		if (o->json) {
+			printf("{\"tenant\": ");
+			json_str(o->key);
+			printf(", \"version\": %lld}\n", v);
+		} else {
+			printf("%lld\n", v);
+		}
 		flush_stdout_or_err();
 		return 0;
 	}
@@ -851,106 +951,173 @@ resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 		    o->hash);
 }
 
-/* Print s as an SQL string literal: quotes doubled. */
+/* Write s as an SQL string literal: quotes doubled. */
 static void
-print_literal(const char *s)
+put_literal(FILE *f, const char *s)
 {
-	putchar('\'');
+	putc('\'', f);
 	for (; *s != '\0'; s++) {
 		if (*s == '\'')
-			putchar('\'');
-		putchar(*s);
+			putc('\'', f);
+		putc(*s, f);
 	}
-	putchar('\'');
+	putc('\'', f);
+}
+
+/* The SQL that takes k, for --explain: sql[0], and sql[1] or NULL. */
+static void
+explain_sql(const struct opts *o, const struct key *k, const char *id,
+    char *sql[2])
+{
+	size_t len;
+	FILE *f;
+	int i;
+
+	sql[0] = sql[1] = NULL;
+	for (i = 0; i < 2; i++) {
+		if ((f = open_memstream(&sql[i], &len)) == NULL)
+			die_errno(EXIT_OSERR, "open_memstream");
+		if (i == 0 && k->sql == NULL) {
+			/* Only the id: the same lock, whatever computes it. */
+			fprintf(f, "SELECT pg_advisory_lock(%s);", id);
+		} else if (i == 0) {
+			fputs("SELECT pg_advisory_lock(", f);
+			if (k->space == KEY_PAIR)
+				fprintf(f, "%" PRId32 ", ", k->a);
+			fprintf(f, "%.*s", (int)(strchr(k->sql, '$') - k->sql),
+			    k->sql);
+			put_literal(f, o->key);
+			fprintf(f, "%s);", strchr(k->sql, '$') + 2);
+		} else if (!o->raw_id && !o->has_ns && o->hash == NULL) {
+			fputs("SELECT pg_advisory_lock(('x' || left(encode("
+			    "sha256(convert_to(", f);
+			put_literal(f, o->key);
+			fputs(", 'UTF8')), 'hex'), 16))::bit(64)::bigint);", f);
+		}
+		if (fclose(f) == EOF)
+			die_errno(EXIT_OSERR, "open_memstream");
+	}
+	if (*sql[1] == '\0') {
+		free(sql[1]);
+		sql[1] = NULL;
+	}
 }
 
 /* --explain KEY: the id, where pg_locks shows it, the SQL to take it. */
 static int
 explain(const struct opts *o)
 {
+	static const char *const scopes[] = { "auto: held by the session on "
+	    "a connection proven direct, else by a transaction left open",
+	    "session: held by the session",
+	    "transaction: held by a transaction left open" };
 	struct key k;
-	char id[48];
+	char id[48], scheme[512], *sql[2];
+	const char *name = o->raw_id ? "id" : o->has_ns ? "namespace" :
+	    o->hash != NULL ? o->hash : "sha256";
+	const char *space;
 	uint32_t classid, objid;
-	int objsubid;
+	int objsubid, i;
 
 	resolve_key_or_err(o, o->key, &k);
 	key_format(&k, id, sizeof(id));
 	key_locktag(&k, &classid, &objid, &objsubid);
-	printf("key\t%s\n", o->label);
+	space = k.space == KEY_BIGINT ? "bigint" : "int4 pair";
+	explain_sql(o, &k, id, sql);
 	if (o->raw_id)
-		printf("scheme\t--id: the key is the lock id\n");
+		snprintf(scheme, sizeof(scheme), "--id: the key is the lock id");
 	else if (o->has_ns)
-		printf("scheme\t--namespace %" PRId32 ": the pair (%" PRId32
-		    ", hashtext(key)), as pg_advisory_lock(%" PRId32
-		    ", hashtext(key)) takes it\n", o->ns, o->ns, o->ns);
+		snprintf(scheme, sizeof(scheme), "--namespace %" PRId32 ": the "
+		    "pair (%" PRId32 ", hashtext(key)), as pg_advisory_lock(%"
+		    PRId32 ", hashtext(key)) takes it", o->ns, o->ns, o->ns);
 	else
-		printf("scheme\t%s: %s\n", o->hash != NULL ? o->hash :
-		    "sha256", key_scheme_describe(o->hash));
-	printf("space\t%s\n", k.space == KEY_BIGINT ? "bigint" :
-	    "int4 pair");
-	printf("scope\t%s\n", o->scope == SCOPE_SESSION ? "session: held by "
-	    "the session" : o->scope == SCOPE_TRANSACTION ? "transaction: "
-	    "held by a transaction left open" : "auto: held by the session on "
-	    "a connection proven direct, else by a transaction left open");
-	printf("id\t%s%s\n", id, k.sql == NULL ? "" : " (computed by the "
-	    "server; this value assumes a little-endian server and a UTF8 "
-	    "database)");
-	printf("pg_locks\tlocktype=advisory classid=%lu objid=%lu "
-	    "objsubid=%d\n", (unsigned long)classid, (unsigned long)objid,
-	    objsubid);
-	/* Only the id: the same lock, whatever the client computes. */
-	if (k.sql == NULL) {
-		printf("sql\tSELECT pg_advisory_lock(%s);\n", id);
+		snprintf(scheme, sizeof(scheme), "%s: %s", name,
+		    key_scheme_describe(o->hash));
+	if (o->json) {
+		printf("{\"key\": ");
+		json_str(o->key);
+		printf(", \"scheme\": \"%s\", ", name);
+		if (o->has_ns)
+			printf("\"namespace\": %" PRId32 ", ", o->ns);
+		printf("\"space\": \"%s\", \"scope\": \"%s\", \"id\": \"%s\", "
+		    "\"server_computed\": %s, \"classid\": %lu, \"objid\": %lu, "
+		    "\"objsubid\": %d, \"sql\": [", space, scope_names[o->scope],
+		    id, k.sql != NULL ? "true" : "false",
+		    (unsigned long)classid, (unsigned long)objid, objsubid);
+		for (i = 0; i < 2 && sql[i] != NULL; i++) {
+			printf(i > 0 ? ", " : "");
+			json_str(sql[i]);
+		}
+		printf("]}\n");
 	} else {
-		printf("sql\tSELECT pg_advisory_lock(");
-		if (k.space == KEY_PAIR)
-			printf("%" PRId32 ", ", k.a);
-		printf("%.*s", (int)(strchr(k.sql, '$') - k.sql), k.sql);
-		print_literal(o->key);
-		printf("%s);\n", strchr(k.sql, '$') + 2);
+		printf("key\t%s\nscheme\t%s\nspace\t%s\nscope\t%s\n",
+		    o->label, scheme, space, scopes[o->scope]);
+		printf("id\t%s%s\n", id, k.sql == NULL ? "" : " (computed by "
+		    "the server; this value assumes a little-endian server "
+		    "and a UTF8 database)");
+		printf("pg_locks\tlocktype=advisory classid=%lu objid=%lu "
+		    "objsubid=%d\n", (unsigned long)classid,
+		    (unsigned long)objid, objsubid);
+		for (i = 0; i < 2 && sql[i] != NULL; i++)
+			printf("sql\t%s\n", sql[i]);
 	}
-	if (!o->raw_id && !o->has_ns && o->hash == NULL) {
-		printf("sql\tSELECT pg_advisory_lock(('x' || left(encode("
-		    "sha256(convert_to(");
-		print_literal(o->key);
-		printf(", 'UTF8')), 'hex'), 16))::bit(64)::bigint);\n");
-	}
+	free(sql[0]);
+	free(sql[1]);
 	flush_stdout_or_err();
 	return 0;
 }
 
-/* Copy a field for tab-separated output: no tabs or newlines inside. */
-static const char *
-field(const char *s, char *buf, size_t len)
+/* The locks on k (all locks when NULL), from lock_status(); dies on error. */
+static int
+locks_or_err(const char *what, PGconn *c, const struct key *k,
+    struct lock_row **rows)
 {
-	size_t i;
+	char why[512];
+	int n;
 
-	for (i = 0; s[i] != '\0' && i + 1 < len; i++) {
-		buf[i] = s[i];
-		if (s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
-			buf[i] = ' ';
+	if ((n = lock_status(c, k, rows, why, sizeof(why))) == -1)
+		die(EXIT_UNAVAILABLE, "%s: %s", what, why);
+	return n;
+}
+
+/* One lock for --status, as a line or (--json) an object after sep. */
+static void
+print_lock(const struct opts *o, const struct lock_row *r, const char *sep)
+{
+	const char *mode = r->shared ? "shared" : "exclusive";
+	const char *state = r->held ? "held" : "waiting";
+	const char *scope = r->xact ? "transaction" : "session";
+	char user[64], app[64];
+
+	if (!o->json) {
+		printf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r->id, mode,
+		    state, r->pid, field(r->user, user, sizeof(user)),
+		    r->client, field(r->app, app, sizeof(app)), r->since,
+		    scope);
+		return;
 	}
-	buf[i] = '\0';
-	return buf;
+	printf("%s{\"id\": \"%s\", \"mode\": \"%s\", \"state\": \"%s\", "
+	    "\"pid\": %d, \"user\": ", sep, r->id, mode, state, r->pid);
+	json_str(r->user);
+	printf(", \"client\": ");
+	json_str(r->client);
+	printf(", \"application_name\": ");
+	json_str(r->app);
+	printf(", \"since\": \"%s\", \"seconds\": %ld, \"scope\": \"%s\"}",
+	    r->since, r->seconds, scope);
 }
 
 /* Print the locks on k (all locks when NULL); is any of them held? */
 static int
-print_locks(PGconn *c, const struct key *k)
+print_locks(const struct opts *o, PGconn *c, const struct key *k,
+    int *printed)
 {
-	char why[512], user[64], app[64];
 	struct lock_row *rows;
 	int i, n, held = 0;
 
-	if ((n = lock_status(c, k, &rows, why, sizeof(why))) == -1)
-		die(EXIT_UNAVAILABLE, "--status: %s", why);
-	for (i = 0; i < n; i++) {
-		printf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", rows[i].id,
-		    rows[i].shared ? "shared" : "exclusive",
-		    rows[i].held ? "held" : "waiting", rows[i].pid,
-		    field(rows[i].user, user, sizeof(user)), rows[i].client,
-		    field(rows[i].app, app, sizeof(app)), rows[i].since,
-		    rows[i].xact ? "transaction" : "session");
+	n = locks_or_err("--status", c, k, &rows);
+	for (i = 0; i < n; i++, (*printed)++) {
+		print_lock(o, &rows[i], *printed > 0 ? ",\n  " : "\n  ");
 		held |= rows[i].held;
 	}
 	free(rows);
@@ -958,25 +1125,81 @@ print_locks(PGconn *c, const struct key *k)
 }
 
 /*
- * --status [KEY ...]: a header line, then one tab-separated line a lock.
- * With KEYs, exit 0 only if every one of them is held.
+ * --status [KEY ...]: a header line, then one tab-separated line a lock
+ * (--json: one object, its array "locks"). With KEYs, exit 0 only if
+ * every one of them is held.
  */
 static int
 show_status(const struct opts *o, PGconn *c)
 {
 	struct key k;
-	int i, all_held = 1;
+	int i, all_held = 1, printed = 0;
 
-	puts("id\tmode\tstate\tpid\tuser\tclient\tapplication_name\tsince"
-	    "\tscope");
+	if (o->json)
+		printf("{\"locks\": [");
+	else
+		puts("id\tmode\tstate\tpid\tuser\tclient\tapplication_name"
+		    "\tsince\tscope");
 	if (o->keys[0] == NULL)
-		(void)print_locks(c, NULL);
+		(void)print_locks(o, c, NULL, &printed);
 	for (i = 0; o->keys[i] != NULL; i++) {
 		resolve_key_or_err(o, o->keys[i], &k);
-		all_held &= print_locks(c, &k);
+		all_held &= print_locks(o, c, &k, &printed);
 	}
+	if (o->json)
+		printf("%s]}\n", printed > 0 ? "\n" : "");
 	flush_stdout_or_err();
 	return all_held ? 0 : 1;
+}
+
+/*
+ * --break KEY: end every server session that holds KEY, and wait (up to
+ * 5 s, on PostgreSQL 14 and later) until each has gone. One line a
+ * session ended: pid, user, client, application_name, since. Exit 1 when
+ * nobody held KEY, 77 when this role may not end a holder.
+ */
+static int
+break_holders(const struct opts *o, PGconn *c)
+{
+	const char *sql = PQserverVersion(c) >= 140000 ?
+	    "SELECT pg_catalog.pg_terminate_backend($1::int, 5000)" :
+	    "SELECT pg_catalog.pg_terminate_backend($1::int)";
+	char pid[16], why[512], user[64], app[64];
+	const char *params[1] = { pid };
+	const char *state;
+	struct lock_row *rows;
+	PGresult *res;
+	int i, n, held = 0, status = 0;
+
+	n = locks_or_err("--break", c, &o->lock.key, &rows);
+	for (i = 0; i < n; i++) {
+		if (!rows[i].held)
+			continue;
+		held++;
+		snprintf(pid, sizeof(pid), "%d", rows[i].pid);
+		res = PQexecParams(c, sql, 1, NULL, params, NULL, NULL, 0);
+		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		if (PQresultStatus(res) == PGRES_TUPLES_OK)
+			printf("%d\t%s\t%s\t%s\t%s\n", rows[i].pid,
+			    field(rows[i].user, user, sizeof(user)),
+			    rows[i].client, field(rows[i].app, app,
+			    sizeof(app)), rows[i].since);
+		else if (state != NULL && strcmp(state, "42501") == 0) {
+			conn_result_error(res, why, sizeof(why));
+			say("%s: may not end pid %d of user %s: %s", o->label,
+			    rows[i].pid, rows[i].user, why);
+			status = EXIT_NOPERM;
+		} else {
+			conn_result_error(res, why, sizeof(why));
+			die(EXIT_UNAVAILABLE, "%s: --break: %s", o->label, why);
+		}
+		PQclear(res);
+	}
+	free(rows);
+	flush_stdout_or_err();
+	if (held == 0 && !o->quiet)
+		say("%s: nobody holds the lock", o->label);
+	return held == 0 ? 1 : status;
 }
 
 /* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
@@ -1096,6 +1319,22 @@ fence_or_err(const struct opts *o, PGconn *c, int xact)
 	return 0;
 }
 
+/*
+ * --hold: one line on stdout, KEY, id and fence, tab-separated, for the
+ * script that waits for it before it goes on.
+ */
+static void
+hold_line_or_err(const struct opts *o, const struct lock_req *lk)
+{
+	const char *fence = getenv("PGLOCK_FENCE");
+	char id[48];
+
+	key_format(&lk->key, id, sizeof(id));
+	printf("%s\t%s%s%s\n", o->label, id, o->fence ? "\t" : "",
+	    o->fence ? fence : "");
+	flush_stdout_or_err();
+}
+
 /* A session lock only where no pooler can hand the session on. */
 static void
 choose_scope(const struct opts *o, PGconn *c, struct lock_req *lk)
@@ -1181,9 +1420,15 @@ lock_and_run(const struct opts *o, PGconn *c)
 		return status;
 	}
 
+	if (o->mode == MODE_HOLD)
+		hold_line_or_err(o, &lk);
 	status = run_command_or_err(o, c, &lk, &ch);
 	if (o->no_fork)
 		return status;
+	/* A hold ends at end of input, or when it is told to, by TERM or INT. */
+	if (o->mode == MODE_HOLD && (status == 128 + SIGTERM ||
+	    status == 128 + SIGINT))
+		status = 0;
 	if (lock_release(c, &lk, why, sizeof(why)) == -1)
 		die(EXIT_LOST, "%s: lock lost before the command finished "
 		    "(%s)", o->label, why);
@@ -1220,6 +1465,7 @@ main(int argc, char **argv)
 	int status;
 
 	guard_std_fds();
+	caller = getppid();
 	memset(&o, 0, sizeof(o));
 	start = mono_ms();
 	o.lock.wait_ms = -1;
@@ -1240,7 +1486,8 @@ main(int argc, char **argv)
 
 	/* Name the key in pg_stat_activity, so a waiter can see the holder. */
 	snprintf(appname, sizeof(appname), "pglock: %s",
-	    o.mode == MODE_STATUS ? "--status" : o.key);
+	    o.mode == MODE_STATUS ? "--status" : o.mode == MODE_BREAK ?
+	    "--break" : o.key);
 	o.conn.appname = appname;
 	/* -w bounds all that comes before the command: connecting too. */
 	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
@@ -1256,8 +1503,9 @@ main(int argc, char **argv)
 	default:
 		die(EXIT_UNAVAILABLE, "%s", why);
 	}
-	/* A query that only reads (--status, --peek) dies by signal, as psql. */
-	if (o.mode != MODE_STATUS && !o.peek && sig_init(why, sizeof(why)) == -1)
+	/* A query that only reads or breaks dies by signal, as psql. */
+	if (o.mode != MODE_STATUS && o.mode != MODE_BREAK && !o.peek &&
+	    sig_init(why, sizeof(why)) == -1)
 		die(EXIT_OSERR, "%s", why);
 
 	switch (o.mode) {
@@ -1266,6 +1514,9 @@ main(int argc, char **argv)
 		break;
 	case MODE_COUNTER:
 		status = version_counter(&o, c);
+		break;
+	case MODE_BREAK:
+		status = break_holders(&o, c);
 		break;
 	default:
 		status = lock_and_run(&o, c);

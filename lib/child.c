@@ -83,6 +83,24 @@ close_others(int keep)
 }
 
 /*
+ * --hold's command: wait for end of file on standard input (kept as 3),
+ * holding nothing else open, least of all the database socket, which
+ * must close with pglock.
+ */
+static void
+hold_stdin(void)
+{
+	char buf[512];
+	ssize_t n;
+
+	close_others(STDIN_FILENO);
+	do
+		n = read(3, buf, sizeof(buf));
+	while (n > 0 || (n == -1 && errno == EINTR));
+	_exit(0);
+}
+
+/*
  * The watchdog leads the command's process group and reads a socket whose
  * other end only pglock holds. pglock arms it with a byte just before the
  * command may exec, and dismisses it with SIGKILL once the command is
@@ -302,7 +320,7 @@ child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
 		/* Joined before exec: the watchdog sees no EOF until then. */
 		if (setpgid(0, ch->pgrp) == -1) {
 			e = -errno;
-			(void)write(sp[1], &e, sizeof(e));
+			(void)!write(sp[1], &e, sizeof(e));
 			_exit(EXIT_NOTFOUND);
 		}
 #ifdef __linux__
@@ -326,9 +344,11 @@ child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
 			give_terminal(ch->pgrp);
 		sig_reset();
 		sigprocmask(SIG_SETMASK, &mask, NULL);
+		if (argv == NULL)
+			hold_stdin();
 		execvp(argv[0], argv);
 		e = errno;
-		(void)write(sp[1], &e, sizeof(e));
+		(void)!write(sp[1], &e, sizeof(e));
 		_exit(EXIT_NOTFOUND);
 	}
 	(void)setpgid(ch->pid, ch->pgrp);
@@ -449,9 +469,9 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
     char *err, size_t errlen)
 {
 	struct pollfd p[3];
-	long t, next_check, answer_by = -1, kill_at = -1, timeout;
+	long t, next_check, answer_by = -1, kill_at = -1, timeout, end_at;
 	long answer_ms = w->check_ms > 10000 ? w->check_ms : 10000;
-	int watching = w->conn != NULL, lost = 0, sig, st, held;
+	int watching = w->conn != NULL, lost = 0, late = 0, sig, st, held;
 	/*
 	 * Look once before waiting: a SIGCHLD that came while the command
 	 * sat at its gate may have been taken by the lock's wait already.
@@ -461,6 +481,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 
 	ch->stopped = 0;
 	next_check = mono_ms() + w->check_ms;
+	end_at = w->max_ms > 0 ? mono_ms() + w->max_ms : -1;
 	for (;;) {
 		t = mono_ms();
 		timeout = -1;
@@ -468,6 +489,8 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			timeout = (answer_by >= 0 ? answer_by : next_check) - t;
 		if (kill_at >= 0 && (timeout < 0 || kill_at - t < timeout))
 			timeout = kill_at - t;
+		if (end_at >= 0 && (timeout < 0 || end_at - t < timeout))
+			timeout = end_at - t;
 		/* After EINTR poll() leaves revents alone: clear them first. */
 		p[0].fd = sig_fd();
 		p[0].events = POLLIN;
@@ -547,6 +570,13 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			(void)kill(-ch->pgrp, w->lost_sig);
 			kill_at = t + w->kill_after_ms;
 		}
+		if (end_at >= 0 && t >= end_at) {
+			/* --max-time: as timeout(1) does, then KILL later. */
+			end_at = -1;
+			late = !lost;
+			(void)kill(-ch->pgrp, w->lost_sig);
+			kill_at = t + w->kill_after_ms;
+		}
 		if (kill_at >= 0 && t >= kill_at) {
 			(void)kill(-ch->pgrp, SIGKILL);
 			kill_at = -1;
@@ -567,7 +597,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	/* Dismissed; child_reap() waits for it, once the lock is released. */
 	if (ch->dog != -1)
 		(void)kill(ch->dog, SIGKILL);
-	return lost ? CHILD_LOST : CHILD_EXITED;
+	return lost ? CHILD_LOST : late ? CHILD_LATE : CHILD_EXITED;
 }
 
 void

@@ -14,6 +14,8 @@ enum {
 	EXIT_SOFTWARE = 70,
 	EXIT_OSERR = 71,
 	EXIT_LOST = 75,
+	EXIT_NOPERM = 77,	/* --break may not end a holder */
+	EXIT_TIMEOUT = 124,	/* --max-time, as timeout(1) */
 	EXIT_NOEXEC = 126,
 	EXIT_NOTFOUND = 127
 };
