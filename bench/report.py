@@ -26,9 +26,12 @@ def rows(name):
         return list(csv.DictReader(f, delimiter="\t"))
 
 
-def p99(xs):
+def median_p99(xs):
+    """The median and the 99th percentile (nearest rank) of xs."""
+    if not xs:
+        return float("nan"), float("nan")
     xs = sorted(xs)
-    return xs[max(0, -(-len(xs) * 99 // 100) - 1)]
+    return statistics.median(xs), xs[-(-len(xs) * 99 // 100) - 1]
 
 
 def median_ratio_interval(a, b, rng, n=2000):
@@ -38,9 +41,6 @@ def median_ratio_interval(a, b, rng, n=2000):
     return rs[int(n * 0.025)], rs[int(n * 0.975) - 1]
 
 
-info = {r["key"]: r["value"] for r in rows("info.tsv")}
-unavailable = {r["tool"]: r["reason"] for r in rows("unavailable.tsv")}
-
 def tools(name):
     """The tool names of a *-tools.tsv, in the order the tables list them."""
     path = os.path.join(RAW, name)
@@ -49,6 +49,15 @@ def tools(name):
     with open(path, encoding="utf-8") as f:
         return [line.split("\t", 1)[0] for line in f]
 
+
+def base_of(tool):
+    return "floor unix" if tool in UNIX_BASE else "floor tcp"
+
+
+# --- the rows ----------------------------------------------------------------
+
+info = {r["key"]: r["value"] for r in rows("info.tsv")}
+unavailable = {r["tool"]: r["reason"] for r in rows("unavailable.tsv")}
 
 # 1. uncontended: every run of every tool, in the tools' order.
 walls = {t: [] for t in tools("uncontended-tools.tsv")}
@@ -60,11 +69,6 @@ rss = {}
 for r in rows("rss.tsv"):
     rss.setdefault(r["tool"], []).append(int(r["kib"]))
 peak = {t: statistics.median(k) for t, k in rss.items()}
-
-
-def base_of(tool):
-    return "floor unix" if tool in UNIX_BASE else "floor tcp"
-
 
 # 2-3. contended: rounds summed per tool.
 con = {t: dict(ms=0.0, done=0, counter=0, failed=0, overlaps=0, handoffs=[])
@@ -213,10 +217,9 @@ w("## 2-3. Contended: %s workers, one key, non-atomic read-increment-write\n"
 w("| tool | handoffs/s | x floor | handoff median ms | handoff p99 ms | check |")
 w("|---|---:|---:|---:|---:|---|")
 for t, c in con.items():
-    h = c["handoffs"] or [float("nan")]
     w("| %s | %.1f | %s | %.2f | %.2f | %s |" % (
-        t, c["rate"], fmt(ratio(c["rate"], rate.get("floor unix"))),
-        statistics.median(h), p99(h), c["check"]))
+        (t, c["rate"], fmt(ratio(c["rate"], rate.get("floor unix"))))
+        + median_p99(c["handoffs"]) + (c["check"],)))
 w("\nHandoff: from the holder's command writing its last timestamp to the "
   "next holder's command reading its first (CLOCK_MONOTONIC, `bench/rmw`).\n")
 n = next(iter(cpu.values()))[2] if cpu else 0
@@ -232,7 +235,12 @@ w("\nClient: the tool, its `true` and the fork from bash; server: the backend "
 w("## 4. Waiting %s s behind a holder\n" % secs)
 w("| process | CPU while waiting, /proc/PID/stat | CPU while waiting, schedstat | VmHWM KiB |")
 w("|---|---:|---:|---:|")
-g = lambda p, m: wait.get((p, m), "n/a")
+
+
+def g(process, metric):
+    return wait.get((process, metric), "n/a")
+
+
 w("| pglock | %s ms (%s ms since start) | %s ms (%s ms since start) | %s |" % (
     g("pglock", "stat_ms"), g("pglock", "stat_total_ms"), g("pglock", "sched_ms"),
     g("pglock", "sched_total_ms"), g("pglock", "vmhwm_kib")))
@@ -266,32 +274,24 @@ def colour(tool):
 
 
 def plot():
-    for name, values in (("uncontended.dat", unc), ("contended.dat", rate)):
-        with open(os.path.join(RAW, name), "w", encoding="utf-8") as f:
+    data = {}
+    for name, values in (("unc", unc), ("con", rate)):
+        data[name] = os.path.join(RAW, name + ".dat")
+        with open(data[name], "w", encoding="utf-8") as f:
             for t, v in values.items():
                 f.write('"%s" %f %d\n' % (t, v, colour(t)))
     term = "pngcairo" if "pngcairo" in subprocess.run(
         ["gnuplot", "-e", "set terminal"], capture_output=True, text=True).stderr else "png"
-    bars = ('plot "{f}" using 0:2:3:xtic(1) with boxes lc rgb variable, '
-            '"" using 0:2:(sprintf("{fmt}", $2)) with labels offset 0,0.8 notitle\n')
-    script = (
-        'set terminal %s size 1200,500 font ",10"\n'
-        'set output "%s"\n'
-        'set multiplot layout 1,2 title "pglock vs the floor and its peers (%s CPUs, %s)"\n'
-        'set style fill solid 0.8 border -1\nset boxwidth 0.7\n'
-        'set offsets 0.6, 0.6, 0, 0\nset grid ytics\n'
-        'set xtics rotate by -30 nomirror\nunset key\n'
-        'set title "1. uncontended: TOOL KEY true, median wall ms (log scale)"\n'
-        'set logscale y\nset yrange [0.5:*]\n' % (
-            term, os.path.join(BENCH, "results.png"), info.get("cpus", "?"),
-            info.get("date", "")[:10])
-        + bars.format(f=os.path.join(RAW, "uncontended.dat"), fmt="%.1f")
-        + 'unset logscale y\nset yrange [0:*]\n'
-        'set title "2. contended: %s workers on one key, handoffs per second"\n'
-        % info.get("workers", "?")
-        + bars.format(f=os.path.join(RAW, "contended.dat"), fmt="%.0f")
-        + "unset multiplot\n")
-    subprocess.run(["gnuplot"], input=script, text=True, check=True, timeout=60)
+    settings = dict(
+        out=os.path.join(BENCH, "results.png"), term=term, **data,
+        heading="pglock vs the floor and its peers (%s CPUs, %s)" % (
+            info.get("cpus", "?"), info.get("date", "")[:10]),
+        con_title="2. contended: %s workers on one key, handoffs per second" %
+        info.get("workers", "?"))
+    # Strings for gnuplot's -e, in single quotes: none of them holds one.
+    e = "; ".join("%s = '%s'" % kv for kv in settings.items())
+    subprocess.run(["gnuplot", "-e", e, os.path.join(BENCH, "plot.gp")],
+                   check=True, timeout=60)
 
 
 if shutil.which("gnuplot") and unc and rate:

@@ -12,7 +12,7 @@
 # is stopped on exit.
 #
 # Knobs: BENCH_RUNS (200) interleaved rounds of the uncontended timing;
-# BENCH_CONTENDED_RUNS (10) runs per worker and round under contention.
+# BENCH_CONTENDED_RUNS (20) runs per worker and round under contention.
 set -euo pipefail
 
 bench=$(cd "$(dirname "$0")" && pwd)
@@ -20,7 +20,7 @@ top=$(cd "$bench/.." && pwd)
 pglock=${BENCH_PGLOCK:-$top/pglock}
 raw=$bench/results
 runs=${BENCH_RUNS:-200}
-con_runs=${BENCH_CONTENDED_RUNS:-10}
+con_runs=${BENCH_CONTENDED_RUNS:-20}
 con_rounds=5		# contended rounds, each tool once per round
 workers=8		# contended and version counter clients
 wait_s=10		# how long the waiters of measurement 4 wait
@@ -160,8 +160,8 @@ say "CPU per run: the floor and pglock, $cpu_runs runs each"
 # --- 5. version counter -----------------------------------------------------
 
 say "5. version counter"
-"$bench/measure.sh" counter 1x8 1 "$workers" 25 "$conn_unix"
-"$bench/measure.sh" counter 8x8 8 "$workers" 4 "$conn_unix"
+"$bench/measure.sh" counter 1x8 1 "$workers" 40 "$conn_unix"
+"$bench/measure.sh" counter 8x8 8 "$workers" 5 "$conn_unix"
 
 info load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 "$bench/report.py" "$raw"
