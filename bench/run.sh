@@ -143,7 +143,7 @@ for ((r = 0; r < con_rounds; r++)); do
 	done <"$work/order"
 done
 
-# --- 4. waiting, peak RSS, CPU per run ---------------------------------------------
+# --- 4. waiting, peak RSS, CPU per run -----------------------------------
 
 say "4. waiting: a pglock and the floor wait ${wait_s}s behind a holder"
 "$bench/measure.sh" waiting "$conn_unix" "$wait_s"
