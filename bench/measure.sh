@@ -168,7 +168,8 @@ cpu() {
 	    done; times) | tail -n 1) || die "$name failed"
 	s1=$(cpu_ticks "$pm" 13)
 	# times: "0mU.UUUs 0mS.SSSs" for the children, that is the runs.
-	c=$(echo "$c" | awk '{ gsub(/[ms]/, " "); printf "%.0f", ($1 * 60 + $2 + $3 * 60 + $4) * 1000 }')
+	c=$(echo "$c" | awk '{ gsub(/[ms]/, " ")
+	    printf "%.0f", ($1 * 60 + $2 + $3 * 60 + $4) * 1000 }')
 	row cpu.tsv $'tool\truns\tclient_ms\tserver_ms' "$name" "$runs" "$c" \
 	    $(((s1 - s0) * tick_ns / 1000000))
 }
@@ -206,11 +207,13 @@ counter() {
 }
 
 case ${1:-} in
-contended) [ $# -ge 6 ] || die "usage: measure.sh contended ROUND NAME WORKERS RUNS CMD..." ;;
+contended) [ $# -ge 6 ] ||
+    die "usage: measure.sh contended ROUND NAME WORKERS RUNS CMD..." ;;
 waiting) [ $# -eq 3 ] || die "usage: measure.sh waiting CONNINFO SECS" ;;
 rss) [ $# -ge 4 ] || die "usage: measure.sh rss NAME RUNS CMD..." ;;
 cpu) [ $# -ge 5 ] || die "usage: measure.sh cpu NAME RUNS POSTMASTER-PID CMD..." ;;
-counter) [ $# -eq 6 ] || die "usage: measure.sh counter NAME TENANTS CLIENTS EACH CONNINFO" ;;
+counter) [ $# -eq 6 ] ||
+    die "usage: measure.sh counter NAME TENANTS CLIENTS EACH CONNINFO" ;;
 *) die "usage: measure.sh contended|waiting|rss|cpu|counter ..." ;;
 esac
 "$@"

@@ -45,7 +45,8 @@ fi
 
 rm -rf "$raw"
 mkdir -p "$raw"
-"$bench/peers.sh" >"$raw/unavailable.tsv.new" || die "cannot install what the benchmark needs"
+"$bench/peers.sh" >"$raw/unavailable.tsv.new" ||
+    die "cannot install what the benchmark needs"
 { printf 'tool\treason\n'; cat "$raw/unavailable.tsv.new"; } >"$raw/unavailable.tsv"
 rm "$raw/unavailable.tsv.new"
 
@@ -62,7 +63,8 @@ info() { printf '%s\t%s\n' "$1" "$2" >>"$raw/info.tsv"; }
 printf 'key\tvalue\n' >"$raw/info.tsv"
 info date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 info cpus "$(nproc)"
-info machine "$(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), Linux $(uname -r)"
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+info machine "$(nproc) CPUs, $cpu_model, Linux $(uname -r)"
 info load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 say "starting PostgreSQL"
@@ -71,7 +73,8 @@ info pg_version "$pg_version"
 if ! unavailable "etcdctl lock"; then
 	say "starting etcd"
 	etcd_start "$raw/etcd.log" "$work/etcd" ||
-	    printf 'etcdctl lock\tetcd did not start (see results/etcd.log)\n' >>"$raw/unavailable.tsv"
+	    printf 'etcdctl lock\tetcd did not start (see results/etcd.log)\n' \
+	    >>"$raw/unavailable.tsv"
 fi
 info etcd_version "$(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p')"
 info lock_version "$(sed -n 's/^ *"version": "\(.*\)",$/\1/p' \
@@ -100,7 +103,8 @@ timed() {
 	if timeout 60 "$@" >"$work/check.out" 2>&1; then
 		line $u "$name" "$@"
 	else
-		printf '%s\tfailed: %s\n' "$name" "$(tail -n 1 "$work/check.out")" >>"$raw/unavailable.tsv"
+		printf '%s\tfailed: %s\n' "$name" "$(tail -n 1 "$work/check.out")" \
+		    >>"$raw/unavailable.tsv"
 		say "$name: failed: $(tail -n 1 "$work/check.out")"
 	fi
 }
@@ -154,8 +158,10 @@ if [ -x /usr/bin/time ]; then
 	done <"$raw/$u"
 fi
 say "CPU per run: the floor and pglock, $cpu_runs runs each"
-"$bench/measure.sh" cpu "floor unix" "$cpu_runs" "$pm" "$bench/floor" "$conn_unix" 1004 true
-"$bench/measure.sh" cpu "pglock unix" "$cpu_runs" "$pm" "$pglock" -d "$conn_unix" bench-cpu true
+"$bench/measure.sh" cpu "floor unix" "$cpu_runs" "$pm" \
+    "$bench/floor" "$conn_unix" 1004 true
+"$bench/measure.sh" cpu "pglock unix" "$cpu_runs" "$pm" \
+    "$pglock" -d "$conn_unix" bench-cpu true
 
 # --- 5. version counter -----------------------------------------------------
 
