@@ -81,9 +81,11 @@ valgrind: deps-valgrind pglock
 	@if find tests/.vg -type f -size +0 | grep -q .; then \
 	cat tests/.vg/*; echo "valgrind: reports above"; exit 1; fi
 
-# Side-by-side benchmarks (installs its peers; see bench/run.sh), the
-# version counter's (bench/counter.sh) and the fleet's (bench/fleet.sh).
-# The floor links libpq.so, as pglock and any libpq client do.
+# Side-by-side benchmarks: bench/run.sh installs its peers, measures into
+# bench/results/*.tsv, and bench/report.py writes bench/results.md and the
+# chart; then the version counter's (bench/counter.sh) and the fleet's
+# (bench/fleet.sh). The floor links libpq.so, as pglock and any libpq
+# client do.
 bench/floor: bench/floor.c
 	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ bench/floor.c $(PQ_LIBS)
 
