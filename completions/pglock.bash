@@ -75,8 +75,8 @@ _pglock()
 			# A cluster: the first value letter takes the rest or the next word.
 			w=${w#-}
 			w=${w%%[wEcdhpU]*}
-			[[ ${COMP_WORDS[i]} == -"$w"[wEcdhpU] ]] && i=$((i + 1))
 			[[ ${COMP_WORDS[i]} == -"$w"c* ]] && shell=1
+			[[ ${COMP_WORDS[i]} == -"$w"[wEcdhpU] ]] && i=$((i + 1))
 			;;
 		*) key=$i; break ;;
 		esac
