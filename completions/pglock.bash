@@ -63,7 +63,7 @@ _pglock()
 		case $w in
 		--) key=$((i + 1)); break ;;
 		--status | --explain | --version-counter) mode=$w ;;
-		-c | --command) shell=1 ;;
+		-c | --command | --command=*) shell=1 ;;
 		esac
 		case $w in
 		--*=*) ;;

@@ -30,10 +30,11 @@ comp() {
 	[ "${#COMPREPLY[@]}" -eq 0 ] || printf '%s\n' "${COMPREPLY[@]}" | LC_ALL=C sort
 }
 
-# Every long option in pglock.c's getopt table, one per line.
+# long_options [HAS_ARG]: every long option in pglock.c's getopt table (or
+# those whose has_arg is HAS_ARG), one per line.
 long_options() {
 	sed -n '/struct option longopts/,/^};/p' "$BATS_TEST_DIRNAME/../pglock.c" |
-	    grep -o '{ "[^"]*"' | sed 's/^{ "\(.*\)"$/\1/'
+	    grep "${1:-.}" | grep -o '{ "[^"]*"' | sed 's/^{ "\(.*\)"$/\1/'
 }
 
 # Every short option pglock --help lists ("  -x, -e, --exclusive").
@@ -190,6 +191,16 @@ short_options() {
 	assert_output --scope
 }
 
+@test "the value of every option that takes one is not taken for KEY" {
+	local o bad=()
+	run long_options required_argument
+	[ "${#lines[@]}" -ge 15 ]
+	for o in "${lines[@]}"; do
+		[ "$(comp "--$o" x --sc)" = --scope ] || bad+=("--$o")
+	done
+	[ "${#bad[@]}" -eq 0 ] || fail "value taken for KEY: ${bad[*]}"
+}
+
 @test "a number option offers nothing" {
 	run comp -w ''
 	assert_output ''
@@ -225,6 +236,15 @@ short_options() {
 	assert_output ''
 	run comp --explain k ''
 	assert_output ''
+}
+
+@test "-c before KEY: nothing after KEY" {
+	run comp -c 'echo hi' k ''
+	assert_output ''
 	run comp -nc 'echo hi' k ''
+	assert_output ''
+	run comp --command='echo hi' k ''
+	assert_output ''
+	run comp --command = 'echo hi' k ''
 	assert_output ''
 }
