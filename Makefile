@@ -122,11 +122,12 @@ lint:
 demo: deps-demo pglock
 	tests/demo.sh
 
-# Completions go where each shell looks for a package's own: bash-completion
-# loads share/bash-completion/completions/NAME on demand, Debian's zsh reads
-# share/zsh/vendor-completions, fish share/fish/vendor_completions.d.
+# Completions go where each shell looks: bash-completion loads
+# share/bash-completion/completions/NAME on demand, fish reads
+# share/fish/vendor_completions.d, zsh share/zsh/site-functions (under
+# /usr/local on Debian too; the package uses Debian's vendor-completions).
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
-ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 
 install: pglock
