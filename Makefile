@@ -24,15 +24,15 @@ all: pglock
 # Each binary is built twice: here, and under build/san/ for `make sanitize`.
 pglock build/san/pglock: $(SRC) $(HDR)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(PQ_LIBS)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(PQ_LIBS)
 
 tests/unit_arg build/san/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) -o $@ tests/unit_arg.c lib/arg.c
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ tests/unit_arg.c lib/arg.c
 
 tests/unit_key build/san/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.c lib/hash.c lib/key.h lib/hash.h
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/unit_key.c lib/key.c lib/hash.c $(PQ_LIBS)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/unit_key.c lib/key.c lib/hash.c $(PQ_LIBS)
 
 # On a fresh Debian machine as root, the two set-up commands install what
 # they need first (tests/deps.sh); elsewhere it names the packages.
@@ -124,16 +124,35 @@ lint:
 demo: deps-demo pglock
 	tests/demo.sh
 
+# Completions go where each shell looks: bash-completion loads
+# share/bash-completion/completions/NAME on demand, fish reads
+# share/fish/vendor_completions.d, zsh share/zsh/site-functions (under
+# /usr/local on Debian too; the package uses Debian's vendor-completions).
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+
 install: pglock
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 \
+	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 755 pglock $(DESTDIR)$(PREFIX)/bin/pglock
 	install -m 644 man/pglock.1 $(DESTDIR)$(MANDIR)/man1/pglock.1
+	install -m 644 completions/pglock.bash $(DESTDIR)$(BASHCOMPDIR)/pglock
+	install -m 644 completions/_pglock $(DESTDIR)$(ZSHCOMPDIR)/_pglock
+	install -m 644 completions/pglock.fish $(DESTDIR)$(FISHCOMPDIR)/pglock.fish
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/pglock $(DESTDIR)$(MANDIR)/man1/pglock.1
+	rm -f $(DESTDIR)$(PREFIX)/bin/pglock $(DESTDIR)$(MANDIR)/man1/pglock.1 \
+	    $(DESTDIR)$(BASHCOMPDIR)/pglock $(DESTDIR)$(ZSHCOMPDIR)/_pglock \
+	    $(DESTDIR)$(FISHCOMPDIR)/pglock.fish
+
+# Build the Debian package in a copy of the tree, lintian it, install it,
+# take a lock with /usr/bin/pglock, remove it (as root, on Debian).
+deb:
+	tests/deb.sh
 
 clean:
 	rm -f pglock $(UNIT)
 	rm -rf build fuzz/bin tests/.san tests/.vg bench/floor bench/rmw
 
-.PHONY: all deps-check deps-demo deps-valgrind check sanitize valgrind mutants fuzz lint bench demo install uninstall clean
+.PHONY: all deps-check deps-demo deps-valgrind check sanitize valgrind mutants fuzz lint bench demo install uninstall deb clean
