@@ -361,7 +361,7 @@ enum {
 	OPT_ID = 256, OPT_CHECK, OPT_LOST_SIG, OPT_KILL_AFTER, OPT_COUNTER,
 	OPT_PEEK, OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_STATUS,
 	OPT_EXPLAIN, OPT_SCOPE, OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_HOLD,
-	OPT_BREAK, OPT_MAX_TIME, OPT_JSON
+	OPT_BREAK, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS
 };
 
 static const struct option longopts[] = {
@@ -400,6 +400,7 @@ static const struct option longopts[] = {
 	{ "break", no_argument, NULL, OPT_BREAK },
 	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "slots", required_argument, NULL, OPT_SLOTS },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -581,6 +582,11 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	case OPT_JSON:
 		o->json = 1;
 		break;
+	case OPT_SLOTS:
+		if (arg_long(arg, 2, 1000, &n, why, sizeof(why)) == -1)
+			usage_err("--slots: %s", why);
+		o->lock.slots = (int)n;
+		break;
 	case OPT_HELP:
 		usage(stdout);
 		flush_stdout_or_err();
@@ -620,6 +626,10 @@ check_or_err(struct opts *o, int argc, char **argv)
 	    o->mode != MODE_HOLD && o->mode != MODE_COUNTER)))
 		usage_err("%s", "--max-time bounds a COMMAND that pglock "
 		    "watches: not with -F, --status, --explain or --break");
+	if (o->lock.slots > 0 && (o->lock.shared || o->mode == MODE_EXPLAIN ||
+	    o->mode == MODE_COUNTER))
+		usage_err("%s", "--slots counts holders of a KEY: no -s, "
+		    "--explain or --version-counter");
 	if (o->mode == MODE_STATUS) {
 		o->keys = argv;		/* every argument is a KEY */
 		return;
@@ -737,6 +747,10 @@ export_lock_env_or_err(const struct opts *o, const struct lock_req *lk,
 	setenv_or_err("PGLOCK_MODE", lk->shared ? "shared" : "exclusive");
 	setenv_or_err("PGLOCK_SCOPE", lk->xact ? "transaction" : "session");
 	setenv_or_err("PGLOCK_BACKEND_PID", pid);
+	if (lk->slots > 0) {
+		snprintf(pid, sizeof(pid), "%d", lk->slot);
+		setenv_or_err("PGLOCK_SLOT", pid);
+	}
 }
 
 /* The watchdog, then (unless later) the command at its gate. */
@@ -1132,8 +1146,8 @@ print_locks(const struct opts *o, PGconn *c, const struct key *k,
 static int
 show_status(const struct opts *o, PGconn *c)
 {
-	struct key k;
-	int i, all_held = 1, printed = 0;
+	struct key k, slot;
+	int i, j, held, all_held = 1, printed = 0;
 
 	if (o->json)
 		printf("{\"locks\": [");
@@ -1144,7 +1158,16 @@ show_status(const struct opts *o, PGconn *c)
 		(void)print_locks(o, c, NULL, &printed);
 	for (i = 0; o->keys[i] != NULL; i++) {
 		resolve_key_or_err(o, o->keys[i], &k);
-		all_held &= print_locks(o, c, &k, &printed);
+		if (o->lock.slots == 0) {
+			all_held &= print_locks(o, c, &k, &printed);
+			continue;
+		}
+		/* --slots N: KEY is held when one of its slots is. */
+		for (j = 1, held = 0; j <= o->lock.slots; j++) {
+			lock_slot_key(&k, j, &slot);
+			held |= print_locks(o, c, &slot, &printed);
+		}
+		all_held &= held;
 	}
 	if (o->json)
 		printf("%s]}\n", printed > 0 ? "\n" : "");
@@ -1268,6 +1291,11 @@ report_busy(const struct opts *o, PGconn *c, const struct lock_req *lk)
 		res = PQexec(c, "ROLLBACK");
 		PQclear(res);
 	}
+	if (lk->slots > 0) {
+		say("%s: all %d slots are held%s", o->label, lk->slots,
+		    o->lock.wait_ms == 0 ? "" : ", to the end of -w");
+		return;
+	}
 	(void)holder(c, &lk->key, who, sizeof(who));
 	if (o->lock.wait_ms == 0)
 		say("%s: the lock is held by %s", o->label,
@@ -1372,14 +1400,20 @@ lock_and_run(const struct opts *o, PGconn *c)
 	 * While the server sets the session up and takes the lock, fork the
 	 * watchdog; while it checks the lock, fork the command, which waits
 	 * at its gate until the check has passed (not under --fence: its
-	 * environment is not complete until then).
+	 * environment is not complete until then). --slots waits its own way.
 	 */
-	if (lock_send(c, &lk, why, sizeof(why)) == -1)
+	if (lk.slots == 0 && lock_send(c, &lk, why, sizeof(why)) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	if (!o->no_fork)
 		guard_or_err(o, &ch);
-	r = lock_wait(c, &lk, &backend_pid, &sig, why, sizeof(why));
-	if (r == LOCK_ACQUIRED) {
+	if (lk.slots > 0) {
+		r = lock_slot(c, &lk, &backend_pid, &sig, why, sizeof(why));
+		if (r == LOCK_ACQUIRED)
+			export_lock_env_or_err(o, &lk, backend_pid);
+	} else {
+		r = lock_wait(c, &lk, &backend_pid, &sig, why, sizeof(why));
+	}
+	if (r == LOCK_ACQUIRED && lk.slots == 0) {
 		export_lock_env_or_err(o, &lk, backend_pid);
 		if (!o->no_fork && !o->fence)
 			spawn_or_err(o, &ch);
@@ -1410,7 +1444,11 @@ lock_and_run(const struct opts *o, PGconn *c)
 	}
 	if (w.shown)
 		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
-	if (o->verbose)
+	if (o->verbose && lk.slots > 0)
+		say("%s: acquired slot %d of %d after %.2fs (server pid %d, "
+		    "%s lock)", o->label, lk.slot, lk.slots, mono_seconds() - t0,
+		    backend_pid, lk.xact ? "transaction" : "session");
+	else if (o->verbose)
 		say("%s: acquired after %.2fs (server pid %d, %s lock)",
 		    o->label, mono_seconds() - t0, backend_pid,
 		    lk.xact ? "transaction" : "session");

@@ -8,12 +8,13 @@ _pglock_opts='-x -e --exclusive -s --shared -n --nonblock --nb
 -w --wait --timeout -E --conflict-exit-code -c --command -F --no-fork
 -v --verbose -q --quiet --id --hash --namespace --fence --check-interval
 --lost-signal --kill-after --scope --version-counter --peek --counter-table
---status --explain -d --dbname -h --host -p --port -U --username
+--status --explain --hold --break --max-time --slots --json
+-d --dbname -h --host -p --port -U --username
 --connect-timeout -? --help -V --version'
 _pglock_valued='-w --wait --timeout -E --conflict-exit-code -c --command
 --hash --namespace --check-interval --lost-signal --kill-after --scope
---counter-table -d --dbname -h --host -p --port -U --username
---connect-timeout'
+--counter-table --max-time --slots -d --dbname -h --host -p --port
+-U --username --connect-timeout'
 # pglock --hash NAME (lib/key.c), --lost-signal SIG (lib/arg.c, less STOP,
 # which pglock refuses), --scope.
 _pglock_schemes='sha256 hashtext hashtextextended md5 md5-60 siphash24
@@ -62,7 +63,8 @@ _pglock()
 		w=${COMP_WORDS[i]}
 		case $w in
 		--) key=$((i + 1)); break ;;
-		--status | --explain | --version-counter) mode=$w ;;
+		--status | --explain | --break | --hold | --version-counter)
+			mode=$w ;;
 		-c | --command | --command=*) shell=1 ;;
 		esac
 		case $w in
@@ -99,8 +101,10 @@ _pglock()
 		fi
 		return	# KEY itself is any string: nothing to offer
 	fi
-	# After KEY: --status takes more KEYs, --explain none, -c a shell string.
-	[[ $mode == --status || $mode == --explain || -n $shell ]] && return
+	# After KEY: --status takes more KEYs, --explain, --break and --hold
+	# none, -c a shell string.
+	[[ $mode == --status || $mode == --explain || $mode == --break ||
+	    $mode == --hold || -n $shell ]] && return
 	if [[ $COMP_CWORD -eq $((key + 1)) && $cur == -* ]]; then
 		_pglock_reply -W '-c --command' -- "$cur"
 		return

@@ -18,7 +18,7 @@ function __fish_pglock_rest
             case --wait --timeout --conflict-exit-code --command --hash \
                 --namespace --check-interval --lost-signal --kill-after \
                 --scope --counter-table --dbname --host --port --username \
-                --connect-timeout
+                --connect-timeout --max-time --slots
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -38,7 +38,7 @@ function __fish_pglock_no_key
     test -z "$(__fish_pglock_rest)"
 end
 
-# What follows KEY: "keys" (--status), "none" (--explain, --peek, -c
+# What follows KEY: "keys" (--status), "none" (--explain, --break, --hold, --peek, -c
 # given), "shell" (KEY -c SHELL-COMMAND) or "command" (COMMAND [ARG ...]).
 function __fish_pglock_after
     set -l rest (__fish_pglock_rest)
@@ -49,7 +49,7 @@ function __fish_pglock_after
             case --status
                 echo keys
                 return
-            case --explain --peek -c --command '--command=*'
+            case --explain --break --hold --peek -c --command '--command=*'
                 echo none
                 return
         end
@@ -109,6 +109,11 @@ complete -c pglock -n $nokey -l peek -d "print TENANT's current version"
 complete -c pglock -n $nokey -l counter-table -x -d 'where versions live'
 complete -c pglock -n $nokey -l status -d 'list advisory locks held or awaited'
 complete -c pglock -n $nokey -l explain -d "show KEY's id and the SQL that takes the same lock"
+complete -c pglock -n $nokey -l hold -d 'hold KEY until standard input ends'
+complete -c pglock -n $nokey -l break -d 'end the sessions that hold KEY'
+complete -c pglock -n $nokey -l max-time -x -d 'stop the command after SECS (exit 124)'
+complete -c pglock -n $nokey -l slots -x -d 'at most N holders of KEY at once'
+complete -c pglock -n $nokey -l json -d 'JSON output for --status, --explain and --peek'
 complete -c pglock -n $nokey -s d -l dbname -x -d 'database name, conninfo or URI'
 complete -c pglock -n $nokey -s h -l host -x -a '(__fish_print_hostnames; __fish_complete_directories)' -d 'server host or socket directory'
 complete -c pglock -n $nokey -s p -l port -x -d 'server port'

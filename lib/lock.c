@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "lock.h"
 
@@ -539,4 +540,170 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	}
 	PQclear(res);
 	return n;
+}
+
+void
+lock_slot_key(const struct key *base, int i, struct key *out)
+{
+	char id[48], buf[96], err[64];
+	int n;
+
+	key_format(base, id, sizeof(id));
+	/* NULs apart, as the counter's: no KEY on a command line is this. */
+	n = snprintf(buf, sizeof(buf), "pglock-slot%c%s%c%d", '\0', id, '\0',
+	    i);
+	(void)key_hash(buf, (size_t)n, out, err, sizeof(err));
+}
+
+/* One wait for slots: the connection, the request, and where errors go. */
+struct slotter {
+	PGconn *c;
+	struct lock_req *r;
+	int *sig;
+	char *err;
+	size_t errlen;
+};
+
+/*
+ * Send sql (params NULL-terminated) as a pipeline of its own, after BEGIN
+ * and the settings when first, and read its answer; NULL (reason in err)
+ * if the connection failed or a signal came.
+ */
+static PGresult *
+exchange(const struct slotter *s, const char *sql, const char **params,
+    int first)
+{
+	const struct lock_req *r = s->r;
+	PGresult *res;
+	int n = 0, steps;
+
+	while (params[n] != NULL)
+		n++;
+	steps = first ? 1 + r->xact : 0;
+	if (!PQenterPipelineMode(s->c) || (first && r->xact &&
+	    !PQsendQueryParams(s->c, "BEGIN ISOLATION LEVEL READ COMMITTED",
+	    0, NULL, NULL, NULL, NULL, 0)) || (first &&
+	    conn_send_settings(s->c, r->wait_ms > 0 ? r->wait_ms : 0, r->xact,
+	    s->err, s->errlen) == -1) ||
+	    !PQsendQueryParams(s->c, sql, n, NULL, params, NULL, NULL, 0) ||
+	    !PQpipelineSync(s->c)) {
+		conn_oneline(PQerrorMessage(s->c), s->err, s->errlen);
+		return NULL;
+	}
+	/* BEGIN and the settings answer first; the first error is kept. */
+	while ((res = next_result(s->c, r, 1, s->sig, s->err, s->errlen)) !=
+	    NULL && steps-- > 0) {
+		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+		    PQresultStatus(res) != PGRES_TUPLES_OK) {
+			conn_result_error(res, s->err, s->errlen);
+			PQclear(res);
+			(void)end_pipeline(s->c, r, s->sig, NULL, 0);
+			return NULL;
+		}
+		PQclear(res);
+	}
+	if (res == NULL || end_pipeline(s->c, r, s->sig, NULL, 0) == -1 ||
+	    *s->sig != 0) {
+		PQclear(res);
+		return NULL;
+	}
+	return res;
+}
+
+enum lock_result
+lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
+    char *err, size_t errlen)
+{
+	struct slotter s = { c, r, sig, err, errlen };
+	struct key k;
+	long until = r->wait_ms > 0 ? mono_ms() + r->wait_ms : -1;
+	char qid[24], ids[2][24], *list, *p;
+	const char *qparams[2] = { qid, NULL }, *params[3];
+	char sql[512];
+	PGresult *res;
+	int i, got, queued, rounds = 0;
+
+	*sig = 0;
+	lock_slot_key(&r->key, 0, &k);
+	(void)key_params(&k, ids);
+	snprintf(qid, sizeof(qid), "%s", ids[0]);
+	/* The slots' ids as an array literal: {id1,id2,...}. */
+	if ((list = p = malloc((size_t)r->slots * 24 + 3)) == NULL) {
+		snprintf(err, errlen, "malloc: %s", strerror(errno));
+		return LOCK_ERROR;
+	}
+	*p++ = '{';
+	for (i = 1; i <= r->slots; i++) {
+		lock_slot_key(&r->key, i, &k);
+		(void)key_params(&k, ids);
+		p += sprintf(p, "%s%s", i > 1 ? "," : "", ids[0]);
+	}
+	strcpy(p, "}");
+	params[0] = list;
+	params[1] = qid;
+	params[2] = NULL;
+	/*
+	 * Waiters queue in arrival order on the queue's lock, a session's
+	 * even in a transaction (which pins a pooler's server connection
+	 * until it is unlocked). Only its holder tries the slots: at once,
+	 * then every 100 ms. The slot got, it unlocks the queue.
+	 */
+	res = exchange(&s, r->wait_ms == 0 ?
+	    "SELECT pg_catalog.pg_try_advisory_lock($1::bigint)" :
+	    "SELECT true FROM pg_catalog.pg_advisory_lock($1::bigint)",
+	    qparams, 1);
+	if (res == NULL) {
+		free(list);
+		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
+	}
+	/* Queued: 1; busy (-n, or lock_timeout: 55P03): 0; else -1. */
+	got = PQresultStatus(res) == PGRES_TUPLES_OK ?
+	    strcmp(PQgetvalue(res, 0, 0), "t") == 0 :
+	    lock_result(res, r, backend_pid, err, errlen) == LOCK_BUSY ? 0 : -1;
+	queued = got == 1;
+	PQclear(res);
+	snprintf(sql, sizeof(sql), "SELECT t.i, pg_catalog.pg_backend_pid(),"
+	    " pg_catalog.pg_advisory_unlock($2::bigint) FROM (SELECT i FROM"
+	    " unnest($1::bigint[]) WITH ORDINALITY AS u(id, i) WHERE %s(id)"
+	    " LIMIT 1) t", lock_fn[r->xact][1][0]);
+	while (got == 1) {
+		if (rounds++ > 0 && exchange(&s, "SELECT pg_catalog.pg_sleep("
+		    "0.1)", params + 2, 0) == NULL) {
+			got = -1;
+			break;
+		}
+		if ((res = exchange(&s, sql, params, 0)) == NULL) {
+			got = -1;
+			break;
+		}
+		if (PQresultStatus(res) == PGRES_TUPLES_OK &&
+		    PQntuples(res) == 1) {
+			queued = 0;
+			r->slot = atoi(PQgetvalue(res, 0, 0));
+			got = result_pid(res, 1, backend_pid, err, errlen) == 0 ?
+			    2 : -1;
+		} else if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+			conn_result_error(res, err, errlen);
+			got = -1;
+		} else if (r->wait_ms == 0 || (until >= 0 &&
+		    mono_ms() >= until)) {
+			got = 0;
+		}
+		PQclear(res);
+	}
+	free(list);
+	if (*sig != 0)
+		return LOCK_INTERRUPTED;
+	/* Not got: leave the queue to the next waiter. */
+	if (queued && got == 0)
+		PQclear(exchange(&s, "SELECT pg_catalog.pg_advisory_unlock("
+		    "$1::bigint)", qparams, 0));
+	if (got != 2)
+		return got == 0 ? LOCK_BUSY : LOCK_ERROR;
+	lock_slot_key(&r->key, r->slot, &r->key);
+	/* As lock_verify: held by this very backend (and no snapshot kept). */
+	if (r->local && !r->xact)
+		return *backend_pid == PQbackendPID(c) ? LOCK_ACQUIRED :
+		    LOCK_NOT_REAL;
+	return recheck(c, r, *backend_pid, err, errlen);
 }

@@ -18,6 +18,8 @@ struct lock_req {
 	int xact;		/* held by an open transaction, not the session */
 	int local;		/* the backend is proven the server's own child */
 	long wait_ms;		/* -1: wait for ever; 0: try once; >0: bound */
+	int slots;		/* --slots N: one of N locks; 0: the key's */
+	int slot;		/* lock_slot(): which one, 1..N */
 	void (*waiting)(void *);	/* if set, called each second of waiting */
 	void *waiting_arg;
 };
@@ -77,6 +79,18 @@ int lock_check_read(PGconn *c, char *err, size_t errlen);
  */
 int lock_release(PGconn *c, const struct lock_req *r, char *err,
     size_t errlen);
+
+/*
+ * --slots: take the first free of r->slots locks (lock_slot_key 1..N),
+ * waiters queueing in arrival order on lock_slot_key 0, which only the
+ * first of them holds, and only while it waits. Then r->slot says which,
+ * r->key is its key, and the lock is verified as lock_verify() does.
+ */
+enum lock_result lock_slot(PGconn *c, struct lock_req *r, int *backend_pid,
+    int *sig, char *err, size_t errlen);
+
+/* The key of slot i (1..N) of base; i = 0: the queue of its waiters. */
+void lock_slot_key(const struct key *base, int i, struct key *out);
 
 /* One advisory lock held or awaited, and by whom, as --status lists it. */
 struct lock_row {
