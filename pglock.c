@@ -86,8 +86,10 @@ struct opts {
 static const char usage_text[] =
     "usage: pglock [options] KEY COMMAND [ARG ...]\n"
     "       pglock [options] KEY -c SHELL-COMMAND\n"
+    "       pglock [options] --hold KEY\n"
     "       pglock [options] --status [KEY ...]\n"
     "       pglock [options] --explain KEY\n"
+    "       pglock [options] --break KEY\n"
     "       pglock [options] --version-counter [--peek] TENANT"
     " [COMMAND [ARG ...]]\n";
 
@@ -121,6 +123,15 @@ usage(FILE *f)
 	    "      --lost-signal SIG      signal for the command if the lock"
 	    " is lost (TERM)\n"
 	    "      --kill-after SECS      then KILL after SECS (default 10)\n"
+	    "      --max-time SECS        stop COMMAND after SECS, as for a lost"
+	    " lock;\n"
+	    "                             then exit 124\n"
+	    "      --slots N              at most N holders of KEY at once"
+	    " (2-1000)\n"
+	    "      --hold                 no COMMAND: hold KEY until standard"
+	    " input ends\n"
+	    "                             (or TERM, INT); print KEY and id"
+	    " when held\n"
 	    "      --scope SCOPE          session, transaction or auto"
 	    " (default): hold\n"
 	    "                             the lock by the session only on a"
@@ -146,6 +157,10 @@ usage(FILE *f)
 	    "      --explain KEY          show KEY's id, its pg_locks columns"
 	    " and the SQL\n"
 	    "                             that takes the same lock\n"
+	    "      --break KEY            end the server sessions that hold"
+	    " KEY\n"
+	    "      --json                 --status, --explain, --peek: one"
+	    " JSON document\n"
 	    "\nConnection options:\n"
 	    "  -d, --dbname CONNINFO      database name, conninfo or URI\n"
 	    "  -h, --host HOST            server host or socket directory\n"
@@ -158,7 +173,8 @@ usage(FILE *f)
 	    "  -V, --version              show the version, then exit\n"
 	    "\nExit status: the command's; 1 (or -E N) when the lock is not"
 	    " acquired;\n64 usage, 69 server unavailable, 70 internal,"
-	    " 71 system error,\n75 lock lost, 126/127 command not executable"
+	    " 71 system error,\n75 lock lost, 77 --break not allowed,"
+	    " 124 --max-time reached,\n126/127 command not executable"
 	    "/not found.\nSee pglock(1).\n", f);
 }
 
