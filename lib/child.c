@@ -87,6 +87,8 @@ close_others(int keep)
  * holding nothing else open, least of all the database socket, which
  * must close with pglock.
  */
+static void hold_stdin(void) __attribute__((noreturn));
+
 static void
 hold_stdin(void)
 {

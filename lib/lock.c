@@ -528,9 +528,9 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 		snprintf(r->id, sizeof(r->id), "%s", PQgetvalue(res, i, 0));
 		r->shared = *PQgetvalue(res, i, 1) == 't';
 		r->held = *PQgetvalue(res, i, 2) == 't';
-		r->pid = atoi(PQgetvalue(res, i, 3));
+		r->pid = (int)strtol(PQgetvalue(res, i, 3), NULL, 10);
 		r->xact = *PQgetvalue(res, i, 4) == 't';
-		r->seconds = atol(PQgetvalue(res, i, 5));
+		r->seconds = strtol(PQgetvalue(res, i, 5), NULL, 10);
 		snprintf(r->user, sizeof(r->user), "%s", PQgetvalue(res, i, 6));
 		snprintf(r->client, sizeof(r->client), "%s",
 		    PQgetvalue(res, i, 7));
@@ -617,7 +617,8 @@ lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	struct slotter s = { c, r, sig, err, errlen };
 	struct key k;
 	long until = r->wait_ms > 0 ? mono_ms() + r->wait_ms : -1;
-	char qid[24], ids[2][24], *list, *p;
+	char qid[24], ids[2][24], *list;
+	size_t len = (size_t)r->slots * 24 + 3, n;
 	const char *qparams[2] = { qid, NULL }, *params[3];
 	char sql[512];
 	PGresult *res;
@@ -628,17 +629,17 @@ lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	(void)key_params(&k, ids);
 	snprintf(qid, sizeof(qid), "%s", ids[0]);
 	/* The slots' ids as an array literal: {id1,id2,...}. */
-	if ((list = p = malloc((size_t)r->slots * 24 + 3)) == NULL) {
+	if ((list = malloc(len)) == NULL) {
 		snprintf(err, errlen, "malloc: %s", strerror(errno));
 		return LOCK_ERROR;
 	}
-	*p++ = '{';
-	for (i = 1; i <= r->slots; i++) {
+	for (i = 1, n = 0; i <= r->slots; i++) {
 		lock_slot_key(&r->key, i, &k);
 		(void)key_params(&k, ids);
-		p += sprintf(p, "%s%s", i > 1 ? "," : "", ids[0]);
+		n += (size_t)snprintf(list + n, len - n, "%c%s", i > 1 ? ',' :
+		    '{', ids[0]);
 	}
-	strcpy(p, "}");
+	snprintf(list + n, len - n, "}");
 	params[0] = list;
 	params[1] = qid;
 	params[2] = NULL;
@@ -679,7 +680,7 @@ lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 		if (PQresultStatus(res) == PGRES_TUPLES_OK &&
 		    PQntuples(res) == 1) {
 			queued = 0;
-			r->slot = atoi(PQgetvalue(res, 0, 0));
+			r->slot = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
 			got = result_pid(res, 1, backend_pid, err, errlen) == 0 ?
 			    2 : -1;
 		} else if (PQresultStatus(res) != PGRES_TUPLES_OK) {
