@@ -163,7 +163,7 @@ second"
 }
 
 @test "--max-time 1 on sleep 30: exit 124, the command stopped, the lock free" {
-	run -124 --separate-stderr timeout 20 "$PGLOCK" --max-time 1 mt-k sh -c 'echo $$ >"$0"; sleep 30' "$BATS_TEST_TMPDIR/pid"
+	run -124 --separate-stderr timeout -s KILL 20 "$PGLOCK" --max-time 1 mt-k sh -c 'echo $$ >"$0"; sleep 30' "$BATS_TEST_TMPDIR/pid"
 	assert_equal "$stderr" "pglock: mt-k: the command ran past --max-time 1s: stopped"
 	gone "$(cat "$BATS_TEST_TMPDIR/pid")"
 	free "$(sha_id mt-k)"
@@ -171,7 +171,7 @@ second"
 }
 
 @test "--max-time: a command that ignores TERM is killed after --kill-after" {
-	run -124 timeout 20 "$PGLOCK" --max-time 0.5 --kill-after 0.5 mt-i sh -c 'trap "" TERM; echo $$ >"$0"; sleep 30' "$BATS_TEST_TMPDIR/pid"
+	run -124 timeout -s KILL 10 "$PGLOCK" --max-time 0.5 --kill-after 0.5 mt-i sh -c 'trap "" TERM; echo $$ >"$0"; sleep 30' "$BATS_TEST_TMPDIR/pid"
 	gone "$(cat "$BATS_TEST_TMPDIR/pid")"
 	free "$(sha_id mt-i)"
 }
