@@ -1207,34 +1207,41 @@ break_holders(const struct opts *o, PGconn *c)
 	const char *params[1] = { pid };
 	const char *state;
 	struct lock_row *rows;
+	struct key k = o->lock.key;
 	PGresult *res;
-	int i, n, held = 0, status = 0;
+	int i, j, n, held = 0, status = 0;
 
-	n = locks_or_err("--break", c, &o->lock.key, &rows);
-	for (i = 0; i < n; i++) {
-		if (!rows[i].held)
-			continue;
-		held++;
-		snprintf(pid, sizeof(pid), "%d", rows[i].pid);
-		res = PQexecParams(c, sql, 1, NULL, params, NULL, NULL, 0);
-		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-		if (PQresultStatus(res) == PGRES_TUPLES_OK)
-			printf("%d\t%s\t%s\t%s\t%s\n", rows[i].pid,
-			    field(rows[i].user, user, sizeof(user)),
-			    rows[i].client, field(rows[i].app, app,
-			    sizeof(app)), rows[i].since);
-		else if (state != NULL && strcmp(state, "42501") == 0) {
+	/* --slots N: each of KEY's slots, 1 to N. */
+	for (j = o->lock.slots > 0; j <= o->lock.slots; j++) {
+		if (o->lock.slots > 0)
+			lock_slot_key(&o->lock.key, j, &k);
+		n = locks_or_err("--break", c, &k, &rows);
+		for (i = 0; i < n; i++) {
+			if (!rows[i].held)
+				continue;
+			held++;
+			snprintf(pid, sizeof(pid), "%d", rows[i].pid);
+			res = PQexecParams(c, sql, 1, NULL, params, NULL, NULL,
+			    0);
+			state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 			conn_result_error(res, why, sizeof(why));
-			say("%s: may not end pid %d of user %s: %s", o->label,
-			    rows[i].pid, rows[i].user, why);
-			status = EXIT_NOPERM;
-		} else {
-			conn_result_error(res, why, sizeof(why));
-			die(EXIT_UNAVAILABLE, "%s: --break: %s", o->label, why);
+			if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+				printf("%d\t%s\t%s\t%s\t%s\n", rows[i].pid,
+				    field(rows[i].user, user, sizeof(user)),
+				    rows[i].client, field(rows[i].app, app,
+				    sizeof(app)), rows[i].since);
+			} else if (state != NULL && strcmp(state, "42501") == 0) {
+				say("%s: may not end pid %d of user %s: %s",
+				    o->label, rows[i].pid, rows[i].user, why);
+				status = EXIT_NOPERM;
+			} else {
+				die(EXIT_UNAVAILABLE, "%s: --break: %s",
+				    o->label, why);
+			}
+			PQclear(res);
 		}
-		PQclear(res);
+		free(rows);
 	}
-	free(rows);
 	flush_stdout_or_err();
 	if (held == 0 && !o->quiet)
 		say("%s: nobody holds the lock", o->label);

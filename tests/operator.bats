@@ -254,3 +254,16 @@ for s in d[\"sql\"]:
 	assert_equal "$stderr" "pglock: --json is for --status, --explain and --peek (see pglock --help)"
 	run -64 pglock --json --version-counter t
 }
+
+@test "--break --slots ends the holders of KEY's slots" {
+	bg a pglock --slots 3 brk-s sleep 60
+	bg b pglock --slots 3 brk-s sleep 60
+	wait_until 10 bash -c "[ \$($PGLOCK --status --slots 3 brk-s | grep -c held) -eq 2 ]"
+	run -0 pglock --break --slots 3 brk-s
+	[ "${#lines[@]}" -eq 2 ]
+	bgwait a 20
+	[ "$bg_status" -eq 75 ]
+	bgwait b 20
+	[ "$bg_status" -eq 75 ]
+	run -1 pglock --break --slots 3 brk-s
+}
