@@ -14,7 +14,7 @@ WARN = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra \
 	-Wpointer-arith -Wcast-qual -Wwrite-strings
 SRC = pglock.c lib/arg.c lib/child.c lib/conn.c lib/counter.c lib/hash.c lib/key.c \
 	lib/lock.c lib/sig.c
-HDR = lib/arg.h lib/child.h lib/clock.h lib/conn.h lib/counter.h lib/hash.h lib/key.h lib/lock.h lib/sig.h
+HDR = lib/arg.h lib/child.h lib/clock.h lib/conn.h lib/counter.h lib/exits.h lib/hash.h lib/key.h lib/lock.h lib/sig.h
 UNIT = tests/unit_arg tests/unit_key
 BATS = timeout 600 bats
 FUZZ_CHECK_SECONDS = 30
@@ -24,15 +24,15 @@ all: pglock
 # Each binary is built twice: here, and under build/san/ for `make sanitize`.
 pglock build/san/pglock: $(SRC) $(HDR)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(PQ_LIBS)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(PQ_LIBS)
 
 tests/unit_arg build/san/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) -o $@ tests/unit_arg.c lib/arg.c
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ tests/unit_arg.c lib/arg.c
 
 tests/unit_key build/san/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.c lib/hash.c lib/key.h lib/hash.h
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/unit_key.c lib/key.c lib/hash.c $(PQ_LIBS)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/unit_key.c lib/key.c lib/hash.c $(PQ_LIBS)
 
 # What each target needs (tests/deps.sh: as root on Debian it installs
 # what is missing, elsewhere it names the packages). The README's set-up
@@ -76,9 +76,11 @@ valgrind: deps-valgrind pglock
 	@if find tests/.vg -type f -size +0 | grep -q .; then \
 	cat tests/.vg/*; echo "valgrind: reports above"; exit 1; fi
 
-# Side-by-side benchmarks (installs its peers; see bench/run.sh), the
-# version counter's (bench/counter.sh) and the fleet's (bench/fleet.sh).
-# The floor links libpq.so, as pglock and any libpq client do.
+# Side-by-side benchmarks: bench/run.sh installs its peers, measures into
+# bench/results/*.tsv, and bench/report.py writes bench/results.md and the
+# chart; then the version counter's (bench/counter.sh) and the fleet's
+# (bench/fleet.sh). The floor links libpq.so, as pglock and any libpq
+# client do.
 bench/floor: bench/floor.c
 	$(CC) $(WARN) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ bench/floor.c $(PQ_LIBS)
 
@@ -117,16 +119,35 @@ lint: deps-lint
 demo: deps-demo pglock
 	tests/demo.sh
 
+# Completions go where each shell looks: bash-completion loads
+# share/bash-completion/completions/NAME on demand, fish reads
+# share/fish/vendor_completions.d, zsh share/zsh/site-functions (under
+# /usr/local on Debian too; the package uses Debian's vendor-completions).
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+
 install: pglock
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 \
+	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
 	install -m 755 pglock $(DESTDIR)$(PREFIX)/bin/pglock
 	install -m 644 man/pglock.1 $(DESTDIR)$(MANDIR)/man1/pglock.1
+	install -m 644 completions/pglock.bash $(DESTDIR)$(BASHCOMPDIR)/pglock
+	install -m 644 completions/_pglock $(DESTDIR)$(ZSHCOMPDIR)/_pglock
+	install -m 644 completions/pglock.fish $(DESTDIR)$(FISHCOMPDIR)/pglock.fish
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/pglock $(DESTDIR)$(MANDIR)/man1/pglock.1
+	rm -f $(DESTDIR)$(PREFIX)/bin/pglock $(DESTDIR)$(MANDIR)/man1/pglock.1 \
+	    $(DESTDIR)$(BASHCOMPDIR)/pglock $(DESTDIR)$(ZSHCOMPDIR)/_pglock \
+	    $(DESTDIR)$(FISHCOMPDIR)/pglock.fish
+
+# Build the Debian package in a copy of the tree, lintian it, install it,
+# take a lock with /usr/bin/pglock, remove it (as root, on Debian).
+deb:
+	tests/deb.sh
 
 clean:
 	rm -f pglock $(UNIT)
 	rm -rf build fuzz/bin tests/.san tests/.vg bench/floor bench/rmw
 
-.PHONY: all deps-check deps-demo deps-valgrind deps-mutants deps-lint check sanitize valgrind mutants fuzz lint bench demo install uninstall clean
+.PHONY: all deps-check deps-demo deps-valgrind deps-mutants deps-lint check sanitize valgrind mutants fuzz lint bench demo install uninstall deb clean

@@ -34,34 +34,41 @@
 #include "lib/clock.h"
 #include "lib/conn.h"
 #include "lib/counter.h"
+#include "lib/exits.h"
 #include "lib/key.h"
 #include "lib/lock.h"
 #include "lib/sig.h"
 
 #define PGLOCK_VERSION "0.1.0"
 
-/* Exit status: sysexits(3) values, listed in the man page. */
-enum {
-	EXIT_CONFLICT = 1,	/* default for "lock not acquired" (-E) */
-	EXIT_USAGE = 64,
-	EXIT_UNAVAILABLE = 69,
-	EXIT_SOFTWARE = 70,
-	EXIT_OSERR = 71,
-	EXIT_LOST = 75
-};
-
 /* --scope: where the lock lives; auto proves the connection direct first. */
 enum { SCOPE_AUTO, SCOPE_SESSION, SCOPE_TRANSACTION };
 static const char *const scope_names[] = { "auto", "session", "transaction" };
 
+/* pglock's parent when it started: --hold's script. */
+static pid_t caller;
+
+/* What pglock does: one of the usage lines. */
+enum mode {
+	MODE_RUN, MODE_HOLD, MODE_STATUS, MODE_EXPLAIN, MODE_BREAK,
+	MODE_COUNTER
+};
+
+/* The command line, as parsed and checked; main() resolves lock.key. */
 struct opts {
-	struct lock_req lock;
+	enum mode mode;
+	struct lock_req lock;	/* the key, -s, and -n/-w's wait */
 	struct conn_opts conn;
-	const char *key;
+	const char *key;	/* KEY, or TENANT */
 	const char *label;	/* KEY for messages: control bytes escaped */
+	char **keys;		/* --status: the KEYs, NULL-terminated */
+	char **argv;		/* COMMAND [ARG ...], or $SHELL -c STRING */
+	char *shell_cmd;	/* -c */
 	int raw_id;		/* --id: KEY is a lock id */
-	char *shell_cmd;		/* -c */
-	char **argv;		/* COMMAND [ARG ...] */
+	const char *hash;	/* --hash SCHEME; NULL: sha256 */
+	int has_ns;		/* --namespace N */
+	int32_t ns;
+	int scope;		/* SCOPE_*: --scope */
 	int conflict_exit;
 	int no_fork;
 	int verbose;
@@ -69,26 +76,20 @@ struct opts {
 	long check_ms;
 	int lost_sig;
 	long kill_after_ms;
-	int counter;		/* --version-counter: KEY is a TENANT */
+	long max_ms;		/* --max-time; 0: none */
+	int json;
 	int peek;
 	int fence;
 	char table_sql[300];	/* --counter-table as SQL: "schema"."table" */
-	const char *hash;	/* --hash SCHEME; NULL: sha256 */
-	const char *ns;		/* --namespace N */
-	int status;		/* --status [KEY ...] */
-	int explain;		/* --explain KEY */
-	char **keys;		/* --status: the KEYs, NULL-terminated */
-	int scope;		/* SCOPE_*: --scope */
-	long wait_ms;		/* -w as given; lock.wait_ms is what is left */
-	double wait_start;	/* for the live "waiting" line */
-	int live_line;		/* it was shown: end it with a newline */
 };
 
 static const char usage_text[] =
     "usage: pglock [options] KEY COMMAND [ARG ...]\n"
     "       pglock [options] KEY -c SHELL-COMMAND\n"
+    "       pglock [options] --hold KEY\n"
     "       pglock [options] --status [KEY ...]\n"
     "       pglock [options] --explain KEY\n"
+    "       pglock [options] --break KEY\n"
     "       pglock [options] --version-counter [--peek] TENANT"
     " [COMMAND [ARG ...]]\n";
 
@@ -122,6 +123,15 @@ usage(FILE *f)
 	    "      --lost-signal SIG      signal for the command if the lock"
 	    " is lost (TERM)\n"
 	    "      --kill-after SECS      then KILL after SECS (default 10)\n"
+	    "      --max-time SECS        stop COMMAND after SECS, as for a lost"
+	    " lock;\n"
+	    "                             then exit 124\n"
+	    "      --slots N              at most N holders of KEY at once"
+	    " (2-1000)\n"
+	    "      --hold                 no COMMAND: hold KEY until standard"
+	    " input ends\n"
+	    "                             (or TERM, INT); print KEY and id"
+	    " when held\n"
 	    "      --scope SCOPE          session, transaction or auto"
 	    " (default): hold\n"
 	    "                             the lock by the session only on a"
@@ -147,6 +157,10 @@ usage(FILE *f)
 	    "      --explain KEY          show KEY's id, its pg_locks columns"
 	    " and the SQL\n"
 	    "                             that takes the same lock\n"
+	    "      --break KEY            end the server sessions that hold"
+	    " KEY\n"
+	    "      --json                 --status, --explain, --peek: one"
+	    " JSON document\n"
 	    "\nConnection options:\n"
 	    "  -d, --dbname CONNINFO      database name, conninfo or URI\n"
 	    "  -h, --host HOST            server host or socket directory\n"
@@ -159,7 +173,8 @@ usage(FILE *f)
 	    "  -V, --version              show the version, then exit\n"
 	    "\nExit status: the command's; 1 (or -E N) when the lock is not"
 	    " acquired;\n64 usage, 69 server unavailable, 70 internal,"
-	    " 71 system error,\n75 lock lost, 126/127 command not executable"
+	    " 71 system error,\n75 lock lost, 77 --break not allowed,"
+	    " 124 --max-time reached,\n126/127 command not executable"
 	    "/not found.\nSee pglock(1).\n", f);
 }
 
@@ -308,6 +323,44 @@ printable(const char *s)
 	return out;
 }
 
+/* Copy a field for tab-separated output: no tabs or newlines inside. */
+static const char *
+field(const char *s, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i + 1 < len; i++) {
+		buf[i] = s[i];
+		if (s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
+			buf[i] = ' ';
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
+/*
+ * Print s as a JSON string. Bytes that are not UTF-8 (a KEY may hold
+ * any) are written as the code points of the same value, so that the
+ * document stays valid.
+ */
+static void
+json_str(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	int utf8 = key_utf8_ok(s, strlen(s));
+
+	putchar('"');
+	for (; *u != '\0'; u++) {
+		if (*u == '"' || *u == '\\')
+			printf("\\%c", *u);
+		else if (*u < 0x20 || *u == 0x7f || (*u >= 0x80 && !utf8))
+			printf("\\u%04x", *u);
+		else
+			putchar(*u);
+	}
+	putchar('"');
+}
+
 /* A usage error: one line on stderr, exit 64. */
 static void
 usage_err(const char *fmt, ...)
@@ -323,7 +376,8 @@ usage_err(const char *fmt, ...)
 enum {
 	OPT_ID = 256, OPT_CHECK, OPT_LOST_SIG, OPT_KILL_AFTER, OPT_COUNTER,
 	OPT_PEEK, OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_STATUS,
-	OPT_EXPLAIN, OPT_SCOPE, OPT_CONNECT_TIMEOUT
+	OPT_EXPLAIN, OPT_SCOPE, OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_HOLD,
+	OPT_BREAK, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS
 };
 
 static const struct option longopts[] = {
@@ -342,7 +396,7 @@ static const struct option longopts[] = {
 	{ "host", required_argument, NULL, 'h' },
 	{ "port", required_argument, NULL, 'p' },
 	{ "username", required_argument, NULL, 'U' },
-	{ "help", no_argument, NULL, '?' },
+	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, 'V' },
 	{ "id", no_argument, NULL, OPT_ID },
 	{ "check-interval", required_argument, NULL, OPT_CHECK },
@@ -358,6 +412,11 @@ static const struct option longopts[] = {
 	{ "explain", no_argument, NULL, OPT_EXPLAIN },
 	{ "scope", required_argument, NULL, OPT_SCOPE },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+	{ "hold", no_argument, NULL, OPT_HOLD },
+	{ "break", no_argument, NULL, OPT_BREAK },
+	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "slots", required_argument, NULL, OPT_SLOTS },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -380,194 +439,226 @@ duration_or_err(const char *opt, const char *s)
 	return ms;
 }
 
+/* argv for -c: $SHELL -c STRING, with /bin/sh when SHELL is unset. */
+static char **
+shell_argv(char *cmd)
+{
+	static char binsh[] = "/bin/sh", dash_c[] = "-c";
+	static char *sh_argv[4];
+	char *sh = getenv("SHELL");
+
+	sh_argv[0] = sh != NULL && *sh != '\0' ? sh : binsh;
+	sh_argv[1] = dash_c;
+	sh_argv[2] = cmd;
+	sh_argv[3] = NULL;
+	return sh_argv;
+}
+
+static void
+set_mode(struct opts *o, enum mode m)
+{
+	if (o->mode != MODE_RUN && o->mode != m)
+		usage_err("%s", "choose one of --hold, --status, --explain, "
+		    "--break and --version-counter");
+	o->mode = m;
+}
+
 /*
- * Long: one getopt loop, then the checks of what goes together. Issue 13
- * splits it into a loop that records and a function that checks.
+ * Record one option (c, as getopt_long returns it; name as written, for
+ * messages). One flat case per option, so it is long.
  */
 static void
-parse_or_err(int argc, char **argv, struct opts *o)
+record_or_err(struct opts *o, int c, char *arg, const char *name)
 {
 	char why[1024];
-	struct key k;
 	long n;
-	int c, id = 0;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+xesnw:E:c:Fvqd:h:p:U:?V",
-	    longopts, NULL)) != -1) {
-		switch (c) {
-		case 'x':
-		case 'e':
-			o->lock.shared = 0;
-			break;
-		case 's':
-			o->lock.shared = 1;
-			break;
-		case 'n':
-			o->lock.wait_ms = 0;
-			break;
-		case 'w':
-			o->lock.wait_ms = duration_or_err("-w", optarg);
-			break;
-		case 'E':
-			if (arg_long(optarg, 0, 255, &n, why, sizeof(why)) == -1)
-				usage_err("-E: %s", why);
-			o->conflict_exit = (int)n;
-			break;
-		case 'c':
-			o->shell_cmd = optarg;
-			break;
-		case 'F':
-			o->no_fork = 1;
-			break;
-		case 'v':
-			o->verbose = 1;
-			o->quiet = 0;
-			break;
-		case 'q':
-			o->quiet = 1;
-			o->verbose = 0;
-			break;
-		case 'd':
-			if (conn_check(optarg, why, sizeof(why)) == -1)
-				usage_err("-d: %s", why);
-			/* Connect with a copy; ps shows the masked original. */
-			if ((o->conn.dbname = strdup(optarg)) == NULL)
-				die_errno(EXIT_OSERR, "strdup");
-			conn_hide_password(optarg);
-			break;
-		case 'h':
-			o->conn.host = optarg;
-			break;
-		case 'p':
-			o->conn.port = optarg;
-			break;
-		case 'U':
-			o->conn.user = optarg;
-			break;
-		case 'V':
-			printf("pglock %s (libpq %d.%d)\n", PGLOCK_VERSION,
-			    PQlibVersion() / 10000, PQlibVersion() % 10000);
-			flush_stdout_or_err();
-			exit(0);
-		case OPT_ID:
-			id = 1;
-			break;
-		case OPT_CHECK:
-			o->check_ms = duration_or_err("--check-interval",
-			    optarg);
-			if (o->check_ms == 0)
-				usage_err("--check-interval: %s",
-				    "must be more than 0");
-			break;
-		case OPT_LOST_SIG:
-			if (arg_signal(optarg, &o->lost_sig, why,
-			    sizeof(why)) == -1)
-				usage_err("--lost-signal: %s", why);
-			lost_signal_or_err(optarg, o->lost_sig);
-			break;
-		case OPT_KILL_AFTER:
-			o->kill_after_ms = duration_or_err("--kill-after",
-			    optarg);
-			break;
-		case OPT_COUNTER:
-			o->counter = 1;
-			break;
-		case OPT_PEEK:
-			o->peek = 1;
-			break;
-		case OPT_TABLE:
-			if (counter_table_sql(optarg, o->table_sql,
-			    sizeof(o->table_sql)) == -1)
-				usage_err("--counter-table: '%s' is not a "
-				    "table name ([schema.]table, as in SQL: "
-				    "\"Quoted\" keeps its case)", printable(optarg));
-			break;
-		case OPT_FENCE:
-			o->fence = 1;
-			break;
-		case OPT_HASH:
-			if (key_scheme_describe(optarg) == NULL) {
-				(void)key_hash_scheme(optarg, "", 0, &k, why,
-				    sizeof(why));
-				usage_err("--hash: %s", why);
-			}
-			o->hash = optarg;
-			break;
-		case OPT_NAMESPACE:
-			if (arg_long(optarg, INT32_MIN, INT32_MAX, &n, why,
-			    sizeof(why)) == -1)
-				usage_err("--namespace: %s", why);
-			o->ns = optarg;
-			break;
-		case OPT_STATUS:
-			o->status = 1;
-			break;
-		case OPT_EXPLAIN:
-			o->explain = 1;
-			break;
-		case OPT_SCOPE:
-			for (n = 2; n >= 0 && strcmp(optarg,
-			    scope_names[n]) != 0; n--)
-				;
-			if (n < 0)
-				usage_err("--scope: '%s' is not session, "
-				    "transaction or auto", optarg);
-			o->scope = (int)n;
-			break;
-		case OPT_CONNECT_TIMEOUT:
-			o->conn.connect_ms = duration_or_err("--connect-timeout",
-			    optarg);
-			break;
-		case '?':
-			/* getopt says '?' both for -? and for a bad option. */
-			if (optopt == 0 && strcmp(argv[optind - 1], "-?") != 0 &&
-			    strcmp(argv[optind - 1], "--help") != 0)
-				usage_err("%s: unknown option", argv[optind - 1]);
-			if (optopt != 0 && strncmp(argv[optind - 1], "--",
-			    2) == 0 && strchr(argv[optind - 1], '=') != NULL)
-				usage_err("%s: takes no value",
-				    argv[optind - 1]);
-			if (optopt != 0 && optopt != '?') {
-				if (strchr("wEcdhpU", optopt) != NULL ||
-				    optopt >= 256)
-					usage_err("%s: needs a value",
-					    argv[optind - 1]);
-				usage_err("-%c: unknown option", optopt);
-			}
-			usage(stdout);
-			flush_stdout_or_err();
-			exit(0);
-		default:
-			usage_err("%s: unknown option", argv[optind - 1]);
-		}
+	switch (c) {
+	case 'x':
+	case 'e':
+		o->lock.shared = 0;
+		break;
+	case 's':
+		o->lock.shared = 1;
+		break;
+	case 'n':
+		o->lock.wait_ms = 0;
+		break;
+	case 'w':
+		o->lock.wait_ms = duration_or_err("-w", arg);
+		break;
+	case 'E':
+		if (arg_long(arg, 0, 255, &n, why, sizeof(why)) == -1)
+			usage_err("-E: %s", why);
+		o->conflict_exit = (int)n;
+		break;
+	case 'c':
+		o->shell_cmd = arg;
+		break;
+	case 'F':
+		o->no_fork = 1;
+		break;
+	case 'v':
+		o->verbose = 1;
+		o->quiet = 0;
+		break;
+	case 'q':
+		o->quiet = 1;
+		o->verbose = 0;
+		break;
+	case 'd':
+		if (conn_check(arg, why, sizeof(why)) == -1)
+			usage_err("-d: %s", why);
+		/* Connect with a copy; ps shows the masked original. */
+		if ((o->conn.dbname = strdup(arg)) == NULL)
+			die_errno(EXIT_OSERR, "strdup");
+		conn_hide_password(arg);
+		break;
+	case 'h':
+		o->conn.host = arg;
+		break;
+	case 'p':
+		o->conn.port = arg;
+		break;
+	case 'U':
+		o->conn.user = arg;
+		break;
+	case OPT_ID:
+		o->raw_id = 1;
+		break;
+	case OPT_HASH:
+		if (key_scheme_check(arg, why, sizeof(why)) == -1)
+			usage_err("--hash: %s", why);
+		o->hash = arg;
+		break;
+	case OPT_NAMESPACE:
+		if (arg_long(arg, INT32_MIN, INT32_MAX, &n, why,
+		    sizeof(why)) == -1)
+			usage_err("--namespace: %s", why);
+		o->has_ns = 1;
+		o->ns = (int32_t)n;
+		break;
+	case OPT_FENCE:
+		o->fence = 1;
+		break;
+	case OPT_CHECK:
+		o->check_ms = duration_or_err("--check-interval", arg);
+		if (o->check_ms == 0)
+			usage_err("%s", "--check-interval: must be more than 0");
+		break;
+	case OPT_LOST_SIG:
+		if (arg_signal(arg, &o->lost_sig, why, sizeof(why)) == -1)
+			usage_err("--lost-signal: %s", why);
+		lost_signal_or_err(arg, o->lost_sig);
+		break;
+	case OPT_KILL_AFTER:
+		o->kill_after_ms = duration_or_err("--kill-after", arg);
+		break;
+	case OPT_SCOPE:
+		for (n = 2; n >= 0 && strcmp(arg, scope_names[n]) != 0; n--)
+			;
+		if (n < 0)
+			usage_err("--scope: '%s' is not session, transaction "
+			    "or auto", arg);
+		o->scope = (int)n;
+		break;
+	case OPT_COUNTER:
+		set_mode(o, MODE_COUNTER);
+		break;
+	case OPT_PEEK:
+		o->peek = 1;
+		break;
+	case OPT_TABLE:
+		if (counter_table_sql(arg, o->table_sql,
+		    sizeof(o->table_sql)) == -1)
+			usage_err("--counter-table: '%s' is not a table name "
+			    "([schema.]table, as in SQL: \"Quoted\" keeps its "
+			    "case)", printable(arg));
+		break;
+	case OPT_STATUS:
+		set_mode(o, MODE_STATUS);
+		break;
+	case OPT_EXPLAIN:
+		set_mode(o, MODE_EXPLAIN);
+		break;
+	case OPT_CONNECT_TIMEOUT:
+		o->conn.connect_ms = duration_or_err("--connect-timeout", arg);
+		break;
+	case OPT_HOLD:
+		set_mode(o, MODE_HOLD);
+		break;
+	case OPT_BREAK:
+		set_mode(o, MODE_BREAK);
+		break;
+	case OPT_MAX_TIME:
+		o->max_ms = duration_or_err("--max-time", arg);
+		if (o->max_ms == 0)
+			usage_err("%s", "--max-time: must be more than 0");
+		break;
+	case OPT_JSON:
+		o->json = 1;
+		break;
+	case OPT_SLOTS:
+		if (arg_long(arg, 2, 1000, &n, why, sizeof(why)) == -1)
+			usage_err("--slots: %s", why);
+		o->lock.slots = (int)n;
+		break;
+	case OPT_HELP:
+		usage(stdout);
+		flush_stdout_or_err();
+		exit(0);
+	case 'V':
+		printf("pglock %s (libpq %d.%d)\n", PGLOCK_VERSION,
+		    PQlibVersion() / 10000, PQlibVersion() % 10000);
+		flush_stdout_or_err();
+		exit(0);
+	case ':':
+		usage_err("%s: needs a value", name);
+	default:
+		/* '?': getopt sets optopt to what it could not use. */
+		if (optopt == '?')
+			record_or_err(o, OPT_HELP, NULL, name);
+		if (optopt == 0 || optopt >= 256)
+			usage_err("%s: %s", name, optopt == 0 ?
+			    "unknown option" : "takes no value");
+		usage_err("-%c: unknown option", optopt);
 	}
-	argc -= optind;
-	argv += optind;
+}
 
-	if (o->hash != NULL && o->ns != NULL)
+/* The arguments after the options, and what may not go together. */
+static void
+check_or_err(struct opts *o, int argc, char **argv)
+{
+	const char *what = o->mode == MODE_COUNTER ? "TENANT" : "KEY";
+
+	if (o->hash != NULL && o->has_ns)
 		usage_err("%s", "--namespace hashes with hashtext: no --hash");
-	if ((id && (o->hash != NULL || o->ns != NULL)))
+	if (o->raw_id && (o->hash != NULL || o->has_ns))
 		usage_err("%s", "--id takes an id: no --hash or --namespace");
-	if (o->status + o->explain + o->counter > 1)
-		usage_err("%s", "choose one of --status, --explain and "
-		    "--version-counter");
-	if (o->status) {
-		/* Every argument is a KEY; there is no COMMAND. */
-		o->keys = argv;
-		o->raw_id = id;
+	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_EXPLAIN &&
+	    !o->peek)
+		usage_err("%s", "--json is for --status, --explain and --peek");
+	if (o->max_ms > 0 && (o->no_fork || (o->mode != MODE_RUN &&
+	    o->mode != MODE_HOLD && o->mode != MODE_COUNTER)))
+		usage_err("%s", "--max-time bounds a COMMAND that pglock "
+		    "watches: not with -F, --status, --explain or --break");
+	if (o->lock.slots > 0 && (o->lock.shared || o->mode == MODE_EXPLAIN ||
+	    o->mode == MODE_COUNTER))
+		usage_err("%s", "--slots counts holders of a KEY: no -s, "
+		    "--explain or --version-counter");
+	if (o->mode == MODE_STATUS) {
+		o->keys = argv;		/* every argument is a KEY */
 		return;
 	}
-	if (o->explain && argc != 1)
-		usage_err("%s", "--explain takes one KEY and no COMMAND");
-
+	if ((o->mode == MODE_EXPLAIN || o->mode == MODE_BREAK) && argc != 1)
+		usage_err("%s takes one KEY and no COMMAND",
+		    o->mode == MODE_EXPLAIN ? "--explain" : "--break");
 	if (argc < 1)
-		usage_err("missing %s", o->counter ? "TENANT" : "KEY");
+		usage_err("missing %s", what);
+	if (*argv[0] == '\0')
+		usage_err("%s is empty", what);
 	o->key = argv[0];
-	if (*o->key == '\0')
-		usage_err("%s is empty", o->counter ? "TENANT" : "KEY");
 	o->label = printable(o->key);
-	o->raw_id = id;
 	argc--;
 	argv++;
 	/* flock(1) style: KEY -c STRING. */
@@ -583,43 +674,48 @@ parse_or_err(int argc, char **argv, struct opts *o)
 	}
 	if (o->shell_cmd != NULL && argc > 0)
 		usage_err("%s", "both -c and a COMMAND given");
-	if (o->shell_cmd == NULL && argc == 0 && !o->counter && !o->explain)
+	if (o->shell_cmd == NULL && argc == 0 && o->mode == MODE_RUN)
 		usage_err("%s", "missing COMMAND");
-	o->argv = argc > 0 ? argv : NULL;
+	o->argv = o->shell_cmd != NULL ? shell_argv(o->shell_cmd) :
+	    argc > 0 ? argv : NULL;
+	if (o->mode == MODE_HOLD && (o->argv != NULL || o->no_fork))
+		usage_err("%s", "--hold runs no COMMAND (and no -F): it holds "
+		    "KEY until its standard input ends");
+	if (o->mode == MODE_COUNTER && o->argv == NULL && o->max_ms > 0)
+		usage_err("%s", "--max-time bounds a COMMAND: none given");
 
-	/* Refuse what cannot work together, before connecting. */
-	if (o->peek && !o->counter)
+	if (o->peek && o->mode != MODE_COUNTER)
 		usage_err("%s", "--peek needs --version-counter");
-	if (o->peek && (o->argv != NULL || o->shell_cmd != NULL))
+	if (o->peek && o->argv != NULL)
 		usage_err("%s", "--peek runs no COMMAND");
-	if (o->counter && o->fence)
+	if (o->mode != MODE_COUNTER)
+		return;
+	if (o->fence)
 		usage_err("%s", "--fence is for locks, not --version-counter");
-	if (o->counter && o->lock.shared)
+	if (o->lock.shared)
 		usage_err("%s", "--version-counter takes no shared lock (-s)");
-	if (o->counter && o->no_fork)
+	if (o->no_fork)
 		usage_err("%s", "--version-counter must commit after COMMAND: "
 		    "no -F");
-	if (o->counter && id)
+	if (o->raw_id)
 		usage_err("%s", "--version-counter takes a TENANT name, not "
 		    "--id");
-	if (o->counter && o->scope != SCOPE_AUTO)
+	if (o->scope != SCOPE_AUTO)
 		usage_err("%s", "--version-counter always holds its lock in a "
 		    "transaction: no --scope");
 }
 
-/* argv for -c: $SHELL -c STRING, with /bin/sh when SHELL is unset. */
-static char **
-shell_argv(char *cmd)
+/* One getopt loop records the options; then one function checks them. */
+static void
+parse_or_err(int argc, char **argv, struct opts *o)
 {
-	static char binsh[] = "/bin/sh", dash_c[] = "-c";
-	static char *sh_argv[4];
-	char *sh = getenv("SHELL");
+	int c;
 
-	sh_argv[0] = sh != NULL && *sh != '\0' ? sh : binsh;
-	sh_argv[1] = dash_c;
-	sh_argv[2] = cmd;
-	sh_argv[3] = NULL;
-	return sh_argv;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:xesnw:E:c:Fvqd:h:p:U:V",
+	    longopts, NULL)) != -1)
+		record_or_err(o, c, optarg, argv[optind - 1]);
+	check_or_err(o, argc - optind, argv + optind);
 }
 
 static void
@@ -655,17 +751,22 @@ scrub_env_or_err(void)
 
 /* The command's environment: what it holds, for logs and fencing. */
 static void
-export_lock_env_or_err(const struct opts *o, int backend_pid)
+export_lock_env_or_err(const struct opts *o, const struct lock_req *lk,
+    int backend_pid)
 {
 	char id[48], pid[16];
 
-	key_format(&o->lock.key, id, sizeof(id));
+	key_format(&lk->key, id, sizeof(id));
 	snprintf(pid, sizeof(pid), "%d", backend_pid);
 	setenv_or_err("PGLOCK_KEY", o->key);
 	setenv_or_err("PGLOCK_ID", id);
-	setenv_or_err("PGLOCK_MODE", o->lock.shared ? "shared" : "exclusive");
-	setenv_or_err("PGLOCK_SCOPE", o->lock.xact ? "transaction" : "session");
+	setenv_or_err("PGLOCK_MODE", lk->shared ? "shared" : "exclusive");
+	setenv_or_err("PGLOCK_SCOPE", lk->xact ? "transaction" : "session");
 	setenv_or_err("PGLOCK_BACKEND_PID", pid);
+	if (lk->slots > 0) {
+		snprintf(pid, sizeof(pid), "%d", lk->slot);
+		setenv_or_err("PGLOCK_SLOT", pid);
+	}
 }
 
 /* The watchdog, then (unless later) the command at its gate. */
@@ -717,7 +818,8 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	}
 	if (ch->pid == -1)
 		spawn_or_err(o, ch);
-	switch (child_go(ch, o->argv[0], &status, why, sizeof(why))) {
+	switch (child_go(ch, o->argv != NULL ? o->argv[0] : "--hold", &status,
+	    why, sizeof(why))) {
 	case CHILD_STARTED:
 		break;
 	case CHILD_NOEXEC:
@@ -731,10 +833,25 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	w.check_ms = o->check_ms;
 	w.lost_sig = o->lost_sig;
 	w.kill_after_ms = o->kill_after_ms;
+	w.max_ms = o->max_ms;
 	switch (child_wait(ch, &w, &status, why, sizeof(why))) {
 	case CHILD_EXITED:
 		break;
+	case CHILD_LATE:
+		if (!o->quiet)
+			say("%s: the %s ran past --max-time %.3gs: stopped",
+			    o->label, o->argv != NULL ? "command" : "hold",
+			    (double)o->max_ms / 1000.0);
+		return EXIT_TIMEOUT;
 	case CHILD_LOST:
+		if (o->mode == MODE_HOLD) {
+			/* The script holds the lock: tell it, if still ours. */
+			if (getppid() == caller)
+				(void)kill(caller, o->lost_sig);
+			die(EXIT_LOST, "%s: lock lost while held (%s); sent "
+			    "signal %d to pid %ld", o->label, why, o->lost_sig,
+			    (long)caller);
+		}
 		die(EXIT_LOST, "%s: lock lost while the command ran (%s); "
 		    "the command %s", o->label, why, ch->stopped ?
 		    "was stopped" : "had exited already");
@@ -744,31 +861,42 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	return status;
 }
 
+/* -w bounds all that comes before the command: what is left of it. */
+static long
+wait_left(const struct opts *o)
+{
+	long left = o->conn.deadline_ms - mono_ms();
+
+	if (o->lock.wait_ms <= 0)
+		return o->lock.wait_ms;
+	return left > 0 ? left : 1;
+}
+
 /*
- * Allocate TENANT's next version in a transaction left open; the caller
- * commits or rolls back. Exits on any failure to allocate.
+ * Allocate TENANT's next version into *v, in a transaction left open
+ * under r's lock; the caller commits or rolls back. Returns 0, or the
+ * exit status when the tenant's lock was not got: the conflict code, or
+ * 128 + the signal that cancelled the wait. Dies on errors.
  */
-static long long
-counter_next_or_err(const struct opts *o, PGconn *c, const char *tenant,
-    long wait_ms, struct lock_req *lk)
+static int
+allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
+    long wait_ms, struct counter_req *r, long long *v)
 {
 	char why[1024];
-	long long v = 0;
 	int sig = 0;
 
-	if (counter_lock(o->table_sql, tenant, wait_ms, lk) == -1)
+	if (counter_lock(o->table_sql, tenant, wait_ms, r) == -1)
 		die_errno(EXIT_OSERR, "malloc");
-	switch (counter_next(c, o->table_sql, tenant, lk, &v, &sig, why,
-	    sizeof(why))) {
+	switch (counter_next(c, r, v, &sig, why, sizeof(why))) {
 	case COUNTER_OK:
-		return v;
+		return 0;
 	case COUNTER_BUSY:
 		if (!o->quiet)
 			say("%s: another allocation holds the tenant's "
 			    "lock", o->label);
-		exit(o->conflict_exit);
+		return o->conflict_exit;
 	case COUNTER_INTERRUPTED:
-		exit(128 + sig);
+		return 128 + sig;
 	case COUNTER_ERROR:
 		break;
 	}
@@ -779,7 +907,7 @@ counter_next_or_err(const struct opts *o, PGconn *c, const char *tenant,
 static int
 version_counter(const struct opts *o, PGconn *c)
 {
-	struct lock_req lk;
+	struct counter_req r;
 	struct child ch;
 	char why[1024], num[32];
 	long long v;
@@ -789,11 +917,18 @@ version_counter(const struct opts *o, PGconn *c)
 		if (counter_peek(c, o->table_sql, o->key, &v, why,
 		    sizeof(why)) == -1)
 			die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
-		printf("%lld\n", v);
+		if (o->json) {
+			printf("{\"tenant\": ");
+			json_str(o->key);
+			printf(", \"version\": %lld}\n", v);
+		} else {
+			printf("%lld\n", v);
+		}
 		flush_stdout_or_err();
 		return 0;
 	}
-	v = counter_next_or_err(o, c, o->key, o->lock.wait_ms, &lk);
+	if ((status = allocate_or_err(o, c, o->key, wait_left(o), &r, &v)) != 0)
+		return status;
 	if (o->argv == NULL) {
 		/* Print first: a number nobody saw must not be committed. */
 		printf("%lld\n", v);
@@ -814,7 +949,7 @@ version_counter(const struct opts *o, PGconn *c)
 	setenv_or_err("PGLOCK_VERSION", num);
 	setenv_or_err("PGLOCK_TENANT", o->key);
 	guard_or_err(o, &ch);
-	status = run_command_or_err(o, c, &lk, &ch);
+	status = run_command_or_err(o, c, &r.lock, &ch);
 	/* A failed command consumes no number. */
 	if (counter_end(c, status == 0, why, sizeof(why)) == -1 &&
 	    status == 0)
@@ -829,15 +964,12 @@ static void
 resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 {
 	char why[1024];
-	long ns;
 
 	if (o->raw_id) {
 		if (key_parse_id(text, k, why, sizeof(why)) == -1)
 			usage_err("--id: %s", why);
-	} else if (o->ns != NULL) {
-		(void)arg_long(o->ns, INT32_MIN, INT32_MAX, &ns, why,
-		    sizeof(why));
-		key_namespace((int32_t)ns, text, strlen(text), k);
+	} else if (o->has_ns) {
+		key_namespace(o->ns, text, strlen(text), k);
 	} else if (key_hash_scheme(o->hash, text, strlen(text), k, why,
 	    sizeof(why)) == -1) {
 		die(EXIT_SOFTWARE, "%s", why);
@@ -845,147 +977,291 @@ resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 	/* The server hashes text: bytes that are not UTF-8 are the caller's. */
 	if (k->sql != NULL && !key_utf8_ok(text, strlen(text)))
 		usage_err("%s: not valid UTF-8, which the server-side scheme "
-		    "%s needs", printable(text), o->ns != NULL ? "--namespace" :
+		    "%s needs", printable(text), o->has_ns ? "--namespace" :
 		    o->hash);
 }
 
-/* Print s as an SQL string literal: quotes doubled. */
+/* Write s as an SQL string literal: quotes doubled. */
 static void
-print_literal(const char *s)
+put_literal(FILE *f, const char *s)
 {
-	putchar('\'');
+	putc('\'', f);
 	for (; *s != '\0'; s++) {
 		if (*s == '\'')
-			putchar('\'');
-		putchar(*s);
+			putc('\'', f);
+		putc(*s, f);
 	}
-	putchar('\'');
+	putc('\'', f);
+}
+
+/* The SQL that takes k, for --explain: sql[0], and sql[1] or NULL. */
+static void
+explain_sql(const struct opts *o, const struct key *k, const char *id,
+    char *sql[2])
+{
+	size_t len;
+	FILE *f;
+	int i;
+
+	sql[0] = sql[1] = NULL;
+	for (i = 0; i < 2; i++) {
+		if ((f = open_memstream(&sql[i], &len)) == NULL)
+			die_errno(EXIT_OSERR, "open_memstream");
+		if (i == 0 && k->sql == NULL) {
+			/* Only the id: the same lock, whatever computes it. */
+			fprintf(f, "SELECT pg_advisory_lock(%s);", id);
+		} else if (i == 0) {
+			fputs("SELECT pg_advisory_lock(", f);
+			if (k->space == KEY_PAIR)
+				fprintf(f, "%" PRId32 ", ", k->a);
+			fprintf(f, "%.*s", (int)(strchr(k->sql, '$') - k->sql),
+			    k->sql);
+			put_literal(f, o->key);
+			fprintf(f, "%s);", strchr(k->sql, '$') + 2);
+		} else if (!o->raw_id && !o->has_ns && o->hash == NULL) {
+			fputs("SELECT pg_advisory_lock(('x' || left(encode("
+			    "sha256(convert_to(", f);
+			put_literal(f, o->key);
+			fputs(", 'UTF8')), 'hex'), 16))::bit(64)::bigint);", f);
+		}
+		if (fclose(f) == EOF)
+			die_errno(EXIT_OSERR, "open_memstream");
+	}
+	if (*sql[1] == '\0') {
+		free(sql[1]);
+		sql[1] = NULL;
+	}
 }
 
 /* --explain KEY: the id, where pg_locks shows it, the SQL to take it. */
 static int
 explain(const struct opts *o)
 {
+	static const char *const scopes[] = { "auto: held by the session on "
+	    "a connection proven direct, else by a transaction left open",
+	    "session: held by the session",
+	    "transaction: held by a transaction left open" };
 	struct key k;
-	char id[48];
+	char id[48], scheme[512], *sql[2];
+	const char *name = o->raw_id ? "id" : o->has_ns ? "namespace" :
+	    o->hash != NULL ? o->hash : "sha256";
+	const char *space;
 	uint32_t classid, objid;
-	int objsubid;
+	int objsubid, i;
 
 	resolve_key_or_err(o, o->key, &k);
 	key_format(&k, id, sizeof(id));
 	key_locktag(&k, &classid, &objid, &objsubid);
-	printf("key\t%s\n", o->label);
+	space = k.space == KEY_BIGINT ? "bigint" : "int4 pair";
+	explain_sql(o, &k, id, sql);
 	if (o->raw_id)
-		printf("scheme\t--id: the key is the lock id\n");
-	else if (o->ns != NULL)
-		printf("scheme\t--namespace %s: the pair (%s, hashtext(key)),"
-		    " as pg_advisory_lock(%s, hashtext(key)) takes it\n",
-		    o->ns, o->ns, o->ns);
+		snprintf(scheme, sizeof(scheme), "--id: the key is the lock id");
+	else if (o->has_ns)
+		snprintf(scheme, sizeof(scheme), "--namespace %" PRId32 ": the "
+		    "pair (%" PRId32 ", hashtext(key)), as pg_advisory_lock(%"
+		    PRId32 ", hashtext(key)) takes it", o->ns, o->ns, o->ns);
 	else
-		printf("scheme\t%s: %s\n", o->hash != NULL ? o->hash :
-		    "sha256", key_scheme_describe(o->hash));
-	printf("space\t%s\n", k.space == KEY_BIGINT ? "bigint" :
-	    "int4 pair");
-	printf("scope\t%s\n", o->scope == SCOPE_SESSION ? "session: held by "
-	    "the session" : o->scope == SCOPE_TRANSACTION ? "transaction: "
-	    "held by a transaction left open" : "auto: held by the session on "
-	    "a connection proven direct, else by a transaction left open");
-	printf("id\t%s%s\n", id, k.sql == NULL ? "" : " (computed by the "
-	    "server; this value assumes a little-endian server and a UTF8 "
-	    "database)");
-	printf("pg_locks\tlocktype=advisory classid=%lu objid=%lu "
-	    "objsubid=%d\n", (unsigned long)classid, (unsigned long)objid,
-	    objsubid);
-	/* Only the id: the same lock, whatever the client computes. */
-	if (k.sql == NULL) {
-		printf("sql\tSELECT pg_advisory_lock(%s);\n", id);
+		snprintf(scheme, sizeof(scheme), "%s: %s", name,
+		    key_scheme_describe(o->hash));
+	if (o->json) {
+		printf("{\"key\": ");
+		json_str(o->key);
+		printf(", \"scheme\": \"%s\", ", name);
+		if (o->has_ns)
+			printf("\"namespace\": %" PRId32 ", ", o->ns);
+		printf("\"space\": \"%s\", \"scope\": \"%s\", \"id\": \"%s\", "
+		    "\"server_computed\": %s, \"classid\": %lu, \"objid\": %lu, "
+		    "\"objsubid\": %d, \"sql\": [", space, scope_names[o->scope],
+		    id, k.sql != NULL ? "true" : "false",
+		    (unsigned long)classid, (unsigned long)objid, objsubid);
+		for (i = 0; i < 2 && sql[i] != NULL; i++) {
+			printf(i > 0 ? ", " : "");
+			json_str(sql[i]);
+		}
+		printf("]}\n");
 	} else {
-		printf("sql\tSELECT pg_advisory_lock(");
-		if (k.space == KEY_PAIR)
-			printf("%" PRId32 ", ", k.a);
-		printf("%.*s", (int)(strchr(k.sql, '$') - k.sql), k.sql);
-		print_literal(o->key);
-		printf("%s);\n", strchr(k.sql, '$') + 2);
+		printf("key\t%s\nscheme\t%s\nspace\t%s\nscope\t%s\n",
+		    o->label, scheme, space, scopes[o->scope]);
+		printf("id\t%s%s\n", id, k.sql == NULL ? "" : " (computed by "
+		    "the server; this value assumes a little-endian server "
+		    "and a UTF8 database)");
+		printf("pg_locks\tlocktype=advisory classid=%lu objid=%lu "
+		    "objsubid=%d\n", (unsigned long)classid,
+		    (unsigned long)objid, objsubid);
+		for (i = 0; i < 2 && sql[i] != NULL; i++)
+			printf("sql\t%s\n", sql[i]);
 	}
-	if (!o->raw_id && o->ns == NULL && o->hash == NULL) {
-		printf("sql\tSELECT pg_advisory_lock(('x' || left(encode("
-		    "sha256(convert_to(");
-		print_literal(o->key);
-		printf(", 'UTF8')), 'hex'), 16))::bit(64)::bigint);\n");
-	}
+	free(sql[0]);
+	free(sql[1]);
 	flush_stdout_or_err();
 	return 0;
 }
 
-/* Copy a field for tab-separated output: no tabs or newlines inside. */
-static const char *
-field(const char *s, char *buf, size_t len)
+/* The locks on k (all locks when NULL), from lock_status(); dies on error. */
+static int
+locks_or_err(const char *what, PGconn *c, const struct key *k,
+    struct lock_row **rows)
 {
-	size_t i;
+	char why[512];
+	int n;
 
-	for (i = 0; s[i] != '\0' && i + 1 < len; i++) {
-		buf[i] = s[i];
-		if (s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
-			buf[i] = ' ';
+	if ((n = lock_status(c, k, rows, why, sizeof(why))) == -1)
+		die(EXIT_UNAVAILABLE, "%s: %s", what, why);
+	return n;
+}
+
+/* One lock for --status, as a line or (--json) an object after sep. */
+static void
+print_lock(const struct opts *o, const struct lock_row *r, const char *sep)
+{
+	const char *mode = r->shared ? "shared" : "exclusive";
+	const char *state = r->held ? "held" : "waiting";
+	const char *scope = r->xact ? "transaction" : "session";
+	char user[64], app[64];
+
+	if (!o->json) {
+		printf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r->id, mode,
+		    state, r->pid, field(r->user, user, sizeof(user)),
+		    r->client, field(r->app, app, sizeof(app)), r->since,
+		    scope);
+		return;
 	}
-	buf[i] = '\0';
-	return buf;
+	printf("%s{\"id\": \"%s\", \"mode\": \"%s\", \"state\": \"%s\", "
+	    "\"pid\": %d, \"user\": ", sep, r->id, mode, state, r->pid);
+	json_str(r->user);
+	printf(", \"client\": ");
+	json_str(r->client);
+	printf(", \"application_name\": ");
+	json_str(r->app);
+	printf(", \"since\": \"%s\", \"seconds\": %ld, \"scope\": \"%s\"}",
+	    r->since, r->seconds, scope);
 }
 
 /* Print the locks on k (all locks when NULL); is any of them held? */
 static int
-print_locks(PGconn *c, const struct key *k)
+print_locks(const struct opts *o, PGconn *c, const struct key *k,
+    int *printed)
 {
-	char buf[256];
-	PGresult *res = lock_status(c, k);
-	int j, row, held = 0;
+	struct lock_row *rows;
+	int i, n, held = 0;
 
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		conn_result_error(res, buf, sizeof(buf));
-		die(EXIT_UNAVAILABLE, "--status: %s", buf);
+	n = locks_or_err("--status", c, k, &rows);
+	for (i = 0; i < n; i++, (*printed)++) {
+		print_lock(o, &rows[i], *printed > 0 ? ",\n  " : "\n  ");
+		held |= rows[i].held;
 	}
-	for (row = 0; row < PQntuples(res); row++) {
-		/* Every column but seconds (8), which only -v shows. */
-		for (j = 0; j < 10; j++)
-			if (j != 8)
-				printf("%s%c", field(PQgetvalue(res, row, j),
-				    buf, sizeof(buf)), j < 9 ? '\t' : '\n');
-		held |= strcmp(PQgetvalue(res, row, 2), "held") == 0;
-	}
-	PQclear(res);
+	free(rows);
 	return held;
 }
 
 /*
- * --status [KEY ...]: a header line, then one tab-separated line a lock.
- * With KEYs, exit 0 only if every one of them is held.
+ * --status [KEY ...]: a header line, then one tab-separated line a lock
+ * (--json: one object, its array "locks"). With KEYs, exit 0 only if
+ * every one of them is held.
  */
 static int
 show_status(const struct opts *o, PGconn *c)
 {
-	struct key k;
-	int i, all_held = 1;
+	struct key k, slot;
+	int i, j, held, all_held = 1, printed = 0;
 
-	puts("id\tmode\tstate\tpid\tuser\tclient\tapplication_name\tsince"
-	    "\tscope");
+	if (o->json)
+		printf("{\"locks\": [");
+	else
+		puts("id\tmode\tstate\tpid\tuser\tclient\tapplication_name"
+		    "\tsince\tscope");
 	if (o->keys[0] == NULL)
-		(void)print_locks(c, NULL);
+		(void)print_locks(o, c, NULL, &printed);
 	for (i = 0; o->keys[i] != NULL; i++) {
 		resolve_key_or_err(o, o->keys[i], &k);
-		all_held &= print_locks(c, &k);
+		if (o->lock.slots == 0) {
+			all_held &= print_locks(o, c, &k, &printed);
+			continue;
+		}
+		/* --slots N: KEY is held when one of its slots is. */
+		for (j = 1, held = 0; j <= o->lock.slots; j++) {
+			lock_slot_key(&k, j, &slot);
+			held |= print_locks(o, c, &slot, &printed);
+		}
+		all_held &= held;
 	}
+	if (o->json)
+		printf("%s]}\n", printed > 0 ? "\n" : "");
 	flush_stdout_or_err();
 	return all_held ? 0 : 1;
 }
 
+/*
+ * --break KEY: end every server session that holds KEY, and wait (up to
+ * 5 s, on PostgreSQL 14 and later) until each has gone. One line a
+ * session ended: pid, user, client, application_name, since. Exit 1 when
+ * nobody held KEY, 77 when this role may not end a holder.
+ */
+static int
+break_holders(const struct opts *o, PGconn *c)
+{
+	const char *sql = PQserverVersion(c) >= 140000 ?
+	    "SELECT pg_catalog.pg_terminate_backend($1::int, 5000)" :
+	    "SELECT pg_catalog.pg_terminate_backend($1::int)";
+	char pid[16], why[512], user[64], app[64];
+	const char *params[1] = { pid };
+	const char *state;
+	struct lock_row *rows;
+	struct key k = o->lock.key;
+	PGresult *res;
+	int i, j, n, held = 0, status = 0;
+
+	/* --slots N: each of KEY's slots, 1 to N. */
+	for (j = o->lock.slots > 0; j <= o->lock.slots; j++) {
+		if (o->lock.slots > 0)
+			lock_slot_key(&o->lock.key, j, &k);
+		n = locks_or_err("--break", c, &k, &rows);
+		for (i = 0; i < n; i++) {
+			if (!rows[i].held)
+				continue;
+			held++;
+			snprintf(pid, sizeof(pid), "%d", rows[i].pid);
+			res = PQexecParams(c, sql, 1, NULL, params, NULL, NULL,
+			    0);
+			state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+			conn_result_error(res, why, sizeof(why));
+			if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+				printf("%d\t%s\t%s\t%s\t%s\n", rows[i].pid,
+				    field(rows[i].user, user, sizeof(user)),
+				    rows[i].client, field(rows[i].app, app,
+				    sizeof(app)), rows[i].since);
+			} else if (state != NULL && strcmp(state, "42501") == 0) {
+				say("%s: may not end pid %d of user %s: %s",
+				    o->label, rows[i].pid, rows[i].user, why);
+				status = EXIT_NOPERM;
+			} else {
+				die(EXIT_UNAVAILABLE, "%s: --break: %s",
+				    o->label, why);
+			}
+			PQclear(res);
+		}
+		free(rows);
+	}
+	flush_stdout_or_err();
+	if (held == 0 && !o->quiet)
+		say("%s: nobody holds the lock", o->label);
+	return held == 0 ? 1 : status;
+}
+
 /* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
+struct waiting {
+	const char *label;
+	double start;
+	int shown;		/* end the line with a newline */
+};
+
 static void
 show_waiting(void *arg)
 {
-	struct opts *o = arg;
+	struct waiting *w = arg;
 
-	live_line("%s: waiting %.0fs", o->label, mono_seconds() - o->wait_start);
-	o->live_line = 1;
+	live_line("%s: waiting %.0fs", w->label, mono_seconds() - w->start);
+	w->shown = 1;
 }
 
 /*
@@ -995,23 +1271,22 @@ show_waiting(void *arg)
 static const char *
 holder(PGconn *c, const struct key *k, char *buf, size_t len)
 {
-	char app[128];
-	PGresult *res = lock_status(c, k);
-	int row;
+	char app[64];
+	struct lock_row *rows;
+	int i, n;
 
 	buf[0] = '\0';
-	for (row = 0; PQresultStatus(res) == PGRES_TUPLES_OK &&
-	    row < PQntuples(res); row++) {
-		if (strcmp(PQgetvalue(res, row, 2), "held") != 0)
-			continue;
-		snprintf(buf, len, "pid %s (%s, %s, user %s, for %ss)",
-		    PQgetvalue(res, row, 3),
-		    field(PQgetvalue(res, row, 6), app, sizeof(app)),
-		    PQgetvalue(res, row, 5), PQgetvalue(res, row, 4),
-		    PQgetvalue(res, row, 8));
-		break;
+	if ((n = lock_status(c, k, &rows, buf, len)) == -1) {
+		buf[0] = '\0';
+		return buf;
 	}
-	PQclear(res);
+	for (i = 0; i < n && !rows[i].held; i++)
+		;
+	if (i < n)
+		snprintf(buf, len, "pid %d (%s, %s, user %s, for %lds)",
+		    rows[i].pid, field(rows[i].app, app, sizeof(app)),
+		    rows[i].client, rows[i].user, rows[i].seconds);
+	free(rows);
 	return buf;
 }
 
@@ -1027,7 +1302,7 @@ report_holder(const struct opts *o, PGconn *c)
 
 /* -n or -w did not get the lock: say so, and by whom it is held. */
 static void
-report_busy(const struct opts *o, PGconn *c)
+report_busy(const struct opts *o, PGconn *c, const struct lock_req *lk)
 {
 	char who[512] = "";
 	PGresult *res;
@@ -1035,17 +1310,22 @@ report_busy(const struct opts *o, PGconn *c)
 	if (o->quiet)
 		return;
 	/* A timed-out wait aborted the transaction that waited. */
-	if (o->lock.xact) {
+	if (lk->xact) {
 		res = PQexec(c, "ROLLBACK");
 		PQclear(res);
 	}
-	(void)holder(c, &o->lock.key, who, sizeof(who));
-	if (o->wait_ms == 0)
+	if (lk->slots > 0) {
+		say("%s: all %d slots are held%s", o->label, lk->slots,
+		    o->lock.wait_ms == 0 ? "" : ", to the end of -w");
+		return;
+	}
+	(void)holder(c, &lk->key, who, sizeof(who));
+	if (o->lock.wait_ms == 0)
 		say("%s: the lock is held by %s", o->label,
 		    *who != '\0' ? who : "another session");
 	else
 		say("%s: timed out after %.3gs waiting for the lock%s%s",
-		    o->label, (double)o->wait_ms / 1000.0,
+		    o->label, (double)o->lock.wait_ms / 1000.0,
 		    *who != '\0' ? ", held by " : "", who);
 }
 
@@ -1055,15 +1335,18 @@ report_busy(const struct opts *o, PGconn *c)
  * --version-counter K pglock --fence K" deadlock) and committed at once.
  * Under a transaction's lock that commit would release the lock, and the
  * open transaction would keep the row locked: a connection of its own.
+ * Returns 0, or the exit status of a wait that a signal cancelled.
  */
-static void
-fence_or_err(const struct opts *o, PGconn *c)
+static int
+fence_or_err(const struct opts *o, PGconn *c, int xact)
 {
-	struct lock_req lk;
+	struct counter_req r;
 	struct conn_opts co;
 	char why[1024], num[32], *tenant;
 	size_t len = sizeof("pglock-fence:") + strlen(o->key);
+	long long v;
 	PGconn *fc;
+	int status;
 
 	if ((tenant = malloc(len)) == NULL)
 		die_errno(EXIT_OSERR, "malloc");
@@ -1071,65 +1354,93 @@ fence_or_err(const struct opts *o, PGconn *c)
 	/* Its own connection is not bound by -w: the lock is held already. */
 	co = o->conn;
 	co.deadline_ms = -1;
-	fc = o->lock.xact ? conn_open(&co, why, sizeof(why)) : c;
+	fc = xact ? conn_open(&co, why, sizeof(why)) : c;
 	if (fc == NULL)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
-	snprintf(num, sizeof(num), "%lld",
-	    counter_next_or_err(o, fc, tenant, -1, &lk));
+	status = allocate_or_err(o, fc, tenant, -1, &r, &v);
 	free(tenant);
+	if (status != 0)
+		return status;
 	if (counter_end(fc, 1, why, sizeof(why)) == -1)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
 	if (fc != c)
 		PQfinish(fc);
+	snprintf(num, sizeof(num), "%lld", v);
 	setenv_or_err("PGLOCK_FENCE", num);
+	return 0;
+}
+
+/*
+ * --hold: one line on stdout, KEY, id and fence, tab-separated, for the
+ * script that waits for it before it goes on.
+ */
+static void
+hold_line_or_err(const struct opts *o, const struct lock_req *lk)
+{
+	const char *fence = getenv("PGLOCK_FENCE");
+	char id[48];
+
+	key_format(&lk->key, id, sizeof(id));
+	printf("%s\t%s%s%s\n", o->label, id, o->fence ? "\t" : "",
+	    o->fence ? fence : "");
+	flush_stdout_or_err();
 }
 
 /* A session lock only where no pooler can hand the session on. */
 static void
-choose_scope(struct opts *o, PGconn *c)
+choose_scope(const struct opts *o, PGconn *c, struct lock_req *lk)
 {
 	enum conn_path path = o->scope == SCOPE_TRANSACTION ? CONN_UNPROVEN :
 	    conn_direct(c);
 
-	o->lock.xact = o->scope == SCOPE_TRANSACTION ||
+	lk->xact = o->scope == SCOPE_TRANSACTION ||
 	    (o->scope == SCOPE_AUTO && path == CONN_UNPROVEN);
-	o->lock.local = path == CONN_DIRECT_LOCAL;
+	lk->local = path == CONN_DIRECT_LOCAL;
 }
 
 /* pglock KEY COMMAND: the lock runner. */
 static int
-lock_and_run(struct opts *o, PGconn *c)
+lock_and_run(const struct opts *o, PGconn *c)
 {
 	struct child ch = { .pid = -1 };	/* unused under -F */
+	struct lock_req lk = o->lock;
+	struct waiting w = { o->label, 0, 0 };
 	enum lock_result r;
 	char why[1024];
 	double t0;
 	int backend_pid = 0, sig = 0, status;
 
-	choose_scope(o, c);
-	if (o->verbose && o->lock.wait_ms != 0)
+	lk.wait_ms = wait_left(o);
+	choose_scope(o, c, &lk);
+	if (o->verbose && lk.wait_ms != 0)
 		report_holder(o, c);
-	t0 = o->wait_start = mono_seconds();
-	if (o->verbose && o->lock.wait_ms != 0 && isatty(STDERR_FILENO)) {
-		o->lock.waiting = show_waiting;
-		o->lock.waiting_arg = o;
+	t0 = w.start = mono_seconds();
+	if (o->verbose && lk.wait_ms != 0 && isatty(STDERR_FILENO)) {
+		lk.waiting = show_waiting;
+		lk.waiting_arg = &w;
 	}
 	/*
 	 * While the server sets the session up and takes the lock, fork the
 	 * watchdog; while it checks the lock, fork the command, which waits
 	 * at its gate until the check has passed (not under --fence: its
-	 * environment is not complete until then).
+	 * environment is not complete until then). --slots waits its own way.
 	 */
-	if (lock_send(c, &o->lock, why, sizeof(why)) == -1)
+	if (lk.slots == 0 && lock_send(c, &lk, why, sizeof(why)) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	if (!o->no_fork)
 		guard_or_err(o, &ch);
-	r = lock_wait(c, &o->lock, &backend_pid, &sig, why, sizeof(why));
-	if (r == LOCK_ACQUIRED) {
-		export_lock_env_or_err(o, backend_pid);
+	if (lk.slots > 0) {
+		r = lock_slot(c, &lk, &backend_pid, &sig, why, sizeof(why));
+		if (r == LOCK_ACQUIRED)
+			export_lock_env_or_err(o, &lk, backend_pid);
+	} else {
+		r = lock_wait(c, &lk, &backend_pid, &sig, why, sizeof(why));
+	}
+	if (r == LOCK_ACQUIRED && lk.slots == 0) {
+		export_lock_env_or_err(o, &lk, backend_pid);
 		if (!o->no_fork && !o->fence)
 			spawn_or_err(o, &ch);
-		r = lock_verify(c, &o->lock, backend_pid, &sig, why,
+		r = lock_verify(c, &lk, backend_pid, &sig, why,
 		    sizeof(why));
 	}
 	if (r != LOCK_ACQUIRED && !o->no_fork)
@@ -1138,9 +1449,9 @@ lock_and_run(struct opts *o, PGconn *c)
 	case LOCK_ACQUIRED:
 		break;
 	case LOCK_BUSY:
-		if (o->live_line)
+		if (w.shown)
 			(void)!write(STDERR_FILENO, "\n", 1);
-		report_busy(o, c);
+		report_busy(o, c, &lk);
 		return o->conflict_exit;
 	case LOCK_INTERRUPTED:
 		if (o->verbose)
@@ -1154,19 +1465,32 @@ lock_and_run(struct opts *o, PGconn *c)
 	case LOCK_ERROR:
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	}
-	if (o->live_line)
+	if (w.shown)
 		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
-	if (o->verbose)
+	if (o->verbose && lk.slots > 0)
+		say("%s: acquired slot %d of %d after %.2fs (server pid %d, "
+		    "%s lock)", o->label, lk.slot, lk.slots, mono_seconds() - t0,
+		    backend_pid, lk.xact ? "transaction" : "session");
+	else if (o->verbose)
 		say("%s: acquired after %.2fs (server pid %d, %s lock)",
 		    o->label, mono_seconds() - t0, backend_pid,
-		    o->lock.xact ? "transaction" : "session");
-	if (o->fence)
-		fence_or_err(o, c);
+		    lk.xact ? "transaction" : "session");
+	if (o->fence && (status = fence_or_err(o, c, lk.xact)) != 0) {
+		if (!o->no_fork)
+			child_abort(&ch);
+		return status;
+	}
 
-	status = run_command_or_err(o, c, &o->lock, &ch);
+	if (o->mode == MODE_HOLD)
+		hold_line_or_err(o, &lk);
+	status = run_command_or_err(o, c, &lk, &ch);
 	if (o->no_fork)
 		return status;
-	if (lock_release(c, &o->lock, why, sizeof(why)) == -1)
+	/* A hold ends at end of input, or when it is told to, by TERM or INT. */
+	if (o->mode == MODE_HOLD && (status == 128 + SIGTERM ||
+	    status == 128 + SIGINT))
+		status = 0;
+	if (lock_release(c, &lk, why, sizeof(why)) == -1)
 		die(EXIT_LOST, "%s: lock lost before the command finished "
 		    "(%s)", o->label, why);
 	child_reap(&ch);
@@ -1202,6 +1526,7 @@ main(int argc, char **argv)
 	int status;
 
 	guard_std_fds();
+	caller = getppid();
 	memset(&o, 0, sizeof(o));
 	start = mono_ms();
 	o.lock.wait_ms = -1;
@@ -1214,26 +1539,21 @@ main(int argc, char **argv)
 	    sizeof(o.table_sql));
 	parse_or_err(argc, argv, &o);
 	scrub_env_or_err();
-	if (o.shell_cmd != NULL)
-		o.argv = shell_argv(o.shell_cmd);
 
-	if (o.explain)
+	if (o.mode == MODE_EXPLAIN)
 		return explain(&o);
-	if (!o.status)
+	if (o.mode != MODE_STATUS)
 		resolve_key_or_err(&o, o.key, &o.lock.key);
 
 	/* Name the key in pg_stat_activity, so a waiter can see the holder. */
 	snprintf(appname, sizeof(appname), "pglock: %s",
-	    o.status ? "--status" : o.key);
+	    o.mode == MODE_STATUS ? "--status" : o.mode == MODE_BREAK ?
+	    "--break" : o.key);
 	o.conn.appname = appname;
 	/* -w bounds all that comes before the command: connecting too. */
 	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
 	if ((c = conn_open(&o.conn, why, sizeof(why))) == NULL)
 		die(EXIT_UNAVAILABLE, "%s", why);
-	o.wait_ms = o.lock.wait_ms;
-	if (o.lock.wait_ms > 0)
-		o.lock.wait_ms = o.conn.deadline_ms - mono_ms() > 0 ?
-		    o.conn.deadline_ms - mono_ms() : 1;
 	switch (conn_standby(c, why, sizeof(why))) {
 	case 0:
 		break;
@@ -1244,16 +1564,24 @@ main(int argc, char **argv)
 	default:
 		die(EXIT_UNAVAILABLE, "%s", why);
 	}
-	/* A query that only reads (--status, --peek) dies by signal, as psql. */
-	if (!o.status && !o.peek && sig_init(why, sizeof(why)) == -1)
+	/* A query that only reads or breaks dies by signal, as psql. */
+	if (o.mode != MODE_STATUS && o.mode != MODE_BREAK && !o.peek &&
+	    sig_init(why, sizeof(why)) == -1)
 		die(EXIT_OSERR, "%s", why);
 
-	if (o.status)
+	switch (o.mode) {
+	case MODE_STATUS:
 		status = show_status(&o, c);
-	else if (o.counter)
+		break;
+	case MODE_COUNTER:
 		status = version_counter(&o, c);
-	else
+		break;
+	case MODE_BREAK:
+		status = break_holders(&o, c);
+		break;
+	default:
 		status = lock_and_run(&o, c);
+	}
 	/* Closing the session releases whatever is still held. */
 	PQfinish(c);
 	return status;

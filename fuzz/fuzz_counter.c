@@ -140,20 +140,21 @@ fuzz_table(const char *name)
 static void
 fuzz_lock(const char *table, const char *tenant, long wait_ms)
 {
-	struct lock_req lk, lk2;
+	struct counter_req lk, lk2;
 	struct key plain;
 	char err[128], *buf;
 	size_t tl = strlen(table), nl = strlen(tenant);
 
 	memset(&lk, 0x5a, sizeof(lk));
 	CHECK(counter_lock(table, tenant, wait_ms, &lk) == 0);
-	CHECK(lk.key.space == KEY_BIGINT);
-	CHECK(lk.key.sql == NULL && lk.key.text == NULL);
-	CHECK(lk.wait_ms == wait_ms && lk.shared == 0);
+	CHECK(lk.lock.key.space == KEY_BIGINT);
+	CHECK(lk.lock.key.sql == NULL && lk.lock.key.text == NULL);
+	CHECK(lk.lock.wait_ms == wait_ms && lk.lock.shared == 0);
+	CHECK(lk.table == table && lk.tenant == tenant);
 
 	memset(&lk2, 0xa5, sizeof(lk2));
 	CHECK(counter_lock(table, tenant, wait_ms, &lk2) == 0);
-	CHECK(lk2.key.id == lk.key.id);
+	CHECK(lk2.lock.key.id == lk.lock.key.id);
 
 	if ((buf = malloc(16 + tl + nl)) == NULL)
 		abort();
@@ -161,11 +162,11 @@ fuzz_lock(const char *table, const char *tenant, long wait_ms)
 	memcpy(buf + 15, table, tl + 1);
 	memcpy(buf + 16 + tl, tenant, nl);
 	CHECK(key_hash(buf, 16 + tl + nl, &plain, err, sizeof(err)) == 0);
-	CHECK(plain.id == lk.key.id);
+	CHECK(plain.id == lk.lock.key.id);
 	free(buf);
 
 	CHECK(key_hash(tenant, nl, &plain, err, sizeof(err)) == 0);
-	CHECK(plain.id != lk.key.id);
+	CHECK(plain.id != lk.lock.key.id);
 }
 
 int

@@ -22,6 +22,7 @@
 #include "child.h"
 #include "clock.h"
 #include "conn.h"
+#include "exits.h"
 #include "sig.h"
 
 static int
@@ -35,7 +36,7 @@ exit_code(int st)
 static void
 exec_error(const char *cmd, int e, int *status, char *err, size_t errlen)
 {
-	*status = (e == ENOENT || e == ENOTDIR) ? 127 : 126;
+	*status = (e == ENOENT || e == ENOTDIR) ? EXIT_NOTFOUND : EXIT_NOEXEC;
 	snprintf(err, errlen, "%s: %s", cmd, strerror(e));
 }
 
@@ -66,7 +67,7 @@ close_others(int keep)
 	long fd, max;
 
 	if (keep != 3 && dup2(keep, 3) == -1)
-		_exit(70);
+		_exit(EXIT_SOFTWARE);
 	for (fd = 0; fd <= 2; fd++)
 		(void)close((int)fd);
 #ifdef SYS_close_range
@@ -79,6 +80,26 @@ close_others(int keep)
 		max = 65536;
 	for (fd = 4; fd < max; fd++)
 		(void)close((int)fd);
+}
+
+/*
+ * --hold's command: wait for end of file on standard input (kept as 3),
+ * holding nothing else open, least of all the database socket, which
+ * must close with pglock.
+ */
+static void hold_stdin(void) __attribute__((noreturn));
+
+static void
+hold_stdin(void)
+{
+	char buf[512];
+	ssize_t n;
+
+	close_others(STDIN_FILENO);
+	do
+		n = read(3, buf, sizeof(buf));
+	while (n > 0 || (n == -1 && errno == EINTR));
+	_exit(0);
 }
 
 /*
@@ -301,8 +322,8 @@ child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
 		/* Joined before exec: the watchdog sees no EOF until then. */
 		if (setpgid(0, ch->pgrp) == -1) {
 			e = -errno;
-			(void)write(sp[1], &e, sizeof(e));
-			_exit(127);
+			(void)!write(sp[1], &e, sizeof(e));
+			_exit(EXIT_NOTFOUND);
 		}
 #ifdef __linux__
 		/*
@@ -325,10 +346,12 @@ child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
 			give_terminal(ch->pgrp);
 		sig_reset();
 		sigprocmask(SIG_SETMASK, &mask, NULL);
+		if (argv == NULL)
+			hold_stdin();
 		execvp(argv[0], argv);
 		e = errno;
-		(void)write(sp[1], &e, sizeof(e));
-		_exit(127);
+		(void)!write(sp[1], &e, sizeof(e));
+		_exit(EXIT_NOTFOUND);
 	}
 	(void)setpgid(ch->pid, ch->pgrp);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
@@ -448,9 +471,9 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
     char *err, size_t errlen)
 {
 	struct pollfd p[3];
-	long t, next_check, answer_by = -1, kill_at = -1, timeout;
+	long t, next_check, answer_by = -1, kill_at = -1, timeout, end_at;
 	long answer_ms = w->check_ms > 10000 ? w->check_ms : 10000;
-	int watching = w->conn != NULL, lost = 0, sig, st, held;
+	int watching = w->conn != NULL, lost = 0, late = 0, sig, st, held;
 	/*
 	 * Look once before waiting: a SIGCHLD that came while the command
 	 * sat at its gate may have been taken by the lock's wait already.
@@ -460,6 +483,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 
 	ch->stopped = 0;
 	next_check = mono_ms() + w->check_ms;
+	end_at = w->max_ms > 0 ? mono_ms() + w->max_ms : -1;
 	for (;;) {
 		t = mono_ms();
 		timeout = -1;
@@ -467,6 +491,8 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			timeout = (answer_by >= 0 ? answer_by : next_check) - t;
 		if (kill_at >= 0 && (timeout < 0 || kill_at - t < timeout))
 			timeout = kill_at - t;
+		if (end_at >= 0 && (timeout < 0 || end_at - t < timeout))
+			timeout = end_at - t;
 		/* After EINTR poll() leaves revents alone: clear them first. */
 		p[0].fd = sig_fd();
 		p[0].events = POLLIN;
@@ -546,6 +572,13 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			(void)kill(-ch->pgrp, w->lost_sig);
 			kill_at = t + w->kill_after_ms;
 		}
+		if (end_at >= 0 && t >= end_at) {
+			/* --max-time: as timeout(1) does, then KILL later. */
+			end_at = -1;
+			late = !lost;
+			(void)kill(-ch->pgrp, w->lost_sig);
+			kill_at = t + w->kill_after_ms;
+		}
 		if (kill_at >= 0 && t >= kill_at) {
 			(void)kill(-ch->pgrp, SIGKILL);
 			kill_at = -1;
@@ -566,7 +599,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	/* Dismissed; child_reap() waits for it, once the lock is released. */
 	if (ch->dog != -1)
 		(void)kill(ch->dog, SIGKILL);
-	return lost ? CHILD_LOST : CHILD_EXITED;
+	return lost ? CHILD_LOST : late ? CHILD_LATE : CHILD_EXITED;
 }
 
 void

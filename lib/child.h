@@ -44,7 +44,8 @@ int child_guard(int lost_sig, long kill_after_ms, struct child *ch,
  * After child_guard(): fork the command (argv, searched in PATH) into the
  * watchdog's group, held at a gate before exec until child_go() or
  * child_abort(); a command at the gate exits without running if pglock
- * dies. Returns 0, or -1 with the reason in err.
+ * dies. With argv NULL (--hold) the "command" waits for end of file on
+ * standard input, then exits 0. Returns 0, or -1 with the reason in err.
  */
 int child_spawn(char *const argv[], struct child *ch, char *err,
     size_t errlen);
@@ -75,12 +76,14 @@ struct child_watch {
 	long check_ms;
 	int lost_sig;			/* sent to the group when it is lost */
 	long kill_after_ms;		/* then KILL after this long */
+	long max_ms;			/* lost_sig when it runs longer; 0: no */
 };
 
 enum child_end {
 	CHILD_EXITED,		/* *status is its exit status (128+N) */
 	CHILD_LOST,		/* the lock was lost; ch->stopped says whether the
 				   command still ran, and was stopped */
+	CHILD_LATE,		/* it ran past max_ms and was stopped */
 	CHILD_FAILED		/* waitpid failed */
 };
 

@@ -73,7 +73,8 @@ void conn_reason(PGconn *c, char *err, size_t errlen);
  * (sig.h) cancels the query on the server and is kept in *sig, and
  * tick(arg), if set, is called every second. *failed is set, with the
  * reason in err, when the connection fails (or a cancel gets no answer
- * within 5 s).
+ * within 5 s). Seven parameters: a callback with its argument, and the
+ * reason's buffer with its size, go in pairs.
  */
 PGresult *conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg,
     int *failed, char *err, size_t errlen);

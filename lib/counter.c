@@ -77,7 +77,7 @@ counter_table_sql(const char *name, char *out, size_t len)
 
 int
 counter_lock(const char *table, const char *tenant, long wait_ms,
-    struct lock_req *out)
+    struct counter_req *out)
 {
 	size_t tl = strlen(table), n = strlen(tenant);
 	char *s = malloc(16 + tl + n), err[64];
@@ -91,8 +91,10 @@ counter_lock(const char *table, const char *tenant, long wait_ms,
 	/* NOLINTNEXTLINE(bugprone-not-null-terminated-result): hashed by length */
 	memcpy(s + 16 + tl, tenant, n);
 	memset(out, 0, sizeof(*out));
-	rc = key_hash(s, 16 + tl + n, &out->key, err, sizeof(err));
-	out->wait_ms = wait_ms;
+	out->table = table;
+	out->tenant = tenant;
+	rc = key_hash(s, 16 + tl + n, &out->lock.key, err, sizeof(err));
+	out->lock.wait_ms = wait_ms;
 	free(s);
 	return rc;
 }
@@ -136,11 +138,10 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
  * still collide in the catalog, so first users queue on a lock of their own.
  */
 static int
-create_table(PGconn *c, const char *table, const char *q, char *err,
-    size_t errlen)
+create_table(PGconn *c, const char *q, char *err, size_t errlen)
 {
 	char sql[1024];
-	const char *params[1] = { table };
+	const char *params[1] = { q };
 	PGresult *res;
 	int rc = -1;
 
@@ -185,13 +186,19 @@ create_table(PGconn *c, const char *table, const char *q, char *err,
  * tenant's lock and only then bumps the row; with -n a lock not got bumps
  * nothing and returns no row.
  */
+struct bumped {
+	long long version;
+	int sig;		/* the signal that cancelled the wait */
+	int no_table;		/* the table is missing: create it, retry */
+};
+
 static enum counter_result
-bump(PGconn *c, const char *q, const char *tenant,
-    const struct lock_req *lk, long long *version, int *sig, int *no_table,
-    char *err, size_t errlen)
+bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
+    size_t errlen)
 {
+	const struct lock_req *lk = &r->lock;
 	char sql[1024], id[2][24];
-	const char *params[2] = { tenant, id[0] };
+	const char *params[2] = { r->tenant, id[0] };
 	enum counter_result out = COUNTER_ERROR;
 	PGresult *res;
 	int step, failed, errors = 0;
@@ -203,7 +210,8 @@ bump(PGconn *c, const char *q, const char *tenant,
 	    " SET version = t.version + 1 RETURNING t.version",
 	    lk->wait_ms == 0 ?
 	    "SELECT pg_try_advisory_xact_lock($2::bigint) AS got" :
-	    "SELECT true AS got FROM pg_advisory_xact_lock($2::bigint)", q);
+	    "SELECT true AS got FROM pg_advisory_xact_lock($2::bigint)",
+	    r->table);
 	if (!PQenterPipelineMode(c) ||
 	    !PQsendQueryParams(c, "BEGIN ISOLATION LEVEL READ COMMITTED", 0,
 	    NULL, NULL, NULL, NULL, 0) ||
@@ -216,9 +224,9 @@ bump(PGconn *c, const char *q, const char *tenant,
 	}
 	/* Steps: BEGIN, settings, bump (each ends with NULL), sync. */
 	for (step = 0; step < 4;) {
-		res = conn_next(c, sig, NULL, NULL, &failed, err, errlen);
+		res = conn_next(c, &b->sig, NULL, NULL, &failed, err, errlen);
 		if (failed)
-			return *sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
+			return b->sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
 		if (res == NULL) {
 			if (step < 3)
 				step++;
@@ -233,7 +241,7 @@ bump(PGconn *c, const char *q, const char *tenant,
 			if (is_state(res, "55P03"))
 				out = COUNTER_BUSY;
 			else if (is_state(res, "42P01"))
-				*no_table = 1;
+				b->no_table = 1;
 			else
 				conn_result_error(res, err,
 				    errlen);
@@ -241,42 +249,40 @@ bump(PGconn *c, const char *q, const char *tenant,
 			if (PQntuples(res) == 0) {
 				out = COUNTER_BUSY;
 			} else {
-				*version = strtoll(PQgetvalue(res, 0, 0), NULL,
-				    10);
+				b->version = strtoll(PQgetvalue(res, 0, 0),
+				    NULL, 10);
 				out = COUNTER_OK;
 			}
 		}
 		PQclear(res);
 	}
 	(void)PQexitPipelineMode(c);
-	if (*sig != 0)
+	if (b->sig != 0)
 		return COUNTER_INTERRUPTED;
 	return out;
 }
 
 enum counter_result
-counter_next(PGconn *c, const char *table, const char *tenant,
-    const struct lock_req *lk, long long *version, int *sig, char *err,
-    size_t errlen)
+counter_next(PGconn *c, const struct counter_req *r, long long *version,
+    int *sig, char *err, size_t errlen)
 {
-	const char *q = table;
+	struct bumped b = { 0, 0, 0 };
 	char why[64];
-	enum counter_result r;
-	int no_table = 0;
+	enum counter_result res;
 
-	*sig = 0;
-	r = bump(c, q, tenant, lk, version, sig, &no_table, err, errlen);
-	if (r != COUNTER_OK && no_table) {
+	res = bump(c, r, &b, err, errlen);
+	if (res != COUNTER_OK && b.no_table) {
 		(void)counter_end(c, 0, err, errlen);
-		if (create_table(c, table, q, err, errlen) == -1)
+		if (create_table(c, r->table, err, errlen) == -1)
 			return COUNTER_ERROR;
-		no_table = 0;
-		r = bump(c, q, tenant, lk, version, sig, &no_table, err,
-		    errlen);
+		b.no_table = 0;
+		res = bump(c, r, &b, err, errlen);
 	}
-	if (r != COUNTER_OK)
+	if (res != COUNTER_OK)
 		(void)counter_end(c, 0, why, sizeof(why));
-	return r;
+	*version = b.version;
+	*sig = b.sig;
+	return res;
 }
 
 int

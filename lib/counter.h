@@ -27,27 +27,33 @@ enum counter_result {
  */
 int counter_table_sql(const char *name, char *out, size_t len);
 
+/* One allocation: where, for whom, and the lock that serialises it. */
+struct counter_req {
+	const char *table;	/* as counter_table_sql() wrote it */
+	const char *tenant;
+	struct lock_req lock;
+};
+
 /*
- * The lock that serialises TENANT's allocations: distinct from the lock of
- * KEY = TENANT, so "pglock T pglock --version-counter T" cannot deadlock.
- * Returns 0, or -1 when out of memory.
+ * Set up an allocation of TENANT's next version. Its lock is distinct
+ * from the lock of KEY = TENANT, so "pglock T pglock --version-counter T"
+ * cannot deadlock. Returns 0, or -1 when out of memory.
  */
 int counter_lock(const char *table, const char *tenant, long wait_ms,
-    struct lock_req *out);
+    struct counter_req *out);
 
 /* Read TENANT's current version: 0 for a new tenant (or no table yet). */
 int counter_peek(PGconn *c, const char *table, const char *tenant,
     long long *version, char *err, size_t errlen);
 
 /*
- * Open a READ COMMITTED transaction, take TENANT's transaction-scoped lock
- * (lk, from counter_lock), create the table on first use, and bump the
- * tenant's version into *version. The transaction stays open: end it with
- * counter_end. A forwarded signal while waiting cancels (*sig).
+ * Open a READ COMMITTED transaction, take the tenant's transaction-scoped
+ * lock, create the table on first use, and bump the tenant's version into
+ * *version. The transaction stays open: end it with counter_end. A
+ * forwarded signal while waiting cancels (*sig).
  */
-enum counter_result counter_next(PGconn *c, const char *table,
-    const char *tenant, const struct lock_req *lk, long long *version,
-    int *sig, char *err, size_t errlen);
+enum counter_result counter_next(PGconn *c, const struct counter_req *r,
+    long long *version, int *sig, char *err, size_t errlen);
 
 /* COMMIT (commit != 0) or ROLLBACK. Returns 0, or -1 if it did not commit. */
 int counter_end(PGconn *c, int commit, char *err, size_t errlen);

@@ -70,7 +70,11 @@ set_pair(struct key *out, int32_t a, int32_t b)
 	out->sql = out->text = NULL;
 }
 
-/* Digests can be missing at run time (a FIPS provider refuses md5). */
+/*
+ * Digests can be missing at run time (a FIPS provider refuses md5). Seven
+ * parameters: the digest and its name, the key and its length, the output
+ * and the reason's buffer with its size.
+ */
 static int
 digest(const EVP_MD *md, const char *name, const char *k, size_t len,
     unsigned char out[EVP_MAX_MD_SIZE], char *err, size_t errlen)
@@ -396,20 +400,13 @@ key_hash(const char *key, size_t len, struct key *out, char *err,
 }
 
 int
-key_hash_scheme(const char *scheme, const char *key, size_t len,
-    struct key *out, char *err, size_t errlen)
+key_scheme_check(const char *scheme, char *err, size_t errlen)
 {
-	const struct scheme *s;
 	size_t i, n;
 	int w;
 
-	if ((s = scheme_find(scheme)) != NULL) {
-		if (s->hash(key, len, out, err, errlen) == -1)
-			return -1;
-		out->sql = s->sql;
-		out->text = s->sql != NULL ? key : NULL;
+	if (scheme_find(scheme) != NULL)
 		return 0;
-	}
 	if (errlen == 0)
 		return -1;
 	/* Name every valid scheme: the caller has nowhere else to look. */
@@ -423,6 +420,22 @@ key_hash_scheme(const char *scheme, const char *key, size_t len,
 	if (w >= 0 && (size_t)w < errlen)
 		snprintf(err + w, errlen - (size_t)w, ")");
 	return -1;
+}
+
+int
+key_hash_scheme(const char *scheme, const char *key, size_t len,
+    struct key *out, char *err, size_t errlen)
+{
+	const struct scheme *s;
+
+	if (key_scheme_check(scheme, err, errlen) == -1)
+		return -1;
+	s = scheme_find(scheme);
+	if (s->hash(key, len, out, err, errlen) == -1)
+		return -1;
+	out->sql = s->sql;
+	out->text = s->sql != NULL ? key : NULL;
+	return 0;
 }
 
 void

@@ -33,6 +33,9 @@ struct key {
 int key_hash(const char *key, size_t len, struct key *out, char *err,
     size_t errlen);
 
+/* Is scheme a known scheme's name? 0, or -1 with the known ones in err. */
+int key_scheme_check(const char *scheme, char *err, size_t errlen);
+
 /*
  * Hash KEY with the named scheme (NULL: the default, sha256) into out.
  * Returns 0, or -1 with the reason in err; for an unknown scheme the

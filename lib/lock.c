@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "lock.h"
 
@@ -472,12 +473,16 @@ lock_release(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 #define SINCE_12 "CASE WHEN l.granted THEN a.backend_start" \
 	" ELSE a.query_start END"
 
-PGresult *
-lock_status(PGconn *c, const struct key *k)
+int
+lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
+    char *err, size_t errlen)
 {
 	char sql[2048], tag[512] = "true";
 	const char *since = PQserverVersion(c) >= 140000 ? SINCE_14 : SINCE_12;
+	struct lock_row *r;
 	struct args a;
+	PGresult *res;
+	int i, n;
 
 	a.n = 0;
 	if (k != NULL) {
@@ -490,26 +495,216 @@ lock_status(PGconn *c, const struct key *k)
 	    " ELSE (l.classid::bigint - CASE WHEN l.classid::bigint >="
 	    " 2147483648 THEN 4294967296 ELSE 0 END)::text || ',' ||"
 	    " (l.objid::bigint - CASE WHEN l.objid::bigint >= 2147483648"
-	    " THEN 4294967296 ELSE 0 END)::text END AS id,"
-	    " CASE l.mode WHEN 'ShareLock' THEN 'shared' ELSE 'exclusive' END"
-	    " AS mode, CASE WHEN l.granted THEN 'held' ELSE 'waiting' END"
-	    " AS state, l.pid, coalesce(a.usename::text, '') AS user,"
-	    " coalesce(host(a.client_addr), 'local') AS client,"
-	    " coalesce(a.application_name, '') AS application_name,"
-	    " coalesce(to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'), '')"
-	    " AS since,"
-	    " coalesce(round(extract(epoch FROM now() - %s))::bigint, 0)"
-	    " AS seconds,"
+	    " THEN 4294967296 ELSE 0 END)::text END,"
+	    " l.mode = 'ShareLock', l.granted, l.pid,"
 	    /* Held inside an open transaction, or waited for by an xact call. */
-	    " CASE WHEN (l.granted AND a.xact_start IS NOT NULL) OR"
-	    " (NOT l.granted AND a.query LIKE '%%advisory_xact_lock%%')"
-	    " THEN 'transaction' ELSE 'session' END AS scope"
+	    " (l.granted AND a.xact_start IS NOT NULL) OR"
+	    " (NOT l.granted AND a.query LIKE '%%advisory_xact_lock%%'),"
+	    " coalesce(round(extract(epoch FROM now() - %s))::bigint, 0),"
+	    " coalesce(a.usename::text, ''),"
+	    " coalesce(host(a.client_addr), 'local'),"
+	    " coalesce(a.application_name, ''),"
+	    " coalesce(to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'), '') AS since"
 	    " FROM pg_catalog.pg_locks l"
 	    " LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
 	    " WHERE l.locktype = 'advisory' AND l.pid <> pg_backend_pid()"
 	    " AND l.database = (SELECT oid FROM pg_catalog.pg_database"
 	    " WHERE datname = current_database()) AND %s"
-	    " ORDER BY 1, l.granted DESC, 8, l.pid", since, since, tag);
-	return PQexecParams(c, sql, a.n, NULL, a.n > 0 ? a.params : NULL,
+	    " ORDER BY 1, l.granted DESC, since, l.pid", since, since, tag);
+	res = PQexecParams(c, sql, a.n, NULL, a.n > 0 ? a.params : NULL,
 	    NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 10) {
+		conn_result_error(res, err, errlen);
+		PQclear(res);
+		return -1;
+	}
+	n = PQntuples(res);
+	if ((*rows = r = calloc((size_t)n + 1, sizeof(*r))) == NULL) {
+		snprintf(err, errlen, "calloc: %s", strerror(errno));
+		PQclear(res);
+		return -1;
+	}
+	for (i = 0; i < n; i++, r++) {
+		snprintf(r->id, sizeof(r->id), "%s", PQgetvalue(res, i, 0));
+		r->shared = *PQgetvalue(res, i, 1) == 't';
+		r->held = *PQgetvalue(res, i, 2) == 't';
+		r->pid = (int)strtol(PQgetvalue(res, i, 3), NULL, 10);
+		r->xact = *PQgetvalue(res, i, 4) == 't';
+		r->seconds = strtol(PQgetvalue(res, i, 5), NULL, 10);
+		snprintf(r->user, sizeof(r->user), "%s", PQgetvalue(res, i, 6));
+		snprintf(r->client, sizeof(r->client), "%s",
+		    PQgetvalue(res, i, 7));
+		snprintf(r->app, sizeof(r->app), "%s", PQgetvalue(res, i, 8));
+		snprintf(r->since, sizeof(r->since), "%s",
+		    PQgetvalue(res, i, 9));
+	}
+	PQclear(res);
+	return n;
+}
+
+void
+lock_slot_key(const struct key *base, int i, struct key *out)
+{
+	char id[48], buf[96], err[64];
+	int n;
+
+	key_format(base, id, sizeof(id));
+	/* NULs apart, as the counter's: no KEY on a command line is this. */
+	n = snprintf(buf, sizeof(buf), "pglock-slot%c%s%c%d", '\0', id, '\0',
+	    i);
+	(void)key_hash(buf, (size_t)n, out, err, sizeof(err));
+}
+
+/* One wait for slots: the connection, the request, and where errors go. */
+struct slotter {
+	PGconn *c;
+	struct lock_req *r;
+	int *sig;
+	char *err;
+	size_t errlen;
+};
+
+/*
+ * Send sql (params NULL-terminated) as a pipeline of its own, after BEGIN
+ * and the settings when first, and read its answer; NULL (reason in err)
+ * if the connection failed or a signal came.
+ */
+static PGresult *
+exchange(const struct slotter *s, const char *sql, const char **params,
+    int first)
+{
+	const struct lock_req *r = s->r;
+	PGresult *res;
+	int n = 0, steps;
+
+	while (params[n] != NULL)
+		n++;
+	steps = first ? 1 + r->xact : 0;
+	if (!PQenterPipelineMode(s->c) || (first && r->xact &&
+	    !PQsendQueryParams(s->c, "BEGIN ISOLATION LEVEL READ COMMITTED",
+	    0, NULL, NULL, NULL, NULL, 0)) || (first &&
+	    conn_send_settings(s->c, r->wait_ms > 0 ? r->wait_ms : 0, r->xact,
+	    s->err, s->errlen) == -1) ||
+	    !PQsendQueryParams(s->c, sql, n, NULL, params, NULL, NULL, 0) ||
+	    !PQpipelineSync(s->c)) {
+		conn_oneline(PQerrorMessage(s->c), s->err, s->errlen);
+		return NULL;
+	}
+	/* BEGIN and the settings answer first; the first error is kept. */
+	while ((res = next_result(s->c, r, 1, s->sig, s->err, s->errlen)) !=
+	    NULL && steps-- > 0) {
+		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+		    PQresultStatus(res) != PGRES_TUPLES_OK) {
+			conn_result_error(res, s->err, s->errlen);
+			PQclear(res);
+			(void)end_pipeline(s->c, r, s->sig, NULL, 0);
+			return NULL;
+		}
+		PQclear(res);
+	}
+	if (res == NULL || end_pipeline(s->c, r, s->sig, NULL, 0) == -1 ||
+	    *s->sig != 0) {
+		PQclear(res);
+		return NULL;
+	}
+	return res;
+}
+
+enum lock_result
+lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
+    char *err, size_t errlen)
+{
+	struct slotter s = { c, r, sig, err, errlen };
+	struct key k;
+	long until = r->wait_ms > 0 ? mono_ms() + r->wait_ms : -1;
+	char qid[24], ids[2][24], *list;
+	size_t len = (size_t)r->slots * 24 + 3, n;
+	const char *qparams[2] = { qid, NULL }, *params[3];
+	char sql[512];
+	PGresult *res;
+	int i, got, queued, rounds = 0;
+
+	*sig = 0;
+	lock_slot_key(&r->key, 0, &k);
+	(void)key_params(&k, ids);
+	snprintf(qid, sizeof(qid), "%s", ids[0]);
+	/* The slots' ids as an array literal: {id1,id2,...}. */
+	if ((list = malloc(len)) == NULL) {
+		snprintf(err, errlen, "malloc: %s", strerror(errno));
+		return LOCK_ERROR;
+	}
+	for (i = 1, n = 0; i <= r->slots; i++) {
+		lock_slot_key(&r->key, i, &k);
+		(void)key_params(&k, ids);
+		n += (size_t)snprintf(list + n, len - n, "%c%s", i > 1 ? ',' :
+		    '{', ids[0]);
+	}
+	snprintf(list + n, len - n, "}");
+	params[0] = list;
+	params[1] = qid;
+	params[2] = NULL;
+	/*
+	 * Waiters queue in arrival order on the queue's lock, a session's
+	 * even in a transaction (which pins a pooler's server connection
+	 * until it is unlocked). Only its holder tries the slots: at once,
+	 * then every 100 ms. The slot got, it unlocks the queue.
+	 */
+	res = exchange(&s, r->wait_ms == 0 ?
+	    "SELECT pg_catalog.pg_try_advisory_lock($1::bigint)" :
+	    "SELECT true FROM pg_catalog.pg_advisory_lock($1::bigint)",
+	    qparams, 1);
+	if (res == NULL) {
+		free(list);
+		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
+	}
+	/* Queued: 1; busy (-n, or lock_timeout: 55P03): 0; else -1. */
+	got = PQresultStatus(res) == PGRES_TUPLES_OK ?
+	    strcmp(PQgetvalue(res, 0, 0), "t") == 0 :
+	    lock_result(res, r, backend_pid, err, errlen) == LOCK_BUSY ? 0 : -1;
+	queued = got == 1;
+	PQclear(res);
+	snprintf(sql, sizeof(sql), "SELECT t.i, pg_catalog.pg_backend_pid(),"
+	    " pg_catalog.pg_advisory_unlock($2::bigint) FROM (SELECT i FROM"
+	    " unnest($1::bigint[]) WITH ORDINALITY AS u(id, i) WHERE %s(id)"
+	    " LIMIT 1) t", lock_fn[r->xact][1][0]);
+	while (got == 1) {
+		if (rounds++ > 0 && exchange(&s, "SELECT pg_catalog.pg_sleep("
+		    "0.1)", params + 2, 0) == NULL) {
+			got = -1;
+			break;
+		}
+		if ((res = exchange(&s, sql, params, 0)) == NULL) {
+			got = -1;
+			break;
+		}
+		if (PQresultStatus(res) == PGRES_TUPLES_OK &&
+		    PQntuples(res) == 1) {
+			queued = 0;
+			r->slot = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
+			got = result_pid(res, 1, backend_pid, err, errlen) == 0 ?
+			    2 : -1;
+		} else if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+			conn_result_error(res, err, errlen);
+			got = -1;
+		} else if (r->wait_ms == 0 || (until >= 0 &&
+		    mono_ms() >= until)) {
+			got = 0;
+		}
+		PQclear(res);
+	}
+	free(list);
+	if (*sig != 0)
+		return LOCK_INTERRUPTED;
+	/* Not got: leave the queue to the next waiter. */
+	if (queued && got == 0)
+		PQclear(exchange(&s, "SELECT pg_catalog.pg_advisory_unlock("
+		    "$1::bigint)", qparams, 0));
+	if (got != 2)
+		return got == 0 ? LOCK_BUSY : LOCK_ERROR;
+	lock_slot_key(&r->key, r->slot, &r->key);
+	/* As lock_verify: held by this very backend (and no snapshot kept). */
+	if (r->local && !r->xact)
+		return *backend_pid == PQbackendPID(c) ? LOCK_ACQUIRED :
+		    LOCK_NOT_REAL;
+	return recheck(c, r, *backend_pid, err, errlen);
 }

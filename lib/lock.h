@@ -18,6 +18,8 @@ struct lock_req {
 	int xact;		/* held by an open transaction, not the session */
 	int local;		/* the backend is proven the server's own child */
 	long wait_ms;		/* -1: wait for ever; 0: try once; >0: bound */
+	int slots;		/* --slots N: one of N locks; 0: the key's */
+	int slot;		/* lock_slot(): which one, 1..N */
 	void (*waiting)(void *);	/* if set, called each second of waiting */
 	void *waiting_arg;
 };
@@ -79,11 +81,37 @@ int lock_release(PGconn *c, const struct lock_req *r, char *err,
     size_t errlen);
 
 /*
- * Every advisory lock held or awaited in this database (only k's when k is
- * not NULL), with its holder: columns id, mode, state (held/waiting), pid,
- * user, client, application_name, since, seconds, scope (transaction when
- * the holder has a transaction open). The caller PQclear()s.
+ * --slots: take the first free of r->slots locks (lock_slot_key 1..N),
+ * waiters queueing in arrival order on lock_slot_key 0, which only the
+ * first of them holds, and only while it waits. Then r->slot says which,
+ * r->key is its key, and the lock is verified as lock_verify() does.
  */
-PGresult *lock_status(PGconn *c, const struct key *k);
+enum lock_result lock_slot(PGconn *c, struct lock_req *r, int *backend_pid,
+    int *sig, char *err, size_t errlen);
+
+/* The key of slot i (1..N) of base; i = 0: the queue of its waiters. */
+void lock_slot_key(const struct key *base, int i, struct key *out);
+
+/* One advisory lock held or awaited, and by whom, as --status lists it. */
+struct lock_row {
+	char id[48];		/* as PGLOCK_ID shows it: N, or A,B */
+	int shared;
+	int held;		/* granted; else waiting */
+	int pid;		/* the server process */
+	int xact;		/* held in (or awaited by) a transaction */
+	long seconds;		/* since it was taken, or asked for */
+	char user[64];
+	char client[64];	/* address, or "local" */
+	char app[64];		/* application_name */
+	char since[32];		/* ISO 8601 */
+};
+
+/*
+ * Every advisory lock held or awaited in this database (only k's when k is
+ * not NULL), by id, held first, then oldest first. Returns the number of
+ * rows in *rows, which the caller frees, or -1 with the reason in err.
+ */
+int lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
+    char *err, size_t errlen);
 
 #endif

@@ -31,7 +31,7 @@ on_signal(int sig)
 		if (handled[i] == sig)
 			pending[i] = 1;
 	/* A full pipe already means "wake up": the lost byte is harmless. */
-	(void)write(wake[1], "", 1);
+	(void)!write(wake[1], "", 1);
 	errno = saved;
 }
 

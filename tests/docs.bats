@@ -48,6 +48,28 @@ ran_stub() {
 	[ "$n" -ge 6 ]
 }
 
+@test "every man page example script is shellcheck-clean, runs and exits 0" {
+	dir=$BATS_TEST_TMPDIR/ex
+	mkdir -p "$dir"
+	n=0
+	# Each .Bd -literal block of EXAMPLES, as the reader copies it.
+	while IFS= read -r -d '' block; do
+		n=$((n + 1))
+		printf '#!/bin/bash\n%s\n' "$block" >"$dir/example-$n.sh"
+		chmod +x "$dir/example-$n.sh"
+		run -0 shellcheck -s bash "$dir/example-$n.sh"
+		run -0 run_example "./example-$n.sh"
+		ran_stub "$block"
+		echo "$output" >"$dir/example-$n.out"
+	done < <(sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$MAN" |
+	    awk '/^\.Bd -literal/ { on = 1; next } /^\.Ed/ { on = 0; printf "%c", 0; next } on' |
+	    sed 's/\\(dq/"/g; s/\\e/\\/g; s/^\\&//')
+	[ "$n" -ge 3 ]
+	# The self-locking script ran once, under its own lock.
+	grep -qx 'running alone as ./example-2.sh' "$dir/example-2.out"
+	grep -q '^holding: deploy	' "$dir/example-1.out"
+}
+
 @test "the man page example output names the key" {
 	run -0 run_example 'pglock -d "$DATABASE" nightly-report ./report.sh'
 	assert_output 'report ran under nightly-report'
@@ -63,8 +85,10 @@ ran_stub() {
 	[ "$n" -ge 3 ]
 }
 
-@test "the man page documents every exit status pglock.c defines" {
-	for code in $(sed -n 's/^\tEXIT_[A-Z]* = \([0-9]*\).*/\1/p' "$BATS_TEST_DIRNAME/../pglock.c"); do
+@test "the man page documents every exit status lib/exits.h defines" {
+	codes=$(sed -n 's/^\tEXIT_[A-Z]* = \([0-9]*\).*/\1/p' "$BATS_TEST_DIRNAME/../lib/exits.h")
+	[ "$(echo "$codes" | wc -w)" -ge 8 ]
+	for code in $codes; do
 		grep -Eq "^\.It $code(,|\$)" "$MAN" || { echo "exit $code undocumented"; false; }
 	done
 }

@@ -94,3 +94,31 @@ pw_hidden() {
 @test "ps shows no part of a quoted password with an escaped quote and spaces around =" {
 	pw_hidden "host=$PGHOST port=$PGPORT dbname=postgres password = 'S3cret\\'PW'"
 }
+
+# cpu_ms PID: the process's CPU time so far, in ms (schedstat: ns).
+cpu_ms() { echo $(( $(cut -d' ' -f1 "/proc/$1/schedstat") / 1000000 )); }
+
+@test "--slots: waiting 5 s behind full slots costs each waiter under 20 ms of CPU" {
+	bg a pglock --slots 2 cpu-slots sleep 30
+	bg b pglock --slots 2 cpu-slots sleep 30
+	wait_until 10 bash -c "[ \$($PGLOCK --status --slots 2 cpu-slots | grep -c held) -eq 2 ]"
+	bg first pglock --slots 2 cpu-slots true
+	bg second pglock --slots 2 cpu-slots true
+	# Both wait: the first holds the queue's lock, the second waits for it.
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted\") -eq 1 ]"
+	f0=$(cpu_ms "$(bgpid first)") s0=$(cpu_ms "$(bgpid second)")
+	sleep 5		# the measurement itself
+	f1=$(cpu_ms "$(bgpid first)") s1=$(cpu_ms "$(bgpid second)")
+	echo "first waiter $((f1 - f0)) ms, second $((s1 - s0)) ms of CPU in 5 s" >&3
+	[ $((f1 - f0)) -lt 20 ]
+	[ $((s1 - s0)) -lt 20 ]
+	! gone "$(bgpid first)"
+}
+
+@test "--max-time 1 on sleep 30 ends within 2 s" {
+	t0=$(date +%s%N)
+	run -124 timeout 20 "$PGLOCK" --max-time 1 mt-fast sleep 30
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	echo "ended after $ms ms" >&3
+	[ "$ms" -lt 2000 ]
+}

@@ -154,3 +154,23 @@ b end"
 	free "$id"
 	stop_pgbouncer
 }
+
+@test "--slots through a transaction pool: the first waiter killed -9 leaves no queue lock behind" {
+	start_pgbouncer transaction
+	bg a pglock -h 127.0.0.1 -p "$PGB_PORT" --slots 2 pool-slots sleep 60
+	bg b pglock -h 127.0.0.1 -p "$PGB_PORT" --slots 2 pool-slots sleep 60
+	wait_until 10 bash -c "[ \$($PGLOCK --status --slots 2 pool-slots | grep -c 'held.*transaction') -eq 2 ]"
+	# The first waiter holds the queue's lock (a third advisory lock).
+	bg w pglock -h 127.0.0.1 -p "$PGB_PORT" --slots 2 pool-slots true
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted\") -eq 3 ]"
+	kill -KILL "$(bgpid w)"
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted\") -eq 2 ]"
+	# The next waiter gets the slot a leaves.
+	bg n pglock -h 127.0.0.1 -p "$PGB_PORT" -w 20 --slots 2 pool-slots sh -c 'echo "slot $PGLOCK_SLOT"'
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted\") -eq 3 ]"
+	kill -TERM "$(bgpid a)"
+	bgwait n 30
+	[ "$bg_status" -eq 0 ]
+	run cat "$BATS_TEST_TMPDIR/n.out"
+	[[ "$output" =~ ^slot\ [12]$ ]]
+}

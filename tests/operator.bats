@@ -1,0 +1,269 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# What operators asked for (issue 14): --hold across a script, --slots,
+# --break, --max-time and --json, against the throwaway cluster.
+
+load helper
+
+ROUNDS=5
+[ -z "${PGLOCK_VG_DIR:-}" ] || ROUNDS=2
+
+# The id pglock's slot I of KEY has, as --status --slots shows it.
+slot_ids() {
+	pglock --status --slots "$2" "$1" | awk -F'\t' 'NR > 1 { print $1 }'
+}
+
+@test "--hold: the coproc holds the lock across two steps; -n fails between them and succeeds after" {
+	cat >"$BATS_TEST_TMPDIR/script" <<-'EOF'
+	coproc LOCK { exec "$PGLOCK" --hold hold-k; }
+	lock_pid=$LOCK_PID
+	read -r held <&"${LOCK[0]}" || exit 1
+	echo "held: $held"
+	"$PGLOCK" -n -q hold-k true; echo "step 1: $?"
+	"$PGLOCK" -n -q hold-k true; echo "step 2: $?"
+	exec {LOCK[1]}>&-; wait "$lock_pid"; echo "hold: $?"
+	"$PGLOCK" -n -q hold-k true; echo "after: $?"
+	EOF
+	run -0 timeout 60 bash "$BATS_TEST_TMPDIR/script"
+	assert_output "held: hold-k	$(sha_id hold-k)
+step 1: 1
+step 2: 1
+hold: 0
+after: 0"
+}
+
+@test "--hold --fence: the line carries the fencing token" {
+	run -0 timeout 30 "$PGLOCK" --hold --fence hold-f </dev/null
+	[[ "$output" =~ ^hold-f$'\t'"$(sha_id hold-f)"$'\t'[1-9][0-9]*$ ]]
+}
+
+@test "--hold: TERM releases the lock and exits 0" {
+	bg h bash -c 'exec "$PGLOCK" --hold hold-t < <(sleep 60)'
+	wait_until 10 held "$(sha_id hold-t)"
+	pid=$(bgpid h)
+	kill -TERM "$pid"
+	wait_until 10 gone "$pid"
+	bgwait h 10
+	[ "$bg_status" -eq 0 ]
+	free "$(sha_id hold-t)"
+	run -0 cat "$BATS_TEST_TMPDIR/h.out"
+	assert_output "hold-t	$(sha_id hold-t)"
+}
+
+@test "--hold: a lost lock signals the script (its parent) and exits 75" {
+	cat >"$BATS_TEST_TMPDIR/script" <<-'EOF'
+	trap 'wait "$lock_pid"; echo "script got TERM; hold exited $?"; exit 3' TERM
+	coproc LOCK { exec "$PGLOCK" --hold hold-l; }
+	lock_pid=$LOCK_PID
+	read -r held <&"${LOCK[0]}" || exit 1
+	"$PGLOCK" --break -q hold-l >/dev/null
+	sleep 20 & wait $!
+	echo "not signalled"
+	EOF
+	run -3 --separate-stderr timeout 60 bash "$BATS_TEST_TMPDIR/script"
+	assert_output "script got TERM; hold exited 75"
+	[[ "$stderr" == *"pglock: hold-l: lock lost while held ("*"); sent signal 15 to pid "* ]]
+}
+
+@test "--hold takes no COMMAND and no -F" {
+	run -64 --separate-stderr pglock --hold k true
+	assert_equal "$stderr" "pglock: --hold runs no COMMAND (and no -F): it holds KEY until its standard input ends (see pglock --help)"
+	run -64 pglock --hold -F k
+}
+
+@test "--slots 3: 9 workers x 5 runs never have more than 3 holders, each on its own valid slot" {
+	log=$BATS_TEST_TMPDIR/log
+	: >"$log"
+	for w in 1 2 3 4 5 6 7 8 9; do
+		bg "w$w" bash -c 'for i in $(seq "$1"); do "$PGLOCK" --slots 3 slot-k sh -c "echo \"+ \$PGLOCK_SLOT \$\$\" >>$2; sleep 0.1; echo \"- \$PGLOCK_SLOT \$\$\" >>$2" || exit; done' w "$ROUNDS" "$log"
+	done
+	for w in 1 2 3 4 5 6 7 8 9; do
+		bgwait "w$w" 300
+		[ "$bg_status" -eq 0 ]
+	done
+	run -0 awk '
+	    $1 == "+" { if ($2 < 1 || $2 > 3 || busy[$2]) { print "bad slot " $2; exit 1 }
+			busy[$2] = 1; if (++n > max) max = n; starts++ }
+	    $1 == "-" { busy[$2] = 0; n-- }
+	    END { print starts, max }' "$log"
+	assert_output "$((9 * ROUNDS)) 3"
+}
+
+@test "--slots: PGLOCK_SLOT and PGLOCK_ID name the slot; -n fails when all are held; --status lists them" {
+	bg a pglock --slots 2 slot-n sleep 30
+	bg b pglock --slots 2 slot-n sleep 30
+	wait_until 10 bash -c "[ \$($PGLOCK --status --slots 2 slot-n | grep -c held) -eq 2 ]"
+	run -1 --separate-stderr pglock -n --slots 2 slot-n true
+	assert_equal "$stderr" "pglock: slot-n: all 2 slots are held"
+	run -0 pglock --status --slots 2 slot-n
+	[ "${#lines[@]}" -eq 3 ]
+	kill -TERM "$(bgpid a)"
+	wait_until 10 gone "$(bgpid a)"
+	wait_until 10 bash -c "[ \$($PGLOCK --status --slots 2 slot-n | grep -c held) -eq 1 ]"
+	run -0 pglock -n --slots 2 slot-n sh -c 'echo "$PGLOCK_SLOT $PGLOCK_ID"; "$PGLOCK" --status --slots 2 slot-n | tail -n +2 | cut -f1'
+	read -r slot id <<<"${lines[0]}"
+	[[ "$slot" =~ ^[12]$ ]]
+	[ "${#lines[@]}" -eq 3 ]
+	[ "$id" = "${lines[1]}" ] || [ "$id" = "${lines[2]}" ]
+	[ "${lines[1]}" != "${lines[2]}" ]
+}
+
+@test "--slots: waiters come in arrival order, and -w bounds the wait" {
+	bg a pglock --slots 2 slot-o sleep 30
+	bg b pglock --slots 2 slot-o sleep 30
+	wait_until 10 bash -c "[ \$($PGLOCK --status --slots 2 slot-o | grep -c held) -eq 2 ]"
+	log=$BATS_TEST_TMPDIR/order
+	bg w1 pglock --slots 2 slot-o sh -c "echo first >>$log"
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pglock: slot-o'\") -eq 3 ]"
+	bg w2 pglock --slots 2 slot-o sh -c "echo second >>$log"
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted\") -ge 1 ]"
+	run -1 --separate-stderr pglock -w 0.5 --slots 2 slot-o true
+	assert_equal "$stderr" "pglock: slot-o: all 2 slots are held, to the end of -w"
+	kill -TERM "$(bgpid a)"
+	bgwait w1 20
+	[ "$bg_status" -eq 0 ]
+	kill -TERM "$(bgpid b)"
+	bgwait w2 20
+	[ "$bg_status" -eq 0 ]
+	run cat "$log"
+	assert_output "first
+second"
+}
+
+@test "--slots takes 2 to 1000, and no -s" {
+	run -64 --separate-stderr pglock --slots 1 k true
+	[[ "$stderr" == "pglock: --slots: "* ]]
+	run -64 pglock --slots 1001 k true
+	run -64 --separate-stderr pglock --slots 3 -s k true
+	assert_equal "$stderr" "pglock: --slots counts holders of a KEY: no -s, --explain or --version-counter (see pglock --help)"
+}
+
+@test "--break ends the holder, which stops its command and exits 75; the lock is free" {
+	bg a pglock brk-k sleep 60
+	wait_until 10 held "$(sha_id brk-k)"
+	holder_pid=$(locks_on "$(sha_id brk-k)" | cut -d: -f2)
+	run -0 pglock --break brk-k
+	[[ "$output" =~ ^$holder_pid$'\t'postgres$'\t'local$'\t'"pglock: brk-k"$'\t'[0-9-]+T ]]
+	bgwait a 20
+	[ "$bg_status" -eq 75 ]
+	grep -q "lock lost while the command ran" "$BATS_TEST_TMPDIR/a.err"
+	free "$(sha_id brk-k)"
+}
+
+@test "--break: nobody holds it is 1; a role that may not end the holder is 77" {
+	run -1 --separate-stderr pglock --break brk-none
+	assert_equal "$stderr" "pglock: brk-none: nobody holds the lock"
+	sql "DROP ROLE IF EXISTS pglock_weak; CREATE ROLE pglock_weak LOGIN"
+	CLEANUP="sql 'DROP ROLE IF EXISTS pglock_weak'"
+	bg a pglock brk-p sleep 60
+	wait_until 10 held "$(sha_id brk-p)"
+	run -77 --separate-stderr pglock -U pglock_weak --break brk-p
+	[[ "$stderr" == "pglock: brk-p: may not end pid "*" of user postgres: "* ]]
+	held "$(sha_id brk-p)"
+}
+
+@test "--max-time 1 on sleep 30: exit 124, the command stopped, the lock free" {
+	run -124 --separate-stderr timeout -s KILL 20 "$PGLOCK" --max-time 1 mt-k sh -c 'echo $$ >"$0"; sleep 30' "$BATS_TEST_TMPDIR/pid"
+	assert_equal "$stderr" "pglock: mt-k: the command ran past --max-time 1s: stopped"
+	gone "$(cat "$BATS_TEST_TMPDIR/pid")"
+	free "$(sha_id mt-k)"
+	run -0 pglock -n mt-k true
+}
+
+@test "--max-time: a command that ignores TERM is killed after --kill-after" {
+	run -124 timeout -s KILL 10 "$PGLOCK" --max-time 0.5 --kill-after 0.5 mt-i sh -c 'trap "" TERM; echo $$ >"$0"; sleep 30' "$BATS_TEST_TMPDIR/pid"
+	gone "$(cat "$BATS_TEST_TMPDIR/pid")"
+	free "$(sha_id mt-i)"
+}
+
+@test "--max-time: a command that ends in time keeps its status" {
+	run -3 pglock --max-time 10 mt-ok sh -c 'exit 3'
+}
+
+# The JSON as tab-separated lines, in --status's column order.
+json_rows() {
+	"$PYTHON" -c '
+import json, sys
+doc = json.load(sys.stdin)
+for l in doc["locks"]:
+    print("\t".join(str(l[k]) for k in ("id", "mode", "state", "pid", "user",
+          "client", "application_name", "since", "scope")))'
+}
+
+@test "--status --json parses and matches the columns" {
+	bg a pglock js-k sleep 60
+	bg b pglock -s --id 7,-9 sleep 60
+	wait_until 10 held "$(sha_id js-k)"
+	wait_until 10 bash -c "$PGLOCK --status --id 7,-9 >/dev/null"
+	run -0 bash -c "$PGLOCK --status | tail -n +2"
+	cols=$output
+	[ "$(echo "$cols" | wc -l)" -eq 2 ]
+	run -0 bash -c "$PGLOCK --status --json | { $(declare -f json_rows); PYTHON=$PYTHON json_rows; }"
+	assert_output "$cols"
+	run -0 bash -c "$PGLOCK --status --json js-k | $PYTHON -c 'import json, sys; d = json.load(sys.stdin); print(len(d[\"locks\"]), type(d[\"locks\"][0][\"pid\"]).__name__, type(d[\"locks\"][0][\"seconds\"]).__name__)'"
+	assert_output "1 int int"
+	run -0 bash -c "$PGLOCK --status --json nobody-holds-this | $PYTHON -c 'import json, sys; print(json.load(sys.stdin))'"
+	assert_output "{'locks': []}"
+}
+
+# explain_both ARGS...: --explain's columns and --explain --json agree.
+explain_both() {
+	local cols want
+	cols=$(pglock --explain "$@") || return 1
+	want=$(echo "$cols" | awk -F'\t' '
+	    $1 == "id" { split($2, a, " "); id = a[1] }
+	    $1 == "space" { space = $2 }
+	    $1 == "scope" { split($2, s, ":"); scope = s[1] }
+	    $1 == "pg_locks" { split($2, p, /[ =]/); c = p[4]; o = p[6]; n = p[8] }
+	    $1 == "sql" { sql = sql "sql " $2 "\n" }
+	    END { printf "%s|%s|%s|%s|%s|%s\n%s", id, space, c, o, n, scope, sql }')
+	run -0 bash -c '"$PGLOCK" --explain --json "$@" | "$0" -c "
+import json, sys
+d = json.load(sys.stdin)
+print(\"|\".join(str(d[k]) for k in (\"id\", \"space\", \"classid\", \"objid\", \"objsubid\", \"scope\")))
+for s in d[\"sql\"]:
+    print(\"sql\", s)"' "$PYTHON" "$@"
+	assert_output "$want"
+}
+
+@test "--explain --json parses and matches the columns" {
+	explain_both deploy
+	explain_both --hash hashtext "it's"
+	explain_both --namespace 7 ns
+	explain_both --id 1,2
+	explain_both --scope transaction --hash crc32 x
+	run -0 bash -c "$PGLOCK --explain --json --namespace -3 k | $PYTHON -c 'import json, sys; d = json.load(sys.stdin); print(d[\"scheme\"], d[\"namespace\"], d[\"server_computed\"])'"
+	assert_output "namespace -3 True"
+}
+
+@test "--explain --json: a key that is not UTF-8 stays valid JSON" {
+	run -0 bash -c "$PGLOCK --explain --json \$'a\\xffb' | $PYTHON -c 'import json, sys; print(ascii(json.load(sys.stdin)[\"key\"]))'"
+	assert_output "'a\\xffb'"
+}
+
+@test "--peek --json parses and matches --peek" {
+	run -0 pglock --version-counter js-t
+	run -0 pglock --version-counter --peek js-t
+	v=$output
+	run -0 bash -c "$PGLOCK --version-counter --peek --json js-t | $PYTHON -c 'import json, sys; d = json.load(sys.stdin); print(d[\"tenant\"], d[\"version\"])'"
+	assert_output "js-t $v"
+}
+
+@test "--json is only for --status, --explain and --peek" {
+	run -64 --separate-stderr pglock --json k true
+	assert_equal "$stderr" "pglock: --json is for --status, --explain and --peek (see pglock --help)"
+	run -64 pglock --json --version-counter t
+}
+
+@test "--break --slots ends the holders of KEY's slots" {
+	bg a pglock --slots 3 brk-s sleep 60
+	bg b pglock --slots 3 brk-s sleep 60
+	wait_until 10 bash -c "[ \$($PGLOCK --status --slots 3 brk-s | grep -c held) -eq 2 ]"
+	run -0 pglock --break --slots 3 brk-s
+	[ "${#lines[@]}" -eq 2 ]
+	bgwait a 20
+	[ "$bg_status" -eq 75 ]
+	bgwait b 20
+	[ "$bg_status" -eq 75 ]
+	run -1 pglock --break --slots 3 brk-s
+}
