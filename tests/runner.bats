@@ -293,9 +293,16 @@ idle in transaction"
 	[ "${#stderr_lines[@]}" -eq 2 ]
 	[[ "${stderr_lines[0]}" == "pglock: verbose-k: acquired after "*"s (server pid "*", session lock)" ]]
 	[[ "${stderr_lines[1]}" == "pglock: verbose-k: released after "*"s" ]]
-	bg holder pglock verbose-k sleep 1
+	# The holder lets go only once the waiter waits: no race with a slow
+	# (valgrind) start.
+	bg holder pglock verbose-k sh -c 'until [ -e "$0" ]; do sleep 0.05; done' "$BATS_TEST_TMPDIR/go"
 	wait_until 10 held "$(sha_id verbose-k)"
-	run -0 --separate-stderr timeout 20 "$PGLOCK" -v verbose-k true
-	[ "${#stderr_lines[@]}" -eq 3 ]
-	[[ "${stderr_lines[0]}" =~ ^"pglock: verbose-k: held by pid "[0-9]+" (pglock: verbose-k, local, user postgres, for "[0-9]+"s); waiting"$ ]]
+	bg waiter pglock -v verbose-k true
+	wait_until 30 waiting "$(sha_id verbose-k)"
+	touch "$BATS_TEST_TMPDIR/go"
+	bgwait waiter 20
+	[ "$bg_status" -eq 0 ]
+	mapfile -t err <"$BATS_TEST_TMPDIR/waiter.err"
+	[ "${#err[@]}" -eq 3 ]
+	[[ "${err[0]}" =~ ^"pglock: verbose-k: held by pid "[0-9]+" (pglock: verbose-k, local, user postgres, for "[0-9]+"s); waiting"$ ]]
 }
