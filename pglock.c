@@ -1212,7 +1212,7 @@ break_holders(const struct opts *o, PGconn *c)
 	int i, j, n, held = 0, status = 0;
 
 	/* --slots N: each of KEY's slots, 1 to N. */
-	for (j = o->lock.slots > 0; j <= o->lock.slots; j++) {
+	for (j = o->lock.slots > 0 ? 1 : 0; j <= o->lock.slots; j++) {
 		if (o->lock.slots > 0)
 			lock_slot_key(&o->lock.key, j, &k);
 		n = locks_or_err("--break", c, &k, &rows);

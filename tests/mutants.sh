@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: ISC
 # mutants.sh: build every mutant of tests/mutants.txt in a scratch copy of
 # the tree and run the tests that claim its promise. A mutant those tests
-# pass has survived: the harness lists it and fails. Prints the kill ratio.
+# pass has survived: the harness lists it and fails, as it does for a
+# mutant that does not build (it tests nothing). Prints the kill ratio.
 #   tests/mutants.sh [NAME-REGEX]
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,14 +27,14 @@ grep -v '^#' "$top/tests/mutants.txt" | grep . | while IFS="$(printf '\t')" read
 	unit:*)
 		unit=${tests#unit:}
 		if ! make -s -C "$work/tree" "tests/$unit" >"$work/build.log" 2>&1; then
-			echo "killed   $name (does not build)"; echo killed >>"$work/tally"; continue
+			echo "mutants: $name: does not build" >&2; echo broken >>"$work/tally"; continue
 		fi
 		run() { "$work/tree/tests/$unit" >"$work/run.log" 2>&1; }
 		;;
 	*)
 		bats_file=${tests%%:*} filter=${tests#*:}
 		if ! make -s -C "$work/tree" pglock >"$work/build.log" 2>&1; then
-			echo "killed   $name (does not build)"; echo killed >>"$work/tally"; continue
+			echo "mutants: $name: does not build" >&2; echo broken >>"$work/tally"; continue
 		fi
 		run() {
 			timeout 300 bats -f "$filter" "$work/tree/tests/$bats_file" >"$work/run.log" 2>&1
