@@ -1398,60 +1398,50 @@ choose_scope(const struct opts *o, PGconn *c, struct lock_req *lk)
 	lk->local = path == CONN_DIRECT_LOCAL;
 }
 
-/* pglock KEY COMMAND: the lock runner. */
+/*
+ * Take lk for KEY: 0 once held (the watchdog forked, and the command too
+ * unless later), else the exit status of a lock not got; dies on errors.
+ */
 static int
-lock_and_run(const struct opts *o, PGconn *c)
+acquire_or_err(const struct opts *o, PGconn *c, struct lock_req *lk,
+    struct child *ch, struct waiting *w, int *backend_pid)
 {
-	struct child ch = { .pid = -1 };	/* unused under -F */
-	struct lock_req lk = o->lock;
-	struct waiting w = { o->label, 0, 0 };
 	enum lock_result r;
 	char why[1024];
-	double t0;
-	int backend_pid = 0, sig = 0, status;
+	int sig = 0;
 
-	lk.wait_ms = wait_left(o);
-	choose_scope(o, c, &lk);
-	if (o->verbose && lk.wait_ms != 0)
-		report_holder(o, c);
-	t0 = w.start = mono_seconds();
-	if (o->verbose && lk.wait_ms != 0 && isatty(STDERR_FILENO)) {
-		lk.waiting = show_waiting;
-		lk.waiting_arg = &w;
-	}
 	/*
 	 * While the server sets the session up and takes the lock, fork the
 	 * watchdog; while it checks the lock, fork the command, which waits
 	 * at its gate until the check has passed (not under --fence: its
 	 * environment is not complete until then). --slots waits its own way.
 	 */
-	if (lk.slots == 0 && lock_send(c, &lk, why, sizeof(why)) == -1)
+	if (lk->slots == 0 && lock_send(c, lk, why, sizeof(why)) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	if (!o->no_fork)
-		guard_or_err(o, &ch);
-	if (lk.slots > 0) {
-		r = lock_slot(c, &lk, &backend_pid, &sig, why, sizeof(why));
+		guard_or_err(o, ch);
+	if (lk->slots > 0) {
+		r = lock_slot(c, lk, backend_pid, &sig, why, sizeof(why));
 		if (r == LOCK_ACQUIRED)
-			export_lock_env_or_err(o, &lk, backend_pid);
+			export_lock_env_or_err(o, lk, *backend_pid);
 	} else {
-		r = lock_wait(c, &lk, &backend_pid, &sig, why, sizeof(why));
+		r = lock_wait(c, lk, backend_pid, &sig, why, sizeof(why));
 	}
-	if (r == LOCK_ACQUIRED && lk.slots == 0) {
-		export_lock_env_or_err(o, &lk, backend_pid);
+	if (r == LOCK_ACQUIRED && lk->slots == 0) {
+		export_lock_env_or_err(o, lk, *backend_pid);
 		if (!o->no_fork && !o->fence)
-			spawn_or_err(o, &ch);
-		r = lock_verify(c, &lk, backend_pid, &sig, why,
-		    sizeof(why));
+			spawn_or_err(o, ch);
+		r = lock_verify(c, lk, *backend_pid, &sig, why, sizeof(why));
 	}
 	if (r != LOCK_ACQUIRED && !o->no_fork)
-		child_abort(&ch);
+		child_abort(ch);
+	if (w->shown)
+		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
 	switch (r) {
 	case LOCK_ACQUIRED:
-		break;
+		return 0;
 	case LOCK_BUSY:
-		if (w.shown)
-			(void)!write(STDERR_FILENO, "\n", 1);
-		report_busy(o, c, &lk);
+		report_busy(o, c, lk);
 		return o->conflict_exit;
 	case LOCK_INTERRUPTED:
 		if (o->verbose)
@@ -1463,24 +1453,45 @@ lock_and_run(const struct opts *o, PGconn *c)
 		    "not real, or --scope session through a pooler): use "
 		    "--scope auto or transaction", o->label);
 	case LOCK_ERROR:
-		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+		break;
 	}
-	if (w.shown)
-		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
-	if (o->verbose && lk.slots > 0)
-		say("%s: acquired slot %d of %d after %.2fs (server pid %d, "
-		    "%s lock)", o->label, lk.slot, lk.slots, mono_seconds() - t0,
-		    backend_pid, lk.xact ? "transaction" : "session");
-	else if (o->verbose)
-		say("%s: acquired after %.2fs (server pid %d, %s lock)",
-		    o->label, mono_seconds() - t0, backend_pid,
+	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+}
+
+/* pglock KEY COMMAND, and --hold: the lock runner. */
+static int
+lock_and_run(const struct opts *o, PGconn *c)
+{
+	struct child ch = { .pid = -1 };	/* unused under -F */
+	struct lock_req lk = o->lock;
+	struct waiting w = { o->label, 0, 0 };
+	char why[1024], slot[32] = "";
+	double t0;
+	int backend_pid = 0, status;
+
+	lk.wait_ms = wait_left(o);
+	choose_scope(o, c, &lk);
+	if (o->verbose && lk.wait_ms != 0)
+		report_holder(o, c);
+	t0 = w.start = mono_seconds();
+	if (o->verbose && lk.wait_ms != 0 && isatty(STDERR_FILENO)) {
+		lk.waiting = show_waiting;
+		lk.waiting_arg = &w;
+	}
+	if ((status = acquire_or_err(o, c, &lk, &ch, &w, &backend_pid)) != 0)
+		return status;
+	if (lk.slots > 0)
+		snprintf(slot, sizeof(slot), "slot %d of %d ", lk.slot,
+		    lk.slots);
+	if (o->verbose)
+		say("%s: acquired %safter %.2fs (server pid %d, %s lock)",
+		    o->label, slot, mono_seconds() - t0, backend_pid,
 		    lk.xact ? "transaction" : "session");
 	if (o->fence && (status = fence_or_err(o, c, lk.xact)) != 0) {
 		if (!o->no_fork)
 			child_abort(&ch);
 		return status;
 	}
-
 	if (o->mode == MODE_HOLD)
 		hold_line_or_err(o, &lk);
 	status = run_command_or_err(o, c, &lk, &ch);
