@@ -838,6 +838,9 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	case CHILD_EXITED:
 		break;
 	case CHILD_LATE:
+		/* A hold's script must not go on as if it still held it. */
+		if (o->mode == MODE_HOLD && getppid() == caller)
+			(void)kill(caller, o->lost_sig);
 		if (!o->quiet)
 			say("%s: the %s ran past --max-time %.3gs: stopped",
 			    o->label, o->argv != NULL ? "command" : "hold",
@@ -1225,11 +1228,16 @@ break_holders(const struct opts *o, PGconn *c)
 			    0);
 			state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 			conn_result_error(res, why, sizeof(why));
-			if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+			if (PQresultStatus(res) == PGRES_TUPLES_OK &&
+			    strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
 				printf("%d\t%s\t%s\t%s\t%s\n", rows[i].pid,
 				    field(rows[i].user, user, sizeof(user)),
 				    rows[i].client, field(rows[i].app, app,
 				    sizeof(app)), rows[i].since);
+			} else if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+				say("%s: pid %d did not end within 5 s (or had "
+				    "ended already)", o->label, rows[i].pid);
+				status = EXIT_UNAVAILABLE;
 			} else if (state != NULL && strcmp(state, "42501") == 0) {
 				say("%s: may not end pid %d of user %s: %s",
 				    o->label, rows[i].pid, rows[i].user, why);

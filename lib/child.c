@@ -570,14 +570,17 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			lost = 1;
 			ch->stopped = 1;
 			(void)kill(-ch->pgrp, w->lost_sig);
-			kill_at = t + w->kill_after_ms;
+			if (kill_at < 0 || t + w->kill_after_ms < kill_at)
+				kill_at = t + w->kill_after_ms;
 		}
 		if (end_at >= 0 && t >= end_at) {
 			/* --max-time: as timeout(1) does, then KILL later. */
 			end_at = -1;
-			late = !lost;
-			(void)kill(-ch->pgrp, w->lost_sig);
-			kill_at = t + w->kill_after_ms;
+			if (!lost) {
+				late = 1;
+				(void)kill(-ch->pgrp, w->lost_sig);
+				kill_at = t + w->kill_after_ms;
+			}
 		}
 		if (kill_at >= 0 && t >= kill_at) {
 			(void)kill(-ch->pgrp, SIGKILL);

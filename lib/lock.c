@@ -610,6 +610,44 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 	return res;
 }
 
+/* The slot statement's answer: 2 got (r->slot), 0 none free, -1 error. */
+static int
+slot_answer(PGresult *res, struct lock_req *r, int *pid, char *err,
+    size_t errlen)
+{
+	int got = -1;
+
+	if (res == NULL)
+		return -1;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		conn_result_error(res, err, errlen);
+	else if (PQntuples(res) == 0)
+		got = 0;
+	else if (PQnfields(res) != 3 || strcmp(PQgetvalue(res, 0, 2), "t") != 0)
+		snprintf(err, errlen, "the server's answer to the slot call is "
+		    "not PostgreSQL's");
+	else if (result_pid(res, 1, pid, err, errlen) == 0) {
+		r->slot = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
+		got = 2;
+	}
+	PQclear(res);
+	return got;
+}
+
+/*
+ * Give the queue's lock up when no slot was got, so the next waiter goes
+ * on even through a pooler that keeps the server session: after a failed
+ * statement, its transaction is rolled back first.
+ */
+static void
+leave_queue(PGconn *c, const struct lock_req *r, const char *qparams[])
+{
+	if (r->xact && PQtransactionStatus(c) == PQTRANS_INERROR)
+		PQclear(PQexec(c, "ROLLBACK"));
+	PQclear(PQexecParams(c, "SELECT pg_catalog.pg_advisory_unlock("
+	    "$1::bigint)", 1, NULL, qparams, NULL, NULL, 0));
+}
+
 enum lock_result
 lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
     char *err, size_t errlen)
@@ -617,12 +655,11 @@ lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	struct slotter s = { c, r, sig, err, errlen };
 	struct key k;
 	long until = r->wait_ms > 0 ? mono_ms() + r->wait_ms : -1;
-	char qid[24], ids[2][24], *list;
+	char qid[24], ids[2][24], sql[512], *list;
 	size_t len = (size_t)r->slots * 24 + 3, n;
 	const char *qparams[2] = { qid, NULL }, *params[3];
-	char sql[512];
 	PGresult *res;
-	int i, got, queued, rounds = 0;
+	int i, got, queued = 0, rounds = 0;
 
 	*sig = 0;
 	lock_slot_key(&r->key, 0, &k);
@@ -641,64 +678,59 @@ lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	}
 	snprintf(list + n, len - n, "}");
 	params[0] = list;
-	params[1] = qid;
+	params[1] = r->wait_ms == 0 ? NULL : qid;
 	params[2] = NULL;
-	/*
-	 * Waiters queue in arrival order on the queue's lock, a session's
-	 * even in a transaction (which pins a pooler's server connection
-	 * until it is unlocked). Only its holder tries the slots: at once,
-	 * then every 100 ms. The slot got, it unlocks the queue.
-	 */
-	res = exchange(&s, r->wait_ms == 0 ?
-	    "SELECT pg_catalog.pg_try_advisory_lock($1::bigint)" :
-	    "SELECT true FROM pg_catalog.pg_advisory_lock($1::bigint)",
-	    qparams, 1);
-	if (res == NULL) {
-		free(list);
-		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
-	}
-	/* Queued: 1; busy (-n, or lock_timeout: 55P03): 0; else -1. */
-	got = PQresultStatus(res) == PGRES_TUPLES_OK ?
-	    strcmp(PQgetvalue(res, 0, 0), "t") == 0 :
-	    lock_result(res, r, backend_pid, err, errlen) == LOCK_BUSY ? 0 : -1;
-	queued = got == 1;
-	PQclear(res);
-	snprintf(sql, sizeof(sql), "SELECT t.i, pg_catalog.pg_backend_pid(),"
-	    " pg_catalog.pg_advisory_unlock($2::bigint) FROM (SELECT i FROM"
-	    " unnest($1::bigint[]) WITH ORDINALITY AS u(id, i) WHERE %s(id)"
-	    " LIMIT 1) t", lock_fn[r->xact][1][0]);
-	while (got == 1) {
-		if (rounds++ > 0 && exchange(&s, "SELECT pg_catalog.pg_sleep("
-		    "0.1)", params + 2, 0) == NULL) {
-			got = -1;
-			break;
-		}
-		if ((res = exchange(&s, sql, params, 0)) == NULL) {
-			got = -1;
-			break;
-		}
-		if (PQresultStatus(res) == PGRES_TUPLES_OK &&
-		    PQntuples(res) == 1) {
-			queued = 0;
-			r->slot = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
-			got = result_pid(res, 1, backend_pid, err, errlen) == 0 ?
-			    2 : -1;
-		} else if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-			conn_result_error(res, err, errlen);
-			got = -1;
-		} else if (r->wait_ms == 0 || (until >= 0 &&
-		    mono_ms() >= until)) {
-			got = 0;
-		}
+	/* The first free slot, in order; waiters also unlock the queue. */
+	snprintf(sql, sizeof(sql), "SELECT t.i, pg_catalog.pg_backend_pid(), %s"
+	    " FROM (SELECT i FROM unnest($1::bigint[]) WITH ORDINALITY AS"
+	    " u(id, i) WHERE %s(id) LIMIT 1) t", r->wait_ms == 0 ? "true" :
+	    "pg_catalog.pg_advisory_unlock($2::bigint)",
+	    lock_fn[r->xact][1][0]);
+	if (r->wait_ms == 0) {
+		/* -n: a free slot now, or none; no queue to wait in. */
+		got = slot_answer(exchange(&s, sql, params, 1), r, backend_pid,
+		    err, errlen);
+	} else {
+		/*
+		 * Waiters queue in arrival order on the queue's lock, a
+		 * session's even in a transaction (which pins a pooler's
+		 * server connection until it is unlocked). Only its holder
+		 * tries the slots: at once, then every 100 ms.
+		 */
+		res = exchange(&s, "SELECT true FROM pg_catalog."
+		    "pg_advisory_lock($1::bigint)", qparams, 1);
+		got = res == NULL ? -1 : PQresultStatus(res) ==
+		    PGRES_TUPLES_OK ? 1 : lock_result(res, r, backend_pid, err,
+		    errlen) == LOCK_BUSY ? 0 : -1;
+		queued = got == 1;
 		PQclear(res);
 	}
+	while (got == 1) {
+		if (rounds++ > 0) {
+			res = exchange(&s, "SELECT pg_catalog.pg_sleep(0.1)",
+			    params + 2, 0);
+			got = res != NULL && PQresultStatus(res) ==
+			    PGRES_TUPLES_OK ? 1 : -1;
+			if (res != NULL && got == -1)
+				conn_result_error(res, err, errlen);
+			PQclear(res);
+			if (got == -1)
+				break;
+			if (r->waiting != NULL && rounds % 10 == 0)
+				r->waiting(r->waiting_arg);
+		}
+		got = slot_answer(exchange(&s, sql, params, 0), r, backend_pid,
+		    err, errlen);
+		if (got == 2)
+			queued = 0;
+		else if (got == 0 && (until < 0 || mono_ms() < until))
+			got = 1;
+	}
 	free(list);
+	if (queued)
+		leave_queue(c, r, qparams);
 	if (*sig != 0)
 		return LOCK_INTERRUPTED;
-	/* Not got: leave the queue to the next waiter. */
-	if (queued && got == 0)
-		PQclear(exchange(&s, "SELECT pg_catalog.pg_advisory_unlock("
-		    "$1::bigint)", qparams, 0));
 	if (got != 2)
 		return got == 0 ? LOCK_BUSY : LOCK_ERROR;
 	lock_slot_key(&r->key, r->slot, &r->key);

@@ -267,3 +267,34 @@ for s in d[\"sql\"]:
 	[ "$bg_status" -eq 75 ]
 	run -1 pglock --break --slots 3 brk-s
 }
+
+# The id of the lock KEY's --slots waiters queue on (slot 0).
+queue_id() {
+	sql "SELECT ('x' || left(encode(sha256('pglock-slot'::bytea || '\\x00'::bytea
+	     || convert_to('$(sha_id "$1")', 'UTF8') || '\\x00'::bytea || '0'::bytea), 'hex'), 16))::bit(64)::bigint"
+}
+
+@test "--slots: -n takes a free slot even while the queue is held; -w waits behind the queue" {
+	q=$(queue_id slot-q)
+	bg queue psql -XAtq -c "SELECT pg_advisory_lock($q)" -c "SELECT pg_sleep(60)"
+	wait_until 10 held "$q"
+	run -0 pglock -n --slots 2 slot-q sh -c 'echo "slot $PGLOCK_SLOT"'
+	assert_output "slot 1"
+	run -1 --separate-stderr pglock -w 0.5 --slots 2 slot-q true
+	assert_equal "$stderr" "pglock: slot-q: all 2 slots are held, to the end of -w"
+}
+
+@test "--hold: --max-time ends the hold, signals the script and exits 124" {
+	cat >"$BATS_TEST_TMPDIR/script" <<-'EOF2'
+	trap 'wait "$lock_pid"; echo "script got TERM; hold exited $?"; exit 3' TERM
+	coproc LOCK { exec "$PGLOCK" --hold --max-time 1 hold-m; }
+	lock_pid=$LOCK_PID
+	read -r held <&"${LOCK[0]}" || exit 1
+	sleep 20 & wait $!
+	echo "not signalled"
+	EOF2
+	run -3 --separate-stderr timeout 60 bash "$BATS_TEST_TMPDIR/script"
+	assert_output "script got TERM; hold exited 124"
+	assert_equal "$stderr" "pglock: hold-m: the hold ran past --max-time 1s: stopped"
+	free "$(sha_id hold-m)"
+}
