@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: ISC
-# lint.sh: in a bats test, "! cmd" fails the test only as its last line
-# (errexit ignores "!"): anywhere else it is an assertion that cannot fail.
-# Use "run ! cmd" or an explicit check instead. Exit 1 naming each one.
+# lint.sh: checks of the tests themselves; exit 1 naming each finding.
+# In a bats test, "! cmd" fails the test only as its last line (errexit
+# ignores "!"): anywhere else it is an assertion that cannot fail. Use
+# "run ! cmd" or an explicit check instead.
 set -eu
 cd "$(dirname "$0")"
 awk '
@@ -15,3 +16,13 @@ awk '
 	/^[ \t]+! / { pending = FILENAME ":" FNR ": \"! cmd\" not as the last line of a test" }
 	END { exit bad }
 ' ./*.bats
+
+# Every mutant of mutants.txt still changes its file: a refactor that moves
+# the code it targets must move the mutant too (make mutants would fail).
+grep -v '^#' mutants.txt | grep . |
+while IFS="$(printf '\t')" read -r name file script _; do
+	if sed -e "$script" "../$file" | cmp -s - "../$file"; then
+		echo "mutants.txt: $name: its sed script changes nothing in $file"
+		exit 1
+	fi
+done
