@@ -93,6 +93,7 @@ static const char usage_text[] =
     "       pglock [options] --version-counter [--peek] TENANT"
     " [COMMAND [ARG ...]]\n";
 
+/* -? and --help: the synopsis, then (on stdout) the help; long, but text. */
 static void
 usage(FILE *f)
 {

@@ -648,6 +648,27 @@ leave_queue(PGconn *c, const struct lock_req *r, const char *qparams[])
 	    "$1::bigint)", 1, NULL, qparams, NULL, NULL, 0));
 }
 
+/* The ids of slots 1..n of base as an array literal, {id1,id2,...}. */
+static char *
+slot_array(const struct key *base, int n)
+{
+	size_t len = (size_t)n * 24 + 3, used = 0;
+	char ids[2][24], *list;
+	struct key k;
+	int i;
+
+	if ((list = malloc(len)) == NULL)
+		return NULL;
+	for (i = 1; i <= n; i++) {
+		lock_slot_key(base, i, &k);
+		(void)key_params(&k, ids);
+		used += (size_t)snprintf(list + used, len - used, "%c%s",
+		    i > 1 ? ',' : '{', ids[0]);
+	}
+	snprintf(list + used, len - used, "}");
+	return list;
+}
+
 enum lock_result
 lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
     char *err, size_t errlen)
@@ -656,27 +677,18 @@ lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	struct key k;
 	long until = r->wait_ms > 0 ? mono_ms() + r->wait_ms : -1;
 	char qid[24], ids[2][24], sql[512], *list;
-	size_t len = (size_t)r->slots * 24 + 3, n;
 	const char *qparams[2] = { qid, NULL }, *params[3];
 	PGresult *res;
-	int i, got, queued = 0, rounds = 0;
+	int got, queued = 0, rounds = 0;
 
 	*sig = 0;
 	lock_slot_key(&r->key, 0, &k);
 	(void)key_params(&k, ids);
 	snprintf(qid, sizeof(qid), "%s", ids[0]);
-	/* The slots' ids as an array literal: {id1,id2,...}. */
-	if ((list = malloc(len)) == NULL) {
+	if ((list = slot_array(&r->key, r->slots)) == NULL) {
 		snprintf(err, errlen, "malloc: %s", strerror(errno));
 		return LOCK_ERROR;
 	}
-	for (i = 1, n = 0; i <= r->slots; i++) {
-		lock_slot_key(&r->key, i, &k);
-		(void)key_params(&k, ids);
-		n += (size_t)snprintf(list + n, len - n, "%c%s", i > 1 ? ',' :
-		    '{', ids[0]);
-	}
-	snprintf(list + n, len - n, "}");
 	params[0] = list;
 	params[1] = r->wait_ms == 0 ? NULL : qid;
 	params[2] = NULL;
