@@ -438,7 +438,7 @@ assert_one_to() {
 	mkfifo "$BATS_TEST_TMPDIR/fifo"
 	bg h1 pglock --fence c-fencew sh -c 'echo "$PGLOCK_FENCE"; read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
 	wait_until 10 test -s "$BATS_TEST_TMPDIR/h1.out"
-	run -1 timeout 20 "$PGLOCK" -w 0.3 --fence c-fencew sh -c 'echo "$PGLOCK_FENCE"'
+	run -1 timeout 20 "$PGLOCK" -w 2 --fence c-fencew sh -c 'echo "$PGLOCK_FENCE"'
 	echo go >"$BATS_TEST_TMPDIR/fifo"
 	bgwait h1 10
 	[ "$bg_status" -eq 0 ]

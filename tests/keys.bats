@@ -183,7 +183,7 @@ flyway|flyway lockNum for \"public\".\"flyway_schema_history\"|77433833903597"
 	bg holder pglock verbose-wait sleep 60
 	wait_until 10 held "$id"
 	holder=$(locks_on "$id" | sed -n 's/^t://p')
-	run -1 --separate-stderr pglock -v -w 0.3 verbose-wait true
+	run -1 --separate-stderr pglock -v -w 2 verbose-wait true
 	[[ "${stderr_lines[0]}" == "pglock: verbose-wait: held by pid $holder (pglock: verbose-wait, local, user postgres, for "*"s); waiting" ]]
 }
 

@@ -11,7 +11,7 @@ load helper
 	bg holder pglock lines-k sleep 60
 	wait_until 10 held "$id"
 	# -v: waiting (and for whom), then the -w failure; a usage error.
-	run -1 strace -f -qq -s 4096 -e trace=write -e signal=none -o "$BATS_TEST_TMPDIR/trace" "$PGLOCK" -v -w 0.3 lines-k true
+	run -1 strace -f -qq -s 4096 -e trace=write -e signal=none -o "$BATS_TEST_TMPDIR/trace" "$PGLOCK" -v -w 2 lines-k true
 	run -64 strace -qq -s 4096 -e trace=write -e signal=none -o "$BATS_TEST_TMPDIR/trace2" "$PGLOCK" --frobnicate
 	run -0 strace -f -qq -s 4096 -e trace=write -e signal=none -o "$BATS_TEST_TMPDIR/trace3" "$PGLOCK" -v lines-free true
 	cat "$BATS_TEST_TMPDIR"/trace* | grep -E 'write\(2, ' >"$BATS_TEST_TMPDIR/writes"

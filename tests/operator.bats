@@ -117,7 +117,7 @@ after: 0"
 	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pglock: slot-o'\") -eq 3 ]"
 	bg w2 pglock --slots 2 slot-o sh -c "echo second >>$log"
 	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted\") -ge 1 ]"
-	run -1 --separate-stderr pglock -w 0.5 --slots 2 slot-o true
+	run -1 --separate-stderr pglock -w 2 --slots 2 slot-o true
 	assert_equal "$stderr" "pglock: slot-o: all 2 slots are held, to the end of -w"
 	kill -TERM "$(bgpid a)"
 	bgwait w1 20
@@ -280,7 +280,7 @@ queue_id() {
 	wait_until 10 held "$q"
 	run -0 pglock -n --slots 2 slot-q sh -c 'echo "slot $PGLOCK_SLOT"'
 	assert_output "slot 1"
-	run -1 --separate-stderr pglock -w 0.5 --slots 2 slot-q true
+	run -1 --separate-stderr pglock -w 2 --slots 2 slot-q true
 	assert_equal "$stderr" "pglock: slot-q: all 2 slots are held, to the end of -w"
 }
 
