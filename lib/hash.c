@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * hash: PostgreSQL's hash_bytes family, SipHash-2-4 and Java's
- * String.hashCode, each written from its algorithm description. Every input
- * word is read little-endian explicitly, so results do not depend on the
- * host's byte order.
+ * hash: PostgreSQL's hash_bytes family and Java's String.hashCode, which
+ * no library we link provides, each written from its algorithm
+ * description. Every input word is read little-endian explicitly, so
+ * results do not depend on the host's byte order.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -17,25 +17,12 @@ le32(const unsigned char *p)
 	    (uint32_t)p[3] << 24;
 }
 
-static uint64_t
-le64(const unsigned char *p)
-{
-	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
-}
-
 static uint32_t
 rotl32(uint32_t x, int n)
 {
 	return x << n | x >> (32 - n);
 }
 
-static uint64_t
-rotl64(uint64_t x, int n)
-{
-	return x << n | x >> (64 - n);
-}
-
-/* Bob Jenkins' lookup3 mix(): reversible, run after each 12-byte block. */
 static void
 pg_mix(uint32_t *a, uint32_t *b, uint32_t *c)
 {
@@ -138,59 +125,6 @@ hash_pg_bytes_extended(const void *buf, size_t len, uint64_t seed)
 
 	pg_hash(buf, len, 1, seed, &b, &c);
 	return (uint64_t)b << 32 | c;
-}
-
-static void
-sipround(uint64_t v[4])
-{
-	v[0] += v[1];
-	v[1] = rotl64(v[1], 13);
-	v[1] ^= v[0];
-	v[0] = rotl64(v[0], 32);
-	v[2] += v[3];
-	v[3] = rotl64(v[3], 16);
-	v[3] ^= v[2];
-	v[0] += v[3];
-	v[3] = rotl64(v[3], 21);
-	v[3] ^= v[0];
-	v[2] += v[1];
-	v[1] = rotl64(v[1], 17);
-	v[1] ^= v[2];
-	v[2] = rotl64(v[2], 32);
-}
-
-uint64_t
-hash_siphash24(const unsigned char k[16], const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-	uint64_t k0 = le64(k), k1 = le64(k + 8);
-	uint64_t v[4], m;
-	size_t i, left;
-
-	/* The initial constants spell "somepseudorandomlygeneratedbytes". */
-	v[0] = k0 ^ 0x736f6d6570736575u;
-	v[1] = k1 ^ 0x646f72616e646f6du;
-	v[2] = k0 ^ 0x6c7967656e657261u;
-	v[3] = k1 ^ 0x7465646279746573u;
-	for (left = len; left >= 8; p += 8, left -= 8) {
-		m = le64(p);
-		v[3] ^= m;
-		sipround(v);
-		sipround(v);
-		v[0] ^= m;
-	}
-	/* Last word: the tail bytes, and the length mod 256 on top. */
-	m = (uint64_t)(len & 0xff) << 56;
-	for (i = 0; i < left; i++)
-		m |= (uint64_t)p[i] << (8 * i);
-	v[3] ^= m;
-	sipround(v);
-	sipround(v);
-	v[0] ^= m;
-	v[2] ^= 0xff;
-	for (i = 0; i < 4; i++)
-		sipround(v);
-	return v[0] ^ v[1] ^ v[2] ^ v[3];
 }
 
 /*

@@ -21,10 +21,6 @@ uint32_t hash_pg_bytes(const void *buf, size_t len);
  */
 uint64_t hash_pg_bytes_extended(const void *buf, size_t len, uint64_t seed);
 
-/* SipHash-2-4 of buf under the 16-byte key k; the 64-bit result. */
-uint64_t hash_siphash24(const unsigned char k[16], const void *buf,
-    size_t len);
-
 /*
  * Java's String.hashCode() of the string whose UTF-8 bytes are buf: the sum
  * runs over UTF-16 code units; each maximal ill-formed byte sequence counts

@@ -21,8 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 #include <openssl/sha.h>
 #include <zlib.h>
 
@@ -70,14 +72,10 @@ set_pair(struct key *out, int32_t a, int32_t b)
 	out->sql = out->text = NULL;
 }
 
-/*
- * Digests can be missing at run time (a FIPS provider refuses md5). Seven
- * parameters: the digest and its name, the key and its length, the output
- * and the reason's buffer with its size.
- */
+/* Digests can be missing at run time (a FIPS provider refuses md5). */
 static int
-digest(const EVP_MD *md, const char *name, const char *k, size_t len,
-    unsigned char out[EVP_MAX_MD_SIZE], char *err, size_t errlen)
+digest(const EVP_MD *md, const char *k, size_t len,
+    unsigned char out[EVP_MAX_MD_SIZE])
 {
 	unsigned int mdlen;
 
@@ -86,11 +84,8 @@ digest(const EVP_MD *md, const char *name, const char *k, size_t len,
 	 * millisecond of start-up on every run.
 	 */
 	(void)OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
-	if (md == NULL || EVP_Digest(k, len, out, &mdlen, md, NULL) != 1) {
-		snprintf(err, errlen, "%s is not available", name);
-		return -1;
-	}
-	return 0;
+	return md != NULL && EVP_Digest(k, len, out, &mdlen, md, NULL) == 1 ?
+	    0 : -1;
 }
 
 /* Standard CRC-32 (zlib's, PHP's, Go's ChecksumIEEE), unsigned. */
@@ -101,48 +96,39 @@ crc(uint32_t init, const void *k, size_t len)
 }
 
 static int
-h_sha256(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_sha256(const char *k, size_t len, struct key *out)
 {
 	unsigned char md[SHA256_DIGEST_LENGTH];
 	SHA256_CTX ctx;
 
 	if (SHA256_Init(&ctx) != 1 || SHA256_Update(&ctx, k, len) != 1 ||
-	    SHA256_Final(md, &ctx) != 1) {
-		snprintf(err, errlen, "sha256 is not available");
+	    SHA256_Final(md, &ctx) != 1)
 		return -1;
-	}
 	set_bigint(out, s64(be64(md)));
 	return 0;
 }
 
 /* Offline only: the server computes it itself (see key_scheme_sql). */
 static int
-h_hashtext(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_hashtext(const char *k, size_t len, struct key *out)
 {
-	(void)err;
-	(void)errlen;
 	set_bigint(out, s32(hash_pg_bytes(k, len)));
 	return 0;
 }
 
 static int
-h_hashtextextended(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_hashtextextended(const char *k, size_t len, struct key *out)
 {
-	(void)err;
-	(void)errlen;
 	set_bigint(out, s64(hash_pg_bytes_extended(k, len, 0)));
 	return 0;
 }
 
 static int
-h_md5(const char *k, size_t len, struct key *out, char *err, size_t errlen)
+h_md5(const char *k, size_t len, struct key *out)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 
-	if (digest(EVP_md5(), "md5", k, len, md, err, errlen) == -1)
+	if (digest(EVP_md5(), k, len, md) == -1)
 		return -1;
 	set_bigint(out, s64(be64(md)));
 	return 0;
@@ -150,30 +136,42 @@ h_md5(const char *k, size_t len, struct key *out, char *err, size_t errlen)
 
 /* 15 hex digits are the top 60 bits of the first 8 bytes: never negative. */
 static int
-h_md5_60(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_md5_60(const char *k, size_t len, struct key *out)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 
-	if (digest(EVP_md5(), "md5", k, len, md, err, errlen) == -1)
+	if (digest(EVP_md5(), k, len, md) == -1)
 		return -1;
 	set_bigint(out, (int64_t)(be64(md) >> 4));
 	return 0;
 }
 
-/* Guava's Hashing.sipHash24() uses the fixed key 00 01 .. 0f. */
+/*
+ * Guava's Hashing.sipHash24() uses the fixed key 00 01 .. 0f; asLong()
+ * reads the 8 bytes little-endian. SipHash is OpenSSL's (a MAC there).
+ */
 static int
-h_siphash24(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_siphash24(const char *k, size_t len, struct key *out)
 {
 	static const unsigned char sipkey[16] = {
 		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
 		0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f
 	};
+	unsigned char mac[8];
+	size_t size = sizeof(mac), got = 0, i;
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_size_t(OSSL_MAC_PARAM_SIZE, &size), OSSL_PARAM_END
+	};
+	uint64_t v = 0;
 
-	(void)err;
-	(void)errlen;
-	set_bigint(out, s64(hash_siphash24(sipkey, k, len)));
+	(void)OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+	if (EVP_Q_mac(NULL, "SIPHASH", NULL, NULL, params, sipkey,
+	    sizeof(sipkey), (const unsigned char *)k, len, mac, sizeof(mac),
+	    &got) == NULL || got != sizeof(mac))
+		return -1;
+	for (i = sizeof(mac); i > 0; i--)
+		v = v << 8 | mac[i - 1];
+	set_bigint(out, s64(v));
 	return 0;
 }
 
@@ -182,13 +180,12 @@ h_siphash24(const char *k, size_t len, struct key *out, char *err,
  * Java's Math.abs leaves INT_MIN as it is, so that one stays negative.
  */
 static int
-h_guava_sha256_abs(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_guava_sha256_abs(const char *k, size_t len, struct key *out)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	int32_t v;
 
-	if (digest(EVP_sha256(), "sha256", k, len, md, err, errlen) == -1)
+	if (digest(EVP_sha256(), k, len, md) == -1)
 		return -1;
 	v = s32((uint32_t)md[0] | (uint32_t)md[1] << 8 |
 	    (uint32_t)md[2] << 16 | (uint32_t)md[3] << 24);
@@ -203,42 +200,30 @@ h_guava_sha256_abs(const char *k, size_t len, struct key *out, char *err,
  * variants do not interlock with each other, so each is its own preset.
  */
 static int
-h_crc32(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_crc32(const char *k, size_t len, struct key *out)
 {
-	(void)err;
-	(void)errlen;
 	set_bigint(out, s32(crc(0, k, len)));
 	return 0;
 }
 
 static int
-h_crc32u(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_crc32u(const char *k, size_t len, struct key *out)
 {
-	(void)err;
-	(void)errlen;
 	set_bigint(out, crc(0, k, len));
 	return 0;
 }
 
 /* The gem's second int is WITH_ADVISORY_LOCK_PREFIX, 0 when unset. */
 static int
-h_with_advisory_lock(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_with_advisory_lock(const char *k, size_t len, struct key *out)
 {
-	(void)err;
-	(void)errlen;
 	set_pair(out, (int32_t)(crc(0, k, len) & 0x7fffffff), 0);
 	return 0;
 }
 
 static int
-h_pg_lock(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_pg_lock(const char *k, size_t len, struct key *out)
 {
-	(void)err;
-	(void)errlen;
 	set_pair(out, INT32_MIN, s32(crc(0, k, len)));
 	return 0;
 }
@@ -248,11 +233,8 @@ h_pg_lock(const char *k, size_t len, struct key *out, char *err,
  * the 31-bit salt stays below 2^63, so the product is exact and positive.
  */
 static int
-h_rails(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_rails(const char *k, size_t len, struct key *out)
 {
-	(void)err;
-	(void)errlen;
 	set_bigint(out, (int64_t)((uint64_t)crc(0, k, len) * 2053462845u));
 	return 0;
 }
@@ -263,14 +245,11 @@ h_rails(const char *k, size_t len, struct key *out, char *err,
  * and its multiplication wraps in uint32.
  */
 static int
-h_golang_migrate(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_golang_migrate(const char *k, size_t len, struct key *out)
 {
 	static const char prefix[] = "public\0schema_migrations";
 	uint32_t c;
 
-	(void)err;
-	(void)errlen;
 	/* sizeof keeps the NUL that separates the table from the name. */
 	c = crc(crc(0, prefix, sizeof(prefix)), k, len);
 	set_bigint(out, (uint32_t)(c * 1486364155u));
@@ -287,15 +266,12 @@ h_golang_migrate(const char *k, size_t len, struct key *out, char *err,
  * formula against Flyway's published number.
  */
 static int
-h_flyway(const char *k, size_t len, struct key *out, char *err,
-    size_t errlen)
+h_flyway(const char *k, size_t len, struct key *out)
 {
 	static const char table[] = "\"public\".\"flyway_schema_history\"";
 
 	(void)k;
 	(void)len;
-	(void)err;
-	(void)errlen;
 	set_bigint(out, INT64_C(0x466C79776179) +
 	    hash_java_string(table, sizeof(table) - 1));
 	return 0;
@@ -306,7 +282,7 @@ static const struct scheme {
 	/* The server-side expression ($1 = KEY), or NULL: hashed here. */
 	const char *sql;
 	const char *describe;
-	int (*hash)(const char *, size_t, struct key *, char *, size_t);
+	int (*hash)(const char *, size_t, struct key *);	/* -1: not here */
 } schemes[] = {
 	/* The first row is the default. */
 	{ "sha256", NULL,
@@ -396,7 +372,11 @@ int
 key_hash(const char *key, size_t len, struct key *out, char *err,
     size_t errlen)
 {
-	return h_sha256(key, len, out, err, errlen);
+	if (h_sha256(key, len, out) == -1) {
+		snprintf(err, errlen, "sha256 is not available");
+		return -1;
+	}
+	return 0;
 }
 
 int
@@ -431,8 +411,10 @@ key_hash_scheme(const char *scheme, const char *key, size_t len,
 	if (key_scheme_check(scheme, err, errlen) == -1)
 		return -1;
 	s = scheme_find(scheme);
-	if (s->hash(key, len, out, err, errlen) == -1)
+	if (s->hash(key, len, out) == -1) {
+		snprintf(err, errlen, "%s is not available", s->name);
 		return -1;
+	}
 	out->sql = s->sql;
 	out->text = s->sql != NULL ? key : NULL;
 	return 0;
