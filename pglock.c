@@ -939,11 +939,11 @@ version_counter(const struct opts *o, PGconn *c)
 		if (fflush(stdout) == EOF || ferror(stdout)) {
 			int e = errno;
 
-			(void)counter_end(c, 0, why, sizeof(why));
+			(void)conn_end(c, 0, why, sizeof(why));
 			errno = e;
 			die_errno(EXIT_OSERR, "stdout: version %lld rolled back", v);
 		}
-		if (counter_end(c, 1, why, sizeof(why)) == -1)
+		if (conn_end(c, 1, why, sizeof(why)) == -1)
 			die(EXIT_LOST, "%s: the commit of version %lld did "
 			    "not answer (%s); it may or may not be committed: "
 			    "check with --peek", o->label, v, why);
@@ -955,7 +955,7 @@ version_counter(const struct opts *o, PGconn *c)
 	guard_or_err(o, &ch);
 	status = run_command_or_err(o, c, &r.lock, &ch);
 	/* A failed command consumes no number. */
-	if (counter_end(c, status == 0, why, sizeof(why)) == -1 &&
+	if (conn_end(c, status == 0, why, sizeof(why)) == -1 &&
 	    status == 0)
 		die(EXIT_LOST, "%s: the commit of version %lld failed (%s); "
 		    "check with --peek", o->label, v, why);
@@ -1370,7 +1370,7 @@ fence_or_err(const struct opts *o, PGconn *c, int xact)
 	free(tenant);
 	if (status != 0)
 		return status;
-	if (counter_end(fc, 1, why, sizeof(why)) == -1)
+	if (conn_end(fc, 1, why, sizeof(why)) == -1)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
 	if (fc != c)
 		PQfinish(fc);

@@ -333,8 +333,7 @@ is_tcp(PGconn *c)
 }
 
 int
-conn_send_settings(PGconn *c, long lock_ms, int local, char *err,
-    size_t errlen)
+conn_send_setup(PGconn *c, long wait_ms, int xact, char *err, size_t errlen)
 {
 	char sql[1024], ms[32];
 	const char *params[1] = { ms };
@@ -353,15 +352,36 @@ conn_send_settings(PGconn *c, long lock_ms, int local, char *err,
 		    ", set_config('%s', %s%s%s, %s)", s->name,
 		    s->value != NULL ? "'" : "",
 		    s->value != NULL ? s->value : "$1::text",
-		    s->value != NULL ? "'" : "", local ? "true" : "false");
+		    s->value != NULL ? "'" : "", xact ? "true" : "false");
 	}
 	PQconninfoFree(info);
-	snprintf(ms, sizeof(ms), "%ld", lock_ms);
-	if (!PQsendQueryParams(c, sql, 1, NULL, params, NULL, NULL, 0)) {
+	snprintf(ms, sizeof(ms), "%ld", wait_ms > 0 ? wait_ms : 0);
+	if ((xact && !PQsendQueryParams(c, "BEGIN ISOLATION LEVEL READ "
+	    "COMMITTED", 0, NULL, NULL, NULL, NULL, 0)) ||
+	    !PQsendQueryParams(c, sql, 1, NULL, params, NULL, NULL, 0)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return -1;
 	}
 	return 0;
+}
+
+int
+conn_end(PGconn *c, int commit, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(c, commit ? "COMMIT" : "ROLLBACK");
+	int rc = 0;
+
+	/* COMMIT of a failed transaction answers ROLLBACK, not an error. */
+	if (PQresultStatus(res) != PGRES_COMMAND_OK ||
+	    strcmp(PQcmdStatus(res), commit ? "COMMIT" : "ROLLBACK") != 0) {
+		if (PQresultStatus(res) == PGRES_COMMAND_OK)
+			snprintf(err, errlen, "the transaction was rolled back");
+		else
+			conn_reason(c, err, errlen);
+		rc = -1;
+	}
+	PQclear(res);
+	return rc;
 }
 
 void

@@ -30,15 +30,23 @@ struct conn_opts {
 PGconn *conn_open(const struct conn_opts *o, char *err, size_t errlen);
 
 /*
- * Queue, on a connection in pipeline mode, the statement that sets the
- * session up: timeouts off (idle, statement), lock_timeout to lock_ms (0 =
- * none), and dead-peer detection unless the user set it; local: for the
- * open transaction only (SET LOCAL), so nothing leaks into a pooler's
- * server connection. Settings the server does not have are skipped, so old
- * servers work. Returns 0 or -1.
+ * Queue, on a connection in pipeline mode, what comes before a lock call:
+ * with xact, BEGIN ISOLATION LEVEL READ COMMITTED; then the statement that
+ * sets the session up: timeouts off (idle, statement), lock_timeout to
+ * wait_ms (none unless it is over 0), and dead-peer detection unless the
+ * user set it. With xact the settings are for the open transaction only
+ * (SET LOCAL), so nothing leaks into a pooler's server connection.
+ * Settings the server does not have are skipped, so old servers work.
+ * Returns 0 or -1.
  */
-int conn_send_settings(PGconn *c, long lock_ms, int local, char *err,
+int conn_send_setup(PGconn *c, long wait_ms, int xact, char *err,
     size_t errlen);
+
+/*
+ * End the open transaction: COMMIT (commit) or ROLLBACK. Returns 0, or -1
+ * with the reason when it failed or a COMMIT was answered by a rollback.
+ */
+int conn_end(PGconn *c, int commit, char *err, size_t errlen);
 
 /*
  * Is the server in recovery (a standby)? 1, 0, or -1 with the reason in

@@ -140,7 +140,7 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
 static int
 create_table(PGconn *c, const char *q, char *err, size_t errlen)
 {
-	char sql[1024];
+	char sql[1024], why[64];
 	const char *params[1] = { q };
 	PGresult *res;
 	int rc = -1;
@@ -170,13 +170,9 @@ create_table(PGconn *c, const char *q, char *err, size_t errlen)
 		conn_result_error(res, err, errlen);
 	}
 	PQclear(res);
-	res = PQexec(c, rc == 0 ? "COMMIT" : "ROLLBACK");
-	if (rc == 0 && (PQresultStatus(res) != PGRES_COMMAND_OK ||
-	    strcmp(PQcmdStatus(res), "COMMIT") != 0)) {
-		conn_result_error(res, err, errlen);
-		rc = -1;
-	}
-	PQclear(res);
+	if (rc == 0)
+		return conn_end(c, 1, err, errlen);
+	(void)conn_end(c, 0, why, sizeof(why));
 	return rc;
 }
 
@@ -213,10 +209,7 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 	    "SELECT true AS got FROM pg_advisory_xact_lock($2::bigint)",
 	    r->table);
 	if (!PQenterPipelineMode(c) ||
-	    !PQsendQueryParams(c, "BEGIN ISOLATION LEVEL READ COMMITTED", 0,
-	    NULL, NULL, NULL, NULL, 0) ||
-	    conn_send_settings(c, lk->wait_ms > 0 ? lk->wait_ms : 0, 1, err,
-	    errlen) == -1 ||
+	    conn_send_setup(c, lk->wait_ms, 1, err, errlen) == -1 ||
 	    !PQsendQueryParams(c, sql, 2, NULL, params, NULL, NULL, 0) ||
 	    !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
@@ -272,34 +265,15 @@ counter_next(PGconn *c, const struct counter_req *r, long long *version,
 
 	res = bump(c, r, &b, err, errlen);
 	if (res != COUNTER_OK && b.no_table) {
-		(void)counter_end(c, 0, err, errlen);
+		(void)conn_end(c, 0, err, errlen);
 		if (create_table(c, r->table, err, errlen) == -1)
 			return COUNTER_ERROR;
 		b.no_table = 0;
 		res = bump(c, r, &b, err, errlen);
 	}
 	if (res != COUNTER_OK)
-		(void)counter_end(c, 0, why, sizeof(why));
+		(void)conn_end(c, 0, why, sizeof(why));
 	*version = b.version;
 	*sig = b.sig;
 	return res;
-}
-
-int
-counter_end(PGconn *c, int commit, char *err, size_t errlen)
-{
-	PGresult *res = PQexec(c, commit ? "COMMIT" : "ROLLBACK");
-	int rc = 0;
-
-	/* COMMIT of a failed transaction answers ROLLBACK, not an error. */
-	if (PQresultStatus(res) != PGRES_COMMAND_OK ||
-	    strcmp(PQcmdStatus(res), commit ? "COMMIT" : "ROLLBACK") != 0) {
-		if (PQresultStatus(res) == PGRES_COMMAND_OK)
-			snprintf(err, errlen, "the transaction was rolled back");
-		else
-			conn_reason(c, err, errlen);
-		rc = -1;
-	}
-	PQclear(res);
-	return rc;
 }

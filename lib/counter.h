@@ -49,13 +49,10 @@ int counter_peek(PGconn *c, const char *table, const char *tenant,
 /*
  * Open a READ COMMITTED transaction, take the tenant's transaction-scoped
  * lock, create the table on first use, and bump the tenant's version into
- * *version. The transaction stays open: end it with counter_end. A
+ * *version. The transaction stays open: end it with conn_end(). A
  * forwarded signal while waiting cancels (*sig).
  */
 enum counter_result counter_next(PGconn *c, const struct counter_req *r,
     long long *version, int *sig, char *err, size_t errlen);
-
-/* COMMIT (commit != 0) or ROLLBACK. Returns 0, or -1 if it did not commit. */
-int counter_end(PGconn *c, int commit, char *err, size_t errlen);
 
 #endif

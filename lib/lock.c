@@ -353,11 +353,8 @@ lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	 * check's. A transaction's lock keeps no snapshot (READ COMMITTED,
 	 * nothing but lock calls) and no transaction id: vacuum goes on.
 	 */
-	if (!PQenterPipelineMode(c) || (r->xact && !PQsendQueryParams(c,
-	    "BEGIN ISOLATION LEVEL READ COMMITTED", 0, NULL, NULL, NULL, NULL,
-	    0)) ||
-	    conn_send_settings(c, r->wait_ms > 0 ? r->wait_ms : 0, r->xact,
-	    err, errlen) == -1 ||
+	if (!PQenterPipelineMode(c) ||
+	    conn_send_setup(c, r->wait_ms, r->xact, err, errlen) == -1 ||
 	    !PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0) ||
 	    !PQsendFlushRequest(c) ||
 	    (!r->local && send_check(c, r, err, errlen) == -1) ||
@@ -440,19 +437,8 @@ lock_release(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	PGresult *res;
 	int rc = -1;
 
-	if (r->xact) {
-		/* A failed transaction's COMMIT answers ROLLBACK. */
-		res = PQexec(c, "COMMIT");
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
-			conn_reason(c, err, errlen);
-		else if (strcmp(PQcmdStatus(res), "COMMIT") != 0)
-			snprintf(err, errlen, "the transaction holding the "
-			    "lock had failed");
-		else
-			rc = 0;
-		PQclear(res);
-		return rc;
-	}
+	if (r->xact)
+		return conn_end(c, 1, err, errlen);
 	key_args(&r->key, &a);
 	call(&a, r->shared ? "pg_catalog.pg_advisory_unlock_shared" :
 	    "pg_catalog.pg_advisory_unlock", sql, sizeof(sql));
@@ -580,11 +566,9 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 	while (params[n] != NULL)
 		n++;
 	steps = first ? 1 + r->xact : 0;
-	if (!PQenterPipelineMode(s->c) || (first && r->xact &&
-	    !PQsendQueryParams(s->c, "BEGIN ISOLATION LEVEL READ COMMITTED",
-	    0, NULL, NULL, NULL, NULL, 0)) || (first &&
-	    conn_send_settings(s->c, r->wait_ms > 0 ? r->wait_ms : 0, r->xact,
-	    s->err, s->errlen) == -1) ||
+	if (!PQenterPipelineMode(s->c) || (first &&
+	    conn_send_setup(s->c, r->wait_ms, r->xact, s->err, s->errlen) ==
+	    -1) ||
 	    !PQsendQueryParams(s->c, sql, n, NULL, params, NULL, NULL, 0) ||
 	    !PQpipelineSync(s->c)) {
 		conn_oneline(PQerrorMessage(s->c), s->err, s->errlen);
