@@ -191,22 +191,16 @@ static void
 vline(const char *lead, const char *fmt, va_list ap, int errnum,
     const char *end)
 {
-	char buf[2048];
-	size_t n, max = sizeof(buf) - 2;
-	int k;
+	char msg[1024], buf[1200];
+	int n;
 
-	k = snprintf(buf, max, "%spglock: ", lead);
-	n = k < 0 ? 0 : (size_t)k;
-	k = vsnprintf(buf + n, max - n, fmt, ap);
-	n = k < 0 ? n : n + (size_t)k < max ? n + (size_t)k : max - 1;
-	if (errnum != 0) {
-		k = snprintf(buf + n, max - n, ": %s", strerror(errnum));
-		n = k < 0 ? n : n + (size_t)k < max ? n + (size_t)k : max - 1;
-	}
-	k = snprintf(buf + n, sizeof(buf) - n, "%s", end);
-	n = k < 0 ? n : n + (size_t)k < sizeof(buf) ? n + (size_t)k :
-	    sizeof(buf) - 1;
-	(void)!write(STDERR_FILENO, buf, n);
+	/* Cut at 1023 bytes, the message leaves room for the rest. */
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = snprintf(buf, sizeof(buf), "%spglock: %s%s%s%s", lead, msg,
+	    errnum != 0 ? ": " : "", errnum != 0 ? strerror(errnum) : "", end);
+	if (n > 0)
+		(void)!write(STDERR_FILENO, buf, (size_t)n < sizeof(buf) ?
+		    (size_t)n : sizeof(buf) - 1);
 }
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

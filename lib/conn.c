@@ -320,16 +320,13 @@ user_set(PQconninfoOption *info, const char *name)
 	return 0;
 }
 
+/* pglock's end of the connection, in ss: 0, or -1 (errno set). */
 static int
-is_tcp(PGconn *c)
+local_end(PGconn *c, struct sockaddr_storage *ss, socklen_t *len)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-
-	memset(&ss, 0, sizeof(ss));
-
-	return getsockname(PQsocket(c), (struct sockaddr *)&ss, &len) == 0 &&
-	    ss.ss_family != AF_UNIX;
+	memset(ss, 0, sizeof(*ss));
+	*len = sizeof(*ss);
+	return getsockname(PQsocket(c), (struct sockaddr *)ss, len);
 }
 
 int
@@ -338,8 +335,11 @@ conn_send_setup(PGconn *c, long wait_ms, int xact, char *err, size_t errlen)
 	char sql[1024], ms[32];
 	const char *params[1] = { ms };
 	PQconninfoOption *info = PQconninfo(c);
+	struct sockaddr_storage ss;
+	socklen_t len;
 	size_t i, n;
-	int tcp = is_tcp(c), version = PQserverVersion(c);
+	int tcp = local_end(c, &ss, &len) == 0 && ss.ss_family != AF_UNIX;
+	int version = PQserverVersion(c);
 
 	n = (size_t)snprintf(sql, sizeof(sql), "SELECT 1");
 	for (i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
@@ -618,11 +618,9 @@ enum conn_path
 conn_direct(PGconn *c)
 {
 	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
+	socklen_t len;
 
-	memset(&ss, 0, sizeof(ss));
-
-	if (getsockname(PQsocket(c), (struct sockaddr *)&ss, &len) == -1)
+	if (local_end(c, &ss, &len) == -1)
 		return CONN_UNPROVEN;
 	if (ss.ss_family == AF_UNIX)
 		return unix_direct(c) ? CONN_DIRECT_LOCAL : CONN_UNPROVEN;
