@@ -458,7 +458,7 @@ assert_one_to() {
 	wait_until 10 waiting "$id" 2
 	for n in 2 3; do
 		echo go >"$BATS_TEST_TMPDIR/fifo"
-		wait_until 10 eval "[ \$(wc -l <\"$BATS_TEST_TMPDIR/fifo.order\") -eq $n ]"
+		wait_until 30 eval "[ \$(wc -l <\"$BATS_TEST_TMPDIR/fifo.order\") -eq $n ]"
 	done
 	echo go >"$BATS_TEST_TMPDIR/fifo"
 	for h in h1 h2 h3; do

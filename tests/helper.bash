@@ -43,10 +43,24 @@ wait_until() {
 	until "$@"; do
 		if [ $(( $(date +%s%N) / 1000000 )) -ge "$deadline" ]; then
 			echo "wait_until: timed out: $*" >&2
+			wait_diagnose >&2
 			return 1
 		fi
 		sleep 0.05
 	done
+}
+
+# What a timed-out wait_until shows, so that a failure in CI says why:
+# the background jobs' stderr and the server's sessions that hold or await
+# advisory locks.
+wait_diagnose() {
+	local f
+	for f in "$BATS_TEST_TMPDIR"/*.err; do
+		[ -s "$f" ] && echo "${f##*/}: $(head -c 2000 "$f")"
+	done
+	sql "SELECT l.pid, l.granted, l.objid, a.state, a.wait_event, left(a.query, 120)
+	     FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+	     WHERE l.locktype = 'advisory' ORDER BY l.pid" 2>&1 || true
 }
 
 # gone PID: the process has exited; a zombie waiting for its reaper counts.
