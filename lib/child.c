@@ -85,7 +85,9 @@ close_others(int keep)
 /*
  * --hold's command: wait for end of file on standard input (kept as 3),
  * holding nothing else open, least of all the database socket, which
- * must close with pglock.
+ * must close with pglock. A terminal it may not read (pglock --hold KEY &
+ * from an interactive shell) would stop it, and a stopped hold outlives
+ * the TERM meant to end it: then it holds until it is signalled.
  */
 static void hold_stdin(void) __attribute__((noreturn));
 
@@ -96,9 +98,12 @@ hold_stdin(void)
 	ssize_t n;
 
 	close_others(STDIN_FILENO);
+	(void)signal(SIGTTIN, SIG_IGN);
 	do
 		n = read(3, buf, sizeof(buf));
 	while (n > 0 || (n == -1 && errno == EINTR));
+	while (n == -1 && errno == EIO)
+		(void)pause();
 	_exit(0);
 }
 

@@ -50,6 +50,20 @@ after: 0"
 	assert_output "hold-t	$(sha_id hold-t)"
 }
 
+@test "--hold in the background of an interactive shell holds until killed, then exits 0" {
+	# Job control: the terminal is not the background job's to read. A
+	# hold that read it would be stopped, and outlive the TERM of kill %1.
+	cat >"$BATS_TEST_TMPDIR/job" <<-'EOF2'
+	"$PGLOCK" --hold hold-bg >/dev/null &
+	for i in $(seq 100); do "$PGLOCK" --status hold-bg >/dev/null && break; sleep 0.1; done
+	"$PGLOCK" -n -q hold-bg true; echo "during: $?"
+	kill %1; wait %1; echo "hold: $?"
+	"$PGLOCK" -n -q hold-bg true; echo "after: $?"
+	EOF2
+	run -0 timeout 20 script -qec "bash --norc --noprofile -i $BATS_TEST_TMPDIR/job" /dev/null
+	assert_output "$(printf 'during: 1\r\nhold: 0\r\nafter: 0\r')"
+}
+
 @test "--hold: a lost lock signals the script (its parent) and exits 75" {
 	cat >"$BATS_TEST_TMPDIR/script" <<-'EOF'
 	trap 'wait "$lock_pid"; echo "script got TERM; hold exited $?"; exit 3' TERM
