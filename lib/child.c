@@ -522,8 +522,15 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 		if ((p[0].revents & POLLIN) || look) {
 			look = 0;
 			while ((sig = sig_take()) != 0) {
-				if (sig_forwarded(sig))
-					(void)kill(-ch->pgrp, sig);
+				if (!sig_forwarded(sig))
+					continue;
+				/*
+				 * A command stopped in the background (by
+				 * SIGTTIN) acts on it only once continued, as
+				 * timeout(1) knows.
+				 */
+				(void)kill(-ch->pgrp, sig);
+				(void)kill(-ch->pgrp, SIGCONT);
 			}
 			r = waitpid(ch->pid, &st, WNOHANG |
 			    (ch->foreground ? WUNTRACED : 0));

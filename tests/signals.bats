@@ -243,3 +243,17 @@ count_term='trap "echo TERM >>\"\$0\"; n=10" TERM; echo ready >"$0.ready"; n=-1;
 	run -0 timeout 60 "$BATS_TEST_DIRNAME/jobctl.py" "$PGLOCK" ctrlz-k "$(sha_id ctrlz-k)" --no-shell
 	assert_line "no job control: Ctrl-Z passed, finished, status 0"
 }
+
+@test "a command stopped in the background by SIGTTIN still ends on the TERM pglock passes on" {
+	# pglock KEY cmd & in an interactive shell: cmd reads the terminal,
+	# which is not its to read, and stops. kill %1 must still end it.
+	cat >"$BATS_TEST_TMPDIR/job" <<-'EOF2'
+	"$PGLOCK" ttin-k sh -c 'read x; echo "read $x"' &
+	for i in $(seq 100); do "$PGLOCK" --status ttin-k >/dev/null && break; sleep 0.1; done
+	sleep 0.5
+	kill %1; wait %1; echo "pglock: $?"
+	"$PGLOCK" -n -q ttin-k true; echo "after: $?"
+	EOF2
+	run -0 timeout 20 script -qec "bash --norc --noprofile -i $BATS_TEST_TMPDIR/job" /dev/null
+	assert_output "$(printf 'pglock: 143\r\nafter: 0\r')"
+}
