@@ -41,6 +41,19 @@ exec_error(const char *cmd, int e, int *status, char *err, size_t errlen)
 }
 
 /*
+ * Signal the process group pgrp (0: the caller's). A stopped process acts
+ * on a signal only once continued, as timeout(1) knows: a command stopped
+ * in the background (SIGTTIN) would outlive a TERM.
+ */
+static void
+signal_group(pid_t pgrp, int sig)
+{
+	(void)kill(-pgrp, sig);
+	if (sig != SIGKILL && sig != SIGCONT)
+		(void)kill(-pgrp, SIGCONT);
+}
+
+/*
  * Move the terminal's foreground to pgrp; SIGTTOU would stop a background
  * caller.
  */
@@ -130,7 +143,7 @@ watchdog(int fd, int lost_sig, long kill_after_ms)
 	} while (n == 1 || (n == -1 && errno == EINTR));
 	if (!armed)
 		_exit(0);
-	(void)kill(0, lost_sig);
+	signal_group(0, lost_sig);
 	ts.tv_sec = kill_after_ms / 1000;
 	ts.tv_nsec = kill_after_ms % 1000 * 1000000;
 	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
@@ -522,15 +535,8 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 		if ((p[0].revents & POLLIN) || look) {
 			look = 0;
 			while ((sig = sig_take()) != 0) {
-				if (!sig_forwarded(sig))
-					continue;
-				/*
-				 * A command stopped in the background (by
-				 * SIGTTIN) acts on it only once continued, as
-				 * timeout(1) knows.
-				 */
-				(void)kill(-ch->pgrp, sig);
-				(void)kill(-ch->pgrp, SIGCONT);
+				if (sig_forwarded(sig))
+					signal_group(ch->pgrp, sig);
 			}
 			r = waitpid(ch->pid, &st, WNOHANG |
 			    (ch->foreground ? WUNTRACED : 0));
@@ -581,7 +587,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			watching = 0;
 			lost = 1;
 			ch->stopped = 1;
-			(void)kill(-ch->pgrp, w->lost_sig);
+			signal_group(ch->pgrp, w->lost_sig);
 			if (kill_at < 0 || t + w->kill_after_ms < kill_at)
 				kill_at = t + w->kill_after_ms;
 		}
@@ -590,7 +596,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			end_at = -1;
 			if (!lost) {
 				late = 1;
-				(void)kill(-ch->pgrp, w->lost_sig);
+				signal_group(ch->pgrp, w->lost_sig);
 				kill_at = t + w->kill_after_ms;
 			}
 		}
