@@ -859,6 +859,16 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	return status;
 }
 
+/*
+ * How long the server has to answer a release or a commit, as a periodic
+ * check: a frozen server must not hang pglock once the command is done.
+ */
+static long
+answer_ms(const struct opts *o)
+{
+	return o->check_ms > CONN_ANSWER_MS ? o->check_ms : CONN_ANSWER_MS;
+}
+
 /* -w bounds all that comes before the command: what is left of it. */
 static long
 wait_left(const struct opts *o)
@@ -933,14 +943,14 @@ version_counter(const struct opts *o, PGconn *c)
 		if (fflush(stdout) == EOF || ferror(stdout)) {
 			int e = errno;
 
-			(void)conn_end(c, 0, why, sizeof(why));
+			(void)conn_end(c, 0, answer_ms(o), why, sizeof(why));
 			errno = e;
 			die_errno(EXIT_OSERR, "stdout: version %lld rolled back", v);
 		}
-		if (conn_end(c, 1, why, sizeof(why)) == -1)
-			die(EXIT_LOST, "%s: the commit of version %lld did "
-			    "not answer (%s); it may or may not be committed: "
-			    "check with --peek", o->label, v, why);
+		if (conn_end(c, 1, answer_ms(o), why, sizeof(why)) == -1)
+			die(EXIT_LOST, "%s: the commit of version %lld is not "
+			    "confirmed (%s): check with --peek", o->label, v,
+			    why);
 		return 0;
 	}
 	snprintf(num, sizeof(num), "%lld", v);
@@ -949,10 +959,10 @@ version_counter(const struct opts *o, PGconn *c)
 	guard_or_err(o, &ch);
 	status = run_command_or_err(o, c, &r.lock, &ch);
 	/* A failed command consumes no number. */
-	if (conn_end(c, status == 0, why, sizeof(why)) == -1 &&
+	if (conn_end(c, status == 0, answer_ms(o), why, sizeof(why)) == -1 &&
 	    status == 0)
-		die(EXIT_LOST, "%s: the commit of version %lld failed (%s); "
-		    "check with --peek", o->label, v, why);
+		die(EXIT_LOST, "%s: the commit of version %lld is not "
+		    "confirmed (%s): check with --peek", o->label, v, why);
 	child_reap(&ch);
 	return status;
 }
@@ -1364,7 +1374,7 @@ fence_or_err(const struct opts *o, PGconn *c, int xact)
 	free(tenant);
 	if (status != 0)
 		return status;
-	if (conn_end(fc, 1, why, sizeof(why)) == -1)
+	if (conn_end(fc, 1, answer_ms(o), why, sizeof(why)) == -1)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
 	if (fc != c)
 		PQfinish(fc);
@@ -1504,9 +1514,9 @@ lock_and_run(const struct opts *o, PGconn *c)
 	if (o->mode == MODE_HOLD && (status == 128 + SIGTERM ||
 	    status == 128 + SIGINT))
 		status = 0;
-	if (lock_release(c, &lk, why, sizeof(why)) == -1)
-		die(EXIT_LOST, "%s: lock lost before the command finished "
-		    "(%s)", o->label, why);
+	if (lock_release(c, &lk, answer_ms(o), why, sizeof(why)) == -1)
+		die(EXIT_LOST, "%s: the release does not show the lock held "
+		    "to the end: it may have been lost (%s)", o->label, why);
 	child_reap(&ch);
 	if (o->verbose)
 		say("%s: released after %.2fs", o->label, mono_seconds() - t0);

@@ -436,37 +436,13 @@ child_exec(char *const argv[], int *status, char *err, size_t errlen)
 }
 
 /*
- * Wait, until mono_ms() reaches by, for an answer on c to be readable:
- * 0 when it is, -1 when the time ran out, -2 when the connection failed.
- */
-static int
-await_answer(PGconn *c, long by)
-{
-	struct pollfd p;
-	long t;
-
-	while (PQisBusy(c)) {
-		if ((t = mono_ms()) >= by)
-			return -1;
-		p.fd = PQsocket(c);
-		p.events = POLLIN;
-		p.revents = 0;
-		if (poll(&p, 1, (int)(by - t)) == -1 && errno != EINTR)
-			return -2;
-		if (p.revents != 0 && !PQconsumeInput(c))
-			return -2;
-	}
-	return 0;
-}
-
-/*
  * The check in flight when the command exited: is the lock still held?
  * 1, or 0 with the reason in err. Waited for no longer than by.
  */
 static int
 last_check(PGconn *c, long by, long answer_ms, char *err, size_t errlen)
 {
-	switch (await_answer(c, by)) {
+	switch (conn_await(c, by)) {
 	case -1:
 		snprintf(err, errlen, "the server did not answer the lock check "
 		    "within %ld s", answer_ms / 1000);
@@ -490,7 +466,8 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 {
 	struct pollfd p[3];
 	long t, next_check, answer_by = -1, kill_at = -1, timeout, end_at;
-	long answer_ms = w->check_ms > 10000 ? w->check_ms : 10000;
+	long answer_ms = w->check_ms > CONN_ANSWER_MS ? w->check_ms :
+	    CONN_ANSWER_MS;
 	int watching = w->conn != NULL, lost = 0, late = 0, sig, st, held;
 	/*
 	 * Look once before waiting: a SIGCHLD that came while the command

@@ -366,20 +366,80 @@ conn_send_setup(PGconn *c, long wait_ms, int xact, char *err, size_t errlen)
 }
 
 int
-conn_end(PGconn *c, int commit, char *err, size_t errlen)
+conn_await(PGconn *c, long by)
 {
-	PGresult *res = PQexec(c, commit ? "COMMIT" : "ROLLBACK");
-	int rc = 0;
+	struct pollfd p;
+	long t;
+
+	while (PQisBusy(c)) {
+		if ((t = mono_ms()) >= by)
+			return -1;
+		p.fd = PQsocket(c);
+		p.events = POLLIN;
+		p.revents = 0;
+		if (poll(&p, 1, (int)(by - t)) == -1 && errno != EINTR)
+			return -2;
+		if (p.revents != 0 && !PQconsumeInput(c))
+			return -2;
+	}
+	return 0;
+}
+
+PGresult *
+conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
+    char *err, size_t errlen)
+{
+	PGresult *res = NULL, *next;
+	long by = mono_ms() + ms;
+	int n = 0;
+
+	while (params != NULL && params[n] != NULL)
+		n++;
+	if (!PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0)) {
+		conn_reason(c, err, errlen);
+		return NULL;
+	}
+	/* Each result, and the end after them, may come later: wait for each. */
+	for (;;) {
+		switch (conn_await(c, by)) {
+		case -1:
+			snprintf(err, errlen, "the server did not answer within "
+			    "%ld s", ms / 1000);
+			PQclear(res);
+			return NULL;
+		case -2:
+			conn_reason(c, err, errlen);
+			PQclear(res);
+			return NULL;
+		}
+		if ((next = PQgetResult(c)) == NULL)
+			break;
+		if (res == NULL)
+			res = next;
+		else
+			PQclear(next);
+	}
+	if (res == NULL)
+		conn_reason(c, err, errlen);
+	return res;
+}
+
+int
+conn_end(PGconn *c, int commit, long ms, char *err, size_t errlen)
+{
+	const char *what = commit ? "COMMIT" : "ROLLBACK";
+	PGresult *res = conn_exec(c, what, NULL, ms, err, errlen);
+	int rc = -1;
 
 	/* COMMIT of a failed transaction answers ROLLBACK, not an error. */
-	if (PQresultStatus(res) != PGRES_COMMAND_OK ||
-	    strcmp(PQcmdStatus(res), commit ? "COMMIT" : "ROLLBACK") != 0) {
-		if (PQresultStatus(res) == PGRES_COMMAND_OK)
-			snprintf(err, errlen, "the transaction was rolled back");
-		else
-			conn_reason(c, err, errlen);
-		rc = -1;
-	}
+	if (res == NULL)
+		return -1;
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		conn_result_error(res, err, errlen);
+	else if (strcmp(PQcmdStatus(res), what) != 0)
+		snprintf(err, errlen, "the transaction was rolled back");
+	else
+		rc = 0;
 	PQclear(res);
 	return rc;
 }

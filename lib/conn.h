@@ -43,10 +43,33 @@ int conn_send_setup(PGconn *c, long wait_ms, int xact, char *err,
     size_t errlen);
 
 /*
- * End the open transaction: COMMIT (commit) or ROLLBACK. Returns 0, or -1
- * with the reason when it failed or a COMMIT was answered by a rollback.
+ * How long pglock waits for the server to answer a check, a release or a
+ * commit, at least: a server that stops answering (a frozen backend on a
+ * Unix socket, where no keepalive notices) must not hang pglock.
  */
-int conn_end(PGconn *c, int commit, char *err, size_t errlen);
+#define CONN_ANSWER_MS 10000L
+
+/*
+ * Wait, until mono_ms() reaches by, until an answer on c can be read
+ * without blocking: 0 when it can, -1 when the time ran out, -2 when the
+ * connection failed.
+ */
+int conn_await(PGconn *c, long by);
+
+/*
+ * Run sql with params (NULL-terminated; NULL for none) and wait at most
+ * ms for its answer. Returns its result (the first one), or NULL with the
+ * reason in err: the connection failed, or the server did not answer.
+ */
+PGresult *conn_exec(PGconn *c, const char *sql, const char *const *params,
+    long ms, char *err, size_t errlen);
+
+/*
+ * End the open transaction: COMMIT (commit) or ROLLBACK, answered within
+ * ms. Returns 0, or -1 with the reason when it failed, was not answered,
+ * or a COMMIT was answered by a rollback.
+ */
+int conn_end(PGconn *c, int commit, long ms, char *err, size_t errlen);
 
 /*
  * Is the server in recovery (a standby)? 1, 0, or -1 with the reason in

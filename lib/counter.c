@@ -171,8 +171,8 @@ create_table(PGconn *c, const char *q, char *err, size_t errlen)
 	}
 	PQclear(res);
 	if (rc == 0)
-		return conn_end(c, 1, err, errlen);
-	(void)conn_end(c, 0, why, sizeof(why));
+		return conn_end(c, 1, CONN_ANSWER_MS, err, errlen);
+	(void)conn_end(c, 0, CONN_ANSWER_MS, why, sizeof(why));
 	return rc;
 }
 
@@ -265,14 +265,14 @@ counter_next(PGconn *c, const struct counter_req *r, long long *version,
 
 	res = bump(c, r, &b, err, errlen);
 	if (res != COUNTER_OK && b.no_table) {
-		(void)conn_end(c, 0, err, errlen);
+		(void)conn_end(c, 0, CONN_ANSWER_MS, err, errlen);
 		if (create_table(c, r->table, err, errlen) == -1)
 			return COUNTER_ERROR;
 		b.no_table = 0;
 		res = bump(c, r, &b, err, errlen);
 	}
 	if (res != COUNTER_OK)
-		(void)conn_end(c, 0, why, sizeof(why));
+		(void)conn_end(c, 0, CONN_ANSWER_MS, why, sizeof(why));
 	*version = b.version;
 	*sig = b.sig;
 	return res;

@@ -430,21 +430,27 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 }
 
 int
-lock_release(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
+lock_release(PGconn *c, const struct lock_req *r, long ms, char *err,
+    size_t errlen)
 {
 	char sql[256];
+	const char *params[3];
 	struct args a;
 	PGresult *res;
 	int rc = -1;
 
 	if (r->xact)
-		return conn_end(c, 1, err, errlen);
+		return conn_end(c, 1, ms, err, errlen);
 	key_args(&r->key, &a);
 	call(&a, r->shared ? "pg_catalog.pg_advisory_unlock_shared" :
 	    "pg_catalog.pg_advisory_unlock", sql, sizeof(sql));
-	res = PQexecParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0);
+	params[0] = a.params[0];
+	params[1] = a.n > 1 ? a.params[1] : NULL;
+	params[2] = NULL;
+	if ((res = conn_exec(c, sql, params, ms, err, errlen)) == NULL)
+		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		conn_reason(c, err, errlen);
+		conn_result_error(res, err, errlen);
 	else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0)
 		snprintf(err, errlen, "the lock was no longer held");
 	else

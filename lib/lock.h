@@ -73,11 +73,12 @@ int lock_check_send(PGconn *c, const struct lock_req *r, char *err,
 int lock_check_read(PGconn *c, char *err, size_t errlen);
 
 /*
- * Release the lock (unlock, or COMMIT the transaction that holds it).
- * Returns 0, or -1 when it was no longer held or the connection failed
- * (the lock may have been lost while the command ran).
+ * Release the lock (unlock, or COMMIT the transaction that holds it),
+ * answered within ms. Returns 0, or -1 when it was no longer held, the
+ * connection failed or the server did not answer (the lock may have been
+ * lost while the command ran).
  */
-int lock_release(PGconn *c, const struct lock_req *r, char *err,
+int lock_release(PGconn *c, const struct lock_req *r, long ms, char *err,
     size_t errlen);
 
 /*

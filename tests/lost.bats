@@ -60,6 +60,43 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	assert_output "pglock: late-k: lock lost while the command ran (the server did not answer the lock check within 10 s); the command had exited already"
 }
 
+@test "a backend that freezes as the command exits: the release goes unanswered, exit 75 in about 10 s, not a hang" {
+	# On a Unix socket no keepalive notices a stopped backend: only the
+	# bound on the release's answer does.
+	for scope in session transaction; do
+		bg runner pglock --scope "$scope" frz-k sh -c 'kill -STOP $PGLOCK_BACKEND_PID; echo "$PGLOCK_BACKEND_PID" >"$0"' "$BATS_TEST_TMPDIR/pid"
+		wait_until 10 test -s "$BATS_TEST_TMPDIR/pid"
+		pid=$(cat "$BATS_TEST_TMPDIR/pid")
+		CLEANUP="kill -CONT $pid"
+		bgwait runner 25
+		kill -CONT "$pid"
+		[ "$bg_status" -eq 75 ]
+		run cat "$BATS_TEST_TMPDIR/runner.err"
+		assert_output "pglock: frz-k: the release does not show the lock held to the end: it may have been lost (the server did not answer within 10 s)"
+		rm "$BATS_TEST_TMPDIR/pid"
+	done
+}
+
+@test "a backend that freezes before --version-counter commits: exit 75 in about 10 s, not confirmed, and no number skipped" {
+	# shellcheck disable=SC2016
+	bg runner pglock --version-counter frz-t sh -c 'p=$(psql -XAtc "SELECT pid FROM pg_stat_activity WHERE application_name = '\''pglock: frz-t'\''"); kill -STOP "$p"; echo "$p" >"$0"' "$BATS_TEST_TMPDIR/pid"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/pid"
+	pid=$(cat "$BATS_TEST_TMPDIR/pid")
+	CLEANUP="kill -CONT $pid"
+	bgwait runner 25
+	[ "$bg_status" -eq 75 ]
+	run cat "$BATS_TEST_TMPDIR/runner.err"
+	assert_output "pglock: frz-t: the commit of version 1 is not confirmed (the server did not answer within 10 s): check with --peek"
+	# The COMMIT was sent: continued, the backend may still carry it out,
+	# as the message says. Either way the next version follows the last.
+	kill -CONT "$pid"
+	wait_until 10 bash -c "! psql -XAtc 'SELECT 1 FROM pg_stat_activity WHERE pid = $pid' | grep -q 1"
+	run -0 pglock --version-counter --peek frz-t
+	last=$output
+	run -0 pglock --version-counter frz-t
+	assert_output "$((last + 1))"
+}
+
 @test "a server restart while the command runs: exit 75 within the check interval + 2 s" {
 	bg runner pglock --check-interval 2 restart-k sleep 60
 	wait_until 10 held "$(sha_id restart-k)"
