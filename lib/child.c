@@ -43,13 +43,16 @@ exec_error(const char *cmd, int e, int *status, char *err, size_t errlen)
 /*
  * Signal the process group pgrp (0: the caller's). A stopped process acts
  * on a signal only once continued, as timeout(1) knows: a command stopped
- * in the background (SIGTTIN) would outlive a TERM.
+ * in the background (SIGTTIN) would outlive a TERM. Not after USR1 and
+ * USR2, which ask a command to do something, not to end: one stopped on
+ * purpose stays stopped.
  */
 static void
 signal_group(pid_t pgrp, int sig)
 {
 	(void)kill(-pgrp, sig);
-	if (sig != SIGKILL && sig != SIGCONT)
+	if (sig != SIGKILL && sig != SIGCONT && sig != SIGUSR1 &&
+	    sig != SIGUSR2)
 		(void)kill(-pgrp, SIGCONT);
 }
 
@@ -98,9 +101,8 @@ close_others(int keep)
 /*
  * --hold's command: wait for end of file on standard input (kept as 3),
  * holding nothing else open, least of all the database socket, which
- * must close with pglock. A terminal it may not read (pglock --hold KEY &
- * from an interactive shell) would stop it, and a stopped hold outlives
- * the TERM meant to end it: then it holds until it is signalled.
+ * must close with pglock. Reading a terminal from the background stops
+ * it (SIGTTIN) until a signal ends it (signal_group's SIGCONT) or fg.
  */
 static void hold_stdin(void) __attribute__((noreturn));
 
@@ -111,12 +113,9 @@ hold_stdin(void)
 	ssize_t n;
 
 	close_others(STDIN_FILENO);
-	(void)signal(SIGTTIN, SIG_IGN);
 	do
 		n = read(3, buf, sizeof(buf));
 	while (n > 0 || (n == -1 && errno == EINTR));
-	while (n == -1 && errno == EIO)
-		(void)pause();
 	_exit(0);
 }
 

@@ -395,6 +395,12 @@ conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
 
 	while (params != NULL && params[n] != NULL)
 		n++;
+	/* Left in a pipeline or busy (a query not read to its end): not now. */
+	if (PQpipelineStatus(c) != PQ_PIPELINE_OFF || PQisBusy(c)) {
+		snprintf(err, errlen, "the connection is still busy with an "
+		    "earlier query");
+		return NULL;
+	}
 	if (!PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0)) {
 		conn_reason(c, err, errlen);
 		return NULL;

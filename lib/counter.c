@@ -265,8 +265,8 @@ counter_next(PGconn *c, const struct counter_req *r, long long *version,
 
 	res = bump(c, r, &b, err, errlen);
 	if (res != COUNTER_OK && b.no_table) {
-		(void)conn_end(c, 0, CONN_ANSWER_MS, err, errlen);
-		if (create_table(c, r->table, err, errlen) == -1)
+		if (conn_end(c, 0, CONN_ANSWER_MS, err, errlen) == -1 ||
+		    create_table(c, r->table, err, errlen) == -1)
 			return COUNTER_ERROR;
 		b.no_table = 0;
 		res = bump(c, r, &b, err, errlen);

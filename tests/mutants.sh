@@ -29,7 +29,7 @@ grep -v '^#' "$top/tests/mutants.txt" | grep . | while IFS="$(printf '\t')" read
 		if ! make -s -C "$work/tree" "tests/$unit" >"$work/build.log" 2>&1; then
 			echo "mutants: $name: does not build" >&2; echo broken >>"$work/tally"; continue
 		fi
-		run() { "$work/tree/tests/$unit" >"$work/run.log" 2>&1; }
+		run() { "$work/tree/tests/$unit" </dev/null >"$work/run.log" 2>&1; }
 		;;
 	*)
 		bats_file=${tests%%:*} filter=${tests#*:}
@@ -37,7 +37,10 @@ grep -v '^#' "$top/tests/mutants.txt" | grep . | while IFS="$(printf '\t')" read
 			echo "mutants: $name: does not build" >&2; echo broken >>"$work/tally"; continue
 		fi
 		run() {
-			timeout 300 bats -f "$filter" "$work/tree/tests/$bats_file" >"$work/run.log" 2>&1
+			# stdin is the list of mutants: a test must not read it
+			# (script(1) does).
+			timeout 300 bats -f "$filter" "$work/tree/tests/$bats_file" \
+			    </dev/null >"$work/run.log" 2>&1
 		}
 		;;
 	esac
@@ -57,5 +60,10 @@ done
 k=$(grep -c '^killed$' "$work/tally" 2>/dev/null || true)
 s=$(grep -c '^survived$' "$work/tally" 2>/dev/null || true)
 b=$(grep -c '^broken$' "$work/tally" 2>/dev/null || true)
+want=$(grep -v '^#' "$top/tests/mutants.txt" | grep . | cut -f1 | grep -Ec -- "$only" || true)
 echo "mutants: $k killed, $s survived, $b not applied, of $((k + s + b))"
+if [ "$((k + s + b))" -ne "$want" ]; then
+	echo "mutants: only $((k + s + b)) of the $want listed were tried" >&2
+	exit 1
+fi
 [ "$s" -eq 0 ] && [ "$b" -eq 0 ] && [ "$k" -gt 0 ]

@@ -248,12 +248,31 @@ count_term='trap "echo TERM >>\"\$0\"; n=10" TERM; echo ready >"$0.ready"; n=-1;
 	# pglock KEY cmd & in an interactive shell: cmd reads the terminal,
 	# which is not its to read, and stops. kill %1 must still end it.
 	cat >"$BATS_TEST_TMPDIR/job" <<-'EOF2'
-	"$PGLOCK" ttin-k sh -c 'read x; echo "read $x"' &
-	for i in $(seq 100); do "$PGLOCK" --status ttin-k >/dev/null && break; sleep 0.1; done
-	sleep 0.5
+	"$PGLOCK" ttin-k sh -c 'echo $$ >"$0"; read x; echo "read $x"' "$0.cmd" &
+	for i in $(seq 200); do [ -s "$0.cmd" ] && ps -o stat= -p "$(cat "$0.cmd")" | grep -q T && break; sleep 0.1; done
+	ps -o stat= -p "$(cat "$0.cmd")" | grep -q T && echo "command stopped"
 	kill %1; wait %1; echo "pglock: $?"
 	"$PGLOCK" -n -q ttin-k true; echo "after: $?"
 	EOF2
 	run -0 timeout 20 script -qec "bash --norc --noprofile -i $BATS_TEST_TMPDIR/job" /dev/null
-	assert_output "$(printf 'pglock: 143\r\nafter: 0\r')"
+	assert_output "$(printf 'command stopped\r\npglock: 143\r\nafter: 0\r')"
+}
+
+@test "USR1 passed on leaves a command that was stopped on purpose stopped (no SIGCONT after it)" {
+	# shellcheck disable=SC2016
+	bg runner pglock usr-k sh -c 'trap "echo got >>\"\$0.log\"" USR1; echo $$ >"$0"; while :; do sleep 0.1; done' "$BATS_TEST_TMPDIR/cmd"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/cmd"
+	cmd=$(cat "$BATS_TEST_TMPDIR/cmd")
+	CLEANUP="kill -CONT $cmd"
+	kill -STOP "$cmd"
+	wait_until 5 bash -c "ps -o stat= -p $cmd | grep -q T"
+	kill -USR1 "$(bgpid runner)"
+	sleep 0.5	# not to synchronise: a SIGCONT would have come by now
+	run -0 ps -o stat= -p "$cmd"
+	[[ "$output" == T* ]]
+	kill -CONT "$cmd"
+	wait_until 5 test -s "$BATS_TEST_TMPDIR/cmd.log"
+	kill -TERM "$(bgpid runner)"
+	bgwait runner 10
+	[ "$bg_status" -eq 143 ]
 }
