@@ -50,6 +50,15 @@ wait_until() {
 	done
 }
 
+# job_shell: run the script on standard input in an interactive bash (job
+# control on, as at a prompt) on a terminal of its own (script(1)),
+# bounded; its output, without the terminal's carriage returns, in $output.
+job_shell() {
+	cat >"$BATS_TEST_TMPDIR/job"
+	run -0 timeout 20 script -qec "bash --norc --noprofile -i $BATS_TEST_TMPDIR/job" /dev/null
+	output=${output//$'\r'/}
+}
+
 # What a timed-out wait_until shows, so that a failure in CI says why:
 # the background jobs' stderr and the server's sessions that hold or await
 # advisory locks.

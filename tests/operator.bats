@@ -53,7 +53,7 @@ after: 0"
 @test "--hold in the background of an interactive shell holds until killed, then exits 0" {
 	# Job control: the terminal is not the background job's to read, so
 	# the hold is stopped (SIGTTIN); it must still end on kill %1's TERM.
-	cat >"$BATS_TEST_TMPDIR/job" <<-'EOF2'
+	job_shell <<-'EOF2'
 	"$PGLOCK" --hold hold-bg >/dev/null &
 	for i in $(seq 200); do ps -o stat= --ppid $! | grep -q T && break; sleep 0.1; done
 	ps -o stat= --ppid $! | grep -q T && echo "hold stopped"
@@ -61,8 +61,7 @@ after: 0"
 	kill %1; wait %1; echo "hold: $?"
 	"$PGLOCK" -n -q hold-bg true; echo "after: $?"
 	EOF2
-	run -0 timeout 20 script -qec "bash --norc --noprofile -i $BATS_TEST_TMPDIR/job" /dev/null
-	assert_output "$(printf 'hold stopped\r\nduring: 1\r\nhold: 0\r\nafter: 0\r')"
+	assert_output "$(printf 'hold stopped\nduring: 1\nhold: 0\nafter: 0')"
 }
 
 @test "--hold: a lost lock signals the script (its parent) and exits 75" {

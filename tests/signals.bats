@@ -247,15 +247,14 @@ count_term='trap "echo TERM >>\"\$0\"; n=10" TERM; echo ready >"$0.ready"; n=-1;
 @test "a command stopped in the background by SIGTTIN still ends on the TERM pglock passes on" {
 	# pglock KEY cmd & in an interactive shell: cmd reads the terminal,
 	# which is not its to read, and stops. kill %1 must still end it.
-	cat >"$BATS_TEST_TMPDIR/job" <<-'EOF2'
+	job_shell <<-'EOF2'
 	"$PGLOCK" ttin-k sh -c 'echo $$ >"$0"; read x; echo "read $x"' "$0.cmd" &
 	for i in $(seq 200); do [ -s "$0.cmd" ] && ps -o stat= -p "$(cat "$0.cmd")" | grep -q T && break; sleep 0.1; done
 	ps -o stat= -p "$(cat "$0.cmd")" | grep -q T && echo "command stopped"
 	kill %1; wait %1; echo "pglock: $?"
 	"$PGLOCK" -n -q ttin-k true; echo "after: $?"
 	EOF2
-	run -0 timeout 20 script -qec "bash --norc --noprofile -i $BATS_TEST_TMPDIR/job" /dev/null
-	assert_output "$(printf 'command stopped\r\npglock: 143\r\nafter: 0\r')"
+	assert_output "$(printf 'command stopped\npglock: 143\nafter: 0')"
 }
 
 @test "USR1 passed on leaves a command that was stopped on purpose stopped (no SIGCONT after it)" {
