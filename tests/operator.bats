@@ -50,20 +50,6 @@ after: 0"
 	assert_output "hold-t	$(sha_id hold-t)"
 }
 
-@test "--hold in the background of an interactive shell holds until killed, then exits 0" {
-	# Job control: the terminal is not the background job's to read, so
-	# the hold is stopped (SIGTTIN); it must still end on kill %1's TERM.
-	job_shell <<-'EOF2'
-	"$PGLOCK" --hold hold-bg >/dev/null &
-	for i in $(seq 200); do ps -o stat= --ppid $! | grep -q T && break; sleep 0.1; done
-	ps -o stat= --ppid $! | grep -q T && echo "hold stopped"
-	"$PGLOCK" -n -q hold-bg true; echo "during: $?"
-	kill %1; wait %1; echo "hold: $?"
-	"$PGLOCK" -n -q hold-bg true; echo "after: $?"
-	EOF2
-	assert_output "$(printf 'hold stopped\nduring: 1\nhold: 0\nafter: 0')"
-}
-
 @test "--hold: a lost lock signals the script (its parent) and exits 75" {
 	cat >"$BATS_TEST_TMPDIR/script" <<-'EOF'
 	trap 'wait "$lock_pid"; echo "script got TERM; hold exited $?"; exit 3' TERM
