@@ -36,6 +36,7 @@
 #include "lib/counter.h"
 #include "lib/exits.h"
 #include "lib/key.h"
+#include "lib/lease.h"
 #include "lib/lock.h"
 #include "lib/sig.h"
 
@@ -540,6 +541,10 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 		o->check_ms = duration_or_err("--check-interval", arg);
 		if (o->check_ms == 0)
 			usage_err("%s", "--check-interval: must be more than 0");
+		/* The lease (4 intervals) is an int of ms for the server. */
+		if (o->check_ms > ARG_MAX_MS / 4)
+			usage_err("--check-interval: at most %lds",
+			    ARG_MAX_MS / 4000);
 		break;
 	case OPT_LOST_SIG:
 		if (arg_signal(arg, &o->lost_sig, why, sizeof(why)) == -1)
@@ -722,26 +727,20 @@ setenv_or_err(const char *name, const char *value)
 
 /*
  * The command's PGLOCK_* variables come from pglock alone: a caller's
- * PGLOCK_FENCE or PGLOCK_VERSION would be a forged or stale token.
+ * PGLOCK_FENCE or PGLOCK_VERSION would be a forged or stale token. Taken
+ * out of environ itself, which execve(2) may fill with entries that have
+ * no '=' (unsetenv() cannot name those).
  */
 static void
-scrub_env_or_err(void)
+scrub_env(void)
 {
 	extern char **environ;
-	char *name;
-	size_t i = 0;
+	size_t i, kept = 0;
 
-	while (environ[i] != NULL) {
-		if (strncmp(environ[i], "PGLOCK_", 7) != 0) {
-			i++;
-			continue;
-		}
-		/* unsetenv() moves the rest down: look at i again. */
-		name = strndup(environ[i], strcspn(environ[i], "="));
-		if (name == NULL || unsetenv(name) == -1)
-			die_errno(EXIT_OSERR, "unsetenv");
-		free(name);
-	}
+	for (i = 0; environ[i] != NULL; i++)
+		if (strncmp(environ[i], "PGLOCK_", 7) != 0)
+			environ[kept++] = environ[i];
+	environ[kept] = NULL;
 }
 
 /* The command's environment: what it holds, for logs and fencing. */
@@ -764,15 +763,31 @@ export_lock_env_or_err(const struct opts *o, const struct lock_req *lk,
 	}
 }
 
-/* The watchdog, then (unless later) the command at its gate. */
+/*
+ * Fork the watchdog: if pglock dies, it stops the command (and tells a
+ * hold's script); if pglock stops renewing the lease, it KILLs it.
+ */
 static void
 guard_or_err(const struct opts *o, struct child *ch)
 {
 	char why[1024];
 
-	if (child_guard(o->lost_sig, o->kill_after_ms, ch, why,
-	    sizeof(why)) == -1)
+	ch->lost_sig = o->lost_sig;
+	ch->kill_after_ms = o->kill_after_ms;
+	ch->notify = o->mode == MODE_HOLD ? caller : 0;
+	ch->kill_by = -1;
+	if (child_guard(ch, why, sizeof(why)) == -1)
 		die(EXIT_OSERR, "%s", why);
+}
+
+/*
+ * The server ends a holder silent this long (lease.h's S), and its lock;
+ * never under -F, where nobody checks the lock to renew it.
+ */
+static long
+lease_ms(const struct opts *o)
+{
+	return o->no_fork ? 0 : lease_of(o->check_ms).server_ms;
 }
 
 static void
@@ -787,14 +802,14 @@ spawn_or_err(const struct opts *o, struct child *ch)
 }
 
 /*
- * Run the command while lk is held on c, watching for its loss; ch is its
- * watchdog (and maybe the command at its gate) forked already, to be
- * reaped by the caller. Returns the command's exit status;
- * exits 75 if the lock was lost meanwhile.
+ * Run the command while lk, granted at since (mono_ms()), is held on c,
+ * watching for its loss; ch is its watchdog (and maybe the command at its
+ * gate) forked already, to be reaped by the caller. Returns the command's
+ * exit status; exits 75 if the lock was lost meanwhile.
  */
 static int
 run_command_or_err(const struct opts *o, PGconn *c,
-    const struct lock_req *lk, struct child *ch)
+    const struct lock_req *lk, long since, struct child *ch)
 {
 	struct child_watch w;
 	char why[1024];
@@ -813,6 +828,9 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	}
 	if (ch->pid == -1)
 		spawn_or_err(o, ch);
+	w.lease = lease_of(o->check_ms);
+	w.since = since;
+	ch->kill_by = since + w.lease.dead_ms;
 	switch (child_go(ch, o->argv != NULL ? o->argv[0] : "--hold", &status,
 	    why, sizeof(why))) {
 	case CHILD_STARTED:
@@ -825,9 +843,6 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	}
 	w.conn = c;
 	w.lock = lk;
-	w.check_ms = o->check_ms;
-	w.lost_sig = o->lost_sig;
-	w.kill_after_ms = o->kill_after_ms;
 	w.max_ms = o->max_ms;
 	switch (child_wait(ch, &w, &status, why, sizeof(why))) {
 	case CHILD_EXITED:
@@ -895,6 +910,7 @@ allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
 
 	if (counter_lock(o->table_sql, tenant, wait_ms, r) == -1)
 		die_errno(EXIT_OSERR, "malloc");
+	r->lock.lease_ms = lease_ms(o);
 	switch (counter_next(c, r, v, &sig, why, sizeof(why))) {
 	case COUNTER_OK:
 		return 0;
@@ -919,6 +935,7 @@ version_counter(const struct opts *o, PGconn *c)
 	struct child ch;
 	char why[1024], num[32];
 	long long v;
+	long since;
 	int status;
 
 	if (o->peek) {
@@ -953,11 +970,13 @@ version_counter(const struct opts *o, PGconn *c)
 			    why);
 		return 0;
 	}
+	since = mono_ms();
+	conn_deadline(-1, 0);
 	snprintf(num, sizeof(num), "%lld", v);
 	setenv_or_err("PGLOCK_VERSION", num);
 	setenv_or_err("PGLOCK_TENANT", o->key);
 	guard_or_err(o, &ch);
-	status = run_command_or_err(o, c, &r.lock, &ch);
+	status = run_command_or_err(o, c, &r.lock, since, &ch);
 	/* A failed command consumes no number. */
 	if (conn_end(c, status == 0, answer_ms(o), why, sizeof(why)) == -1 &&
 	    status == 0)
@@ -1480,9 +1499,11 @@ lock_and_run(const struct opts *o, PGconn *c)
 	struct waiting w = { o->label, 0, 0 };
 	char why[1024], slot[32] = "";
 	double t0;
+	long since;
 	int backend_pid = 0, status;
 
 	lk.wait_ms = wait_left(o);
+	lk.lease_ms = lease_ms(o);
 	choose_scope(o, c, &lk);
 	if (o->verbose && lk.wait_ms != 0)
 		report_holder(o, c);
@@ -1493,6 +1514,8 @@ lock_and_run(const struct opts *o, PGconn *c)
 	}
 	if ((status = acquire_or_err(o, c, &lk, &ch, &w, &backend_pid)) != 0)
 		return status;
+	since = mono_ms();
+	conn_deadline(-1, 0);
 	if (lk.slots > 0)
 		snprintf(slot, sizeof(slot), "slot %d of %d ", lk.slot,
 		    lk.slots);
@@ -1507,7 +1530,7 @@ lock_and_run(const struct opts *o, PGconn *c)
 	}
 	if (o->mode == MODE_HOLD)
 		hold_line_or_err(o, &lk);
-	status = run_command_or_err(o, c, &lk, &ch);
+	status = run_command_or_err(o, c, &lk, since, &ch);
 	if (o->no_fork)
 		return status;
 	/* A hold ends at end of input, or when it is told to, by TERM or INT. */
@@ -1562,7 +1585,7 @@ main(int argc, char **argv)
 	(void)counter_table_sql("pglock_versions", o.table_sql,
 	    sizeof(o.table_sql));
 	parse_or_err(argc, argv, &o);
-	scrub_env_or_err();
+	scrub_env();
 
 	if (o.mode == MODE_EXPLAIN)
 		return explain(&o);
@@ -1588,6 +1611,15 @@ main(int argc, char **argv)
 	default:
 		die(EXIT_UNAVAILABLE, "%s", why);
 	}
+	/*
+	 * -w by pglock's own clock too, a second after the server's
+	 * lock_timeout; -n, CONN_ANSWER_MS: a frozen or unreachable server
+	 * ends the wait all the same.
+	 */
+	if (o.lock.wait_ms > 0)
+		conn_deadline(o.conn.deadline_ms + 1000, o.lock.wait_ms);
+	else if (o.lock.wait_ms == 0)
+		conn_deadline(mono_ms() + CONN_ANSWER_MS, CONN_ANSWER_MS);
 	/* A query that only reads or breaks dies by signal, as psql. */
 	if (o.mode != MODE_STATUS && o.mode != MODE_BREAK && !o.peek &&
 	    sig_init(why, sizeof(why)) == -1)

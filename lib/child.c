@@ -121,41 +121,70 @@ hold_stdin(void)
 
 /*
  * The watchdog leads the command's process group and reads a socket whose
- * other end only pglock holds. pglock arms it with a byte just before the
- * command may exec, and dismisses it with SIGKILL once the command is
- * reaped. End of file means pglock died, and its session and lock with it:
- * unarmed, there is nothing to stop; armed, stop the whole group, as a
- * lost lock does (the command's parent-death signal reaches it alone).
+ * other end only pglock holds. pglock arms it with the lease's end just
+ * before the command may exec, renews that with every answered check, and
+ * dismisses it with SIGKILL once the command is reaped. End of file means
+ * pglock died, and its session and lock with it: unarmed, there is nothing
+ * to stop; armed, stop the whole group, as a lost lock does (the command's
+ * parent-death signal reaches it alone). The lease's end passed with no
+ * renewal means pglock lives but is stopped: the server may give the lock
+ * away now, so the group is KILLed.
  */
 static void
-watchdog(int fd, int lost_sig, long kill_after_ms)
+watchdog(int fd, const struct child *ch)
 {
 	struct timespec ts;
+	struct pollfd p;
+	long kill_by = -1, msg, t, wait;
 	ssize_t n;
 	int armed = 0;
-	char c;
 
 	close_others(fd);
-	do {
-		n = read(3, &c, 1);
-		armed |= n == 1;
-	} while (n == 1 || (n == -1 && errno == EINTR));
+	for (;;) {
+		p.fd = 3;
+		p.events = POLLIN;
+		p.revents = 0;
+		t = mono_ms();
+		if (kill_by >= 0 && t >= kill_by) {
+			if (ch->notify > 0)
+				(void)kill(ch->notify, ch->lost_sig);
+			(void)kill(0, SIGKILL);
+			_exit(0);
+		}
+		if (poll(&p, 1, kill_by >= 0 ? (int)(kill_by - t) : -1) < 1)
+			continue;	/* the time came, or EINTR */
+		n = read(3, &msg, sizeof(msg));
+		if (n == (ssize_t)sizeof(msg)) {
+			armed = 1;
+			kill_by = msg;
+		} else if (n != -1 || errno != EINTR) {
+			break;
+		}
+	}
 	if (!armed)
 		_exit(0);
-	signal_group(0, lost_sig);
-	ts.tv_sec = kill_after_ms / 1000;
-	ts.tv_nsec = kill_after_ms % 1000 * 1000000;
+	if (ch->notify > 0)
+		(void)kill(ch->notify, ch->lost_sig);
+	signal_group(0, ch->lost_sig);
+	wait = ch->kill_after_ms;
+	if (kill_by >= 0 && kill_by - mono_ms() < wait)
+		wait = kill_by > mono_ms() ? kill_by - mono_ms() : 0;
+	ts.tv_sec = wait / 1000;
+	ts.tv_nsec = wait % 1000 * 1000000;
 	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
 		;
 	(void)kill(0, SIGKILL);
 	_exit(0);
 }
 
-/* A socketpair, so that pglock can write with MSG_NOSIGNAL. */
+/*
+ * A socketpair, so that pglock can write with MSG_NOSIGNAL: of type
+ * SOCK_SEQPACKET for the watchdog, whose messages arrive whole.
+ */
 static int
-cloexec_pair(int sv[2], char *err, size_t errlen)
+cloexec_pair(int type, int sv[2], char *err, size_t errlen)
 {
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == -1) {
+	if (socketpair(AF_UNIX, type, 0, sv) == -1) {
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		return -1;
 	}
@@ -169,11 +198,16 @@ cloexec_pair(int sv[2], char *err, size_t errlen)
 	return 0;
 }
 
-/* From here on, pglock's death stops the group. Returns 0 or -1. */
+/*
+ * Tell the watchdog the lease's end, ch->kill_by: the first time, this
+ * arms it. Never blocks. Returns 0 or -1.
+ */
 static int
 arm_watchdog(const struct child *ch)
 {
-	return send(ch->watchdog, "a", 1, MSG_NOSIGNAL) == 1 ? 0 : -1;
+	return send(ch->watchdog, &ch->kill_by, sizeof(ch->kill_by),
+	    MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(ch->kill_by) ?
+	    0 : -1;
 }
 
 /* The command is reaped: the watchdog has nothing left to guard. */
@@ -236,7 +270,7 @@ fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
 	sigset_t mask;
 	pid_t pid;
 
-	if (cloexec_pair(dog, err, errlen) == -1)
+	if (cloexec_pair(SOCK_SEQPACKET, dog, err, errlen) == -1)
 		return -1;
 	sig_block(&mask);
 	pid = fork();
@@ -245,7 +279,7 @@ fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
 			_exit(0);	/* the group is gone: nothing to guard */
 		sig_ignore(ch->lost_sig);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
-		watchdog(dog[0], ch->lost_sig, ch->kill_after_ms);
+		watchdog(dog[0], ch);
 	}
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(dog[0]);
@@ -272,12 +306,9 @@ fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
 }
 
 int
-child_guard(int lost_sig, long kill_after_ms, struct child *ch, char *err,
-    size_t errlen)
+child_guard(struct child *ch, char *err, size_t errlen)
 {
 	ch->foreground = 0;
-	ch->lost_sig = lost_sig;
-	ch->kill_after_ms = kill_after_ms;
 	ch->pid = -1;
 	ch->gate = -1;
 	ch->dog = -1;
@@ -323,7 +354,7 @@ child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
 	 * command's answer is its exec error, and end of file means exec
 	 * succeeded (or, to the command, that it must not run).
 	 */
-	if (cloexec_pair(sp, err, errlen) == -1)
+	if (cloexec_pair(SOCK_STREAM, sp, err, errlen) == -1)
 		return -1;
 	sig_block(&mask);
 	ch->pid = fork();
@@ -444,7 +475,7 @@ last_check(PGconn *c, long by, long answer_ms, char *err, size_t errlen)
 	switch (conn_await(c, by)) {
 	case -1:
 		snprintf(err, errlen, "the server did not answer the lock check "
-		    "within %ld s", answer_ms / 1000);
+		    "within %.3g s", (double)answer_ms / 1000.0);
 		return 0;
 	case -2:
 		conn_reason(c, err, errlen);
@@ -452,6 +483,18 @@ last_check(PGconn *c, long by, long answer_ms, char *err, size_t errlen)
 	default:
 		return lock_check_read(c, err, errlen) == 1;
 	}
+}
+
+/*
+ * A check sent at sent was answered: the lease runs from then, in pglock
+ * and in the watchdog.
+ */
+static void
+renew(struct child *ch, const struct lease *l, long sent, long *answered)
+{
+	*answered = sent;
+	ch->kill_by = sent + l->dead_ms;
+	(void)arm_watchdog(ch);
 }
 
 /*
@@ -463,10 +506,10 @@ enum child_end
 child_wait(struct child *ch, const struct child_watch *w, int *status,
     char *err, size_t errlen)
 {
+	const struct lease *l = &w->lease;
 	struct pollfd p[3];
-	long t, next_check, answer_by = -1, kill_at = -1, timeout, end_at;
-	long answer_ms = w->check_ms > CONN_ANSWER_MS ? w->check_ms :
-	    CONN_ANSWER_MS;
+	long t, next_check, sent = -1, answer_by = -1, kill_at = -1, timeout;
+	long answered = w->since, end_at;
 	int watching = w->conn != NULL, lost = 0, late = 0, sig, st, held;
 	/*
 	 * Look once before waiting: a SIGCHLD that came while the command
@@ -476,7 +519,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	pid_t r;
 
 	ch->stopped = 0;
-	next_check = mono_ms() + w->check_ms;
+	next_check = w->since + l->check_ms;
 	end_at = w->max_ms > 0 ? mono_ms() + w->max_ms : -1;
 	for (;;) {
 		t = mono_ms();
@@ -541,39 +584,52 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			} else if (!PQisBusy(w->conn) && answer_by >= 0) {
 				held = lock_check_read(w->conn, err, errlen);
 				answer_by = -1;
+				if (held == 1)
+					renew(ch, l, sent, &answered);
 			}
 		}
 		t = mono_ms();
 		if (watching && held == 1 && w->lock != NULL) {
-			if (answer_by >= 0 && t >= answer_by) {
+			if (t >= answered + l->dead_ms) {
+				/* pglock itself was stopped that long. */
+				snprintf(err, errlen, "no check was answered "
+				    "for %.3g s", (double)l->dead_ms / 1000.0);
+				held = 0;
+			} else if (answer_by >= 0 && t >= answer_by) {
 				snprintf(err, errlen, "the server did not "
-				    "answer the lock check within %ld s",
-				    answer_ms / 1000);
+				    "answer the lock check within %.3g s",
+				    (double)l->answer_ms / 1000.0);
 				held = 0;
 			} else if (answer_by < 0 && t >= next_check) {
 				if (lock_check_send(w->conn, w->lock, err,
 				    errlen) == -1)
 					held = 0;
-				answer_by = t + answer_ms;
-				next_check = t + w->check_ms;
+				sent = t;
+				answer_by = t + l->answer_ms;
+				next_check = t + l->check_ms;
 			}
 		}
 		if (watching && held != 1) {
-			/* Lost: stop the whole group, and KILL it later. */
+			/*
+			 * Lost: stop the whole group, and KILL it later, but
+			 * before the server may give the lock to another.
+			 */
 			watching = 0;
 			lost = 1;
 			ch->stopped = 1;
-			signal_group(ch->pgrp, w->lost_sig);
-			if (kill_at < 0 || t + w->kill_after_ms < kill_at)
-				kill_at = t + w->kill_after_ms;
+			signal_group(ch->pgrp, ch->lost_sig);
+			if (kill_at < 0 || t + ch->kill_after_ms < kill_at)
+				kill_at = t + ch->kill_after_ms;
+			if (w->lock != NULL && answered + l->dead_ms < kill_at)
+				kill_at = answered + l->dead_ms;
 		}
 		if (end_at >= 0 && t >= end_at) {
 			/* --max-time: as timeout(1) does, then KILL later. */
 			end_at = -1;
 			if (!lost) {
 				late = 1;
-				signal_group(ch->pgrp, w->lost_sig);
-				kill_at = t + w->kill_after_ms;
+				signal_group(ch->pgrp, ch->lost_sig);
+				kill_at = t + ch->kill_after_ms;
 			}
 		}
 		if (kill_at >= 0 && t >= kill_at) {
@@ -589,7 +645,8 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	 * command ran.
 	 */
 	if (watching && answer_by >= 0)
-		lost = !last_check(w->conn, answer_by, answer_ms, err, errlen);
+		lost = !last_check(w->conn, answer_by, l->answer_ms, err,
+		    errlen);
 	/* Leave nothing of the command running without the lock. */
 	if (lost)
 		(void)kill(-ch->pgrp, SIGKILL);

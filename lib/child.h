@@ -11,17 +11,25 @@
 
 #include <libpq-fe.h>
 
+#include "lease.h"
 #include "lock.h"
 
 struct child {
+	/* Set by the caller before child_guard(): */
+	int lost_sig;		/* for the command if pglock dies */
+	long kill_after_ms;	/* then KILL, this much later */
+	pid_t notify;		/* also gets lost_sig then (--hold's script);
+				   0: nobody */
+	long kill_by;		/* mono_ms() by which the watchdog KILLs the
+				   group unless child_wait() renews it (the
+				   lease's end); -1: never */
+	/* Kept by the functions below: */
 	pid_t pid;		/* the command */
 	pid_t pgrp;		/* its process group: the first watchdog's pid */
 	pid_t dog;		/* the watchdog now; -1 once reaped */
 	int watchdog;		/* pglock's end of the watchdog's socket */
 	int foreground;		/* the group was handed the terminal */
 	int gate;		/* child_go() lets the command exec */
-	int lost_sig;		/* for the command if pglock dies */
-	long kill_after_ms;	/* then KILL, this much later */
 	int stopped;		/* child_wait stopped it: the lock was lost */
 };
 
@@ -34,11 +42,12 @@ enum child_start {
 /*
  * Fork the watchdog that will lead the command's process group: once
  * armed by child_go(), if pglock dies (even by SIGKILL), it sends lost_sig
- * to the whole group, and SIGKILL kill_after_ms later. Unarmed, it just
+ * to the whole group (and to notify), and SIGKILL kill_after_ms later, or
+ * at kill_by if sooner; and if pglock lives but stops renewing the lease
+ * (it was stopped itself), it KILLs the group at kill_by. Unarmed, it just
  * exits. Returns 0, or -1 with the reason in err.
  */
-int child_guard(int lost_sig, long kill_after_ms, struct child *ch,
-    char *err, size_t errlen);
+int child_guard(struct child *ch, char *err, size_t errlen);
 
 /*
  * After child_guard(): fork the command (argv, searched in PATH) into the
@@ -72,10 +81,9 @@ void child_exec(char *const argv[], int *status, char *err, size_t errlen);
 
 struct child_watch {
 	PGconn *conn;			/* the session that holds the lock */
-	const struct lock_req *lock;	/* checked every check_ms; NULL: no */
-	long check_ms;
-	int lost_sig;			/* sent to the group when it is lost */
-	long kill_after_ms;		/* then KILL after this long */
+	const struct lock_req *lock;	/* checked as lease says; NULL: no */
+	struct lease lease;
+	long since;			/* mono_ms() when the lock was granted */
 	long max_ms;			/* lost_sig when it runs longer; 0: no */
 };
 
@@ -90,8 +98,10 @@ enum child_end {
 /*
  * Wait for the child while forwarding signals to its process group and
  * watching the connection: if the lock is lost, signal the group with
- * lost_sig, then KILL, and return CHILD_LOST (reason in err) once the child
- * is reaped.
+ * ch->lost_sig, then KILL after ch->kill_after_ms or at the lease's end,
+ * whichever comes first, and return CHILD_LOST (reason in err) once the
+ * child is reaped. Each answered check renews the lease, and the
+ * watchdog's kill_by with it.
  */
 enum child_end child_wait(struct child *ch, const struct child_watch *w,
     int *status, char *err, size_t errlen);

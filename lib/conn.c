@@ -10,16 +10,25 @@
 #endif
 #include <errno.h>
 #include <netdb.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "conn.h"
 #include "sig.h"
+
+/*
+ * How long unacknowledged data may wait on a TCP connection, in ms: on
+ * pglock's end always, on the server's when there is no lease.
+ */
+#define TCP_USER_TIMEOUT "10000"
 
 /* The last message the server sent outside a query, e.g. why it hung up. */
 static char server_said[512];
@@ -157,6 +166,8 @@ connect_once(const char *const *keys, const char *const *vals,
 	}
 	/* The SQLSTATE tells a full server from a wrong password. */
 	PQsetErrorVerbosity(c, PQERRORS_VERBOSE);
+	/* From the start: libpq's default would print its own lines. */
+	PQsetNoticeReceiver(c, on_notice, NULL);
 	user_ms = user_timeout_ms(c);
 	limit = user_ms < 0 ? until_ms : mono_ms() + user_ms;
 	if (until_ms >= 0 && until_ms < limit)
@@ -236,7 +247,7 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 	SET("keepalives_idle", "5");
 	SET("keepalives_interval", "2");
 	SET("keepalives_count", "3");
-	SET("tcp_user_timeout", "10000");
+	SET("tcp_user_timeout", TCP_USER_TIMEOUT);
 	/* Locks on a standby exclude nobody: a host list finds the primary. */
 	if (getenv("PGTARGETSESSIONATTRS") == NULL)
 		SET("target_session_attrs", "primary");
@@ -277,35 +288,36 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 		}
 		pause_ms(pause);
 	}
-	PQsetNoticeReceiver(c, on_notice, NULL);
 	return c;
 }
 
 /*
- * pglock's session settings. Timeouts are always forced off (lock_timeout
- * is -w); dead-peer detection is left alone where the user chose it in the
- * connection's options (options=-c ... or PGOPTIONS). Settings older
- * servers lack are not sent, and TCP ones not on a Unix socket, so that
- * the statement stays a handful of set_config() calls: cheap for a fresh
- * backend, unlike a join with pg_settings.
+ * pglock's session settings. Timeouts are always forced: lock_timeout is
+ * -w's, and the lease's (the idle timeouts and tcp_user_timeout, after
+ * which the server ends a silent holder's session or transaction) must
+ * not be shortened. The rest of dead-peer detection is left alone where
+ * the user chose it in the connection's options (options=-c ... or
+ * PGOPTIONS). Settings older servers lack are not sent, and TCP ones not
+ * on a Unix socket, so that the statement stays a handful of set_config()
+ * calls: cheap for a fresh backend, unlike a join with pg_settings.
  */
 static const struct setting {
 	const char *name;
-	const char *value;	/* NULL: $1, the lock timeout */
+	const char *value;	/* SQL: $1 lock timeout, $2 lease, $3 TCP's */
 	int since;		/* server version that has it */
 	int forced;
 	int tcp;		/* meaningful on TCP connections only */
 } settings[] = {
-	{ "statement_timeout", "0", 0, 1, 0 },
-	{ "idle_in_transaction_session_timeout", "0", 0, 1, 0 },
-	{ "idle_session_timeout", "0", 140000, 1, 0 },
-	{ "transaction_timeout", "0", 170000, 1, 0 },
-	{ "lock_timeout", NULL, 0, 1, 0 },
-	{ "client_connection_check_interval", "2000", 140000, 0, 0 },
-	{ "tcp_keepalives_idle", "5", 0, 0, 1 },
-	{ "tcp_keepalives_interval", "2", 0, 0, 1 },
-	{ "tcp_keepalives_count", "3", 0, 0, 1 },
-	{ "tcp_user_timeout", "10000", 120000, 0, 1 },
+	{ "statement_timeout", "'0'", 0, 1, 0 },
+	{ "idle_in_transaction_session_timeout", "$2::text", 0, 1, 0 },
+	{ "idle_session_timeout", "$2::text", 140000, 1, 0 },
+	{ "transaction_timeout", "'0'", 170000, 1, 0 },
+	{ "lock_timeout", "$1::text", 0, 1, 0 },
+	{ "client_connection_check_interval", "'2000'", 140000, 0, 0 },
+	{ "tcp_keepalives_idle", "'5'", 0, 0, 1 },
+	{ "tcp_keepalives_interval", "'2'", 0, 0, 1 },
+	{ "tcp_keepalives_count", "'3'", 0, 0, 1 },
+	{ "tcp_user_timeout", "$3::text", 120000, 1, 1 },
 };
 
 /* Did the user set NAME in the connection's startup options? */
@@ -330,10 +342,12 @@ local_end(PGconn *c, struct sockaddr_storage *ss, socklen_t *len)
 }
 
 int
-conn_send_setup(PGconn *c, long wait_ms, int xact, char *err, size_t errlen)
+conn_send_setup(PGconn *c, long wait_ms, long lease_ms, int xact, char *err,
+    size_t errlen)
 {
-	char sql[1024], ms[32];
-	const char *params[1] = { ms };
+	char sql[1024], ms[3][32];
+	const char *params[3] = { ms[0], ms[1], ms[2] };
+	const Oid text[3] = { 25, 25, 25 };	/* TEXTOID: $3 may be unused */
 	PQconninfoOption *info = PQconninfo(c);
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -341,7 +355,13 @@ conn_send_setup(PGconn *c, long wait_ms, int xact, char *err, size_t errlen)
 	int tcp = local_end(c, &ss, &len) == 0 && ss.ss_family != AF_UNIX;
 	int version = PQserverVersion(c);
 
-	n = (size_t)snprintf(sql, sizeof(sql), "SELECT 1");
+	/*
+	 * First, in the same transaction as the lock: is this a standby?
+	 * Through a pooler, the answer at connection may have come from
+	 * another server.
+	 */
+	n = (size_t)snprintf(sql, sizeof(sql),
+	    "SELECT pg_catalog.pg_is_in_recovery()");
 	for (i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
 		const struct setting *s = &settings[i];
 
@@ -349,20 +369,30 @@ conn_send_setup(PGconn *c, long wait_ms, int xact, char *err, size_t errlen)
 		    (!s->forced && user_set(info, s->name)))
 			continue;
 		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
-		    ", set_config('%s', %s%s%s, %s)", s->name,
-		    s->value != NULL ? "'" : "",
-		    s->value != NULL ? s->value : "$1::text",
-		    s->value != NULL ? "'" : "", xact ? "true" : "false");
+		    ", pg_catalog.set_config('%s', %s, %s)", s->name, s->value,
+		    xact ? "true" : "false");
 	}
 	PQconninfoFree(info);
-	snprintf(ms, sizeof(ms), "%ld", wait_ms > 0 ? wait_ms : 0);
+	snprintf(ms[0], sizeof(ms[0]), "%ld", wait_ms > 0 ? wait_ms : 0);
+	snprintf(ms[1], sizeof(ms[1]), "%ld", lease_ms);
+	/* Without a lease, TCP's bound is the one libpq has on pglock's end. */
+	snprintf(ms[2], sizeof(ms[2]), "%s", TCP_USER_TIMEOUT);
+	if (lease_ms > 0)
+		snprintf(ms[2], sizeof(ms[2]), "%ld", lease_ms);
 	if ((xact && !PQsendQueryParams(c, "BEGIN ISOLATION LEVEL READ "
 	    "COMMITTED", 0, NULL, NULL, NULL, NULL, 0)) ||
-	    !PQsendQueryParams(c, sql, 1, NULL, params, NULL, NULL, 0)) {
+	    !PQsendQueryParams(c, sql, 3, text, params, NULL, NULL, 0)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return -1;
 	}
 	return 0;
+}
+
+int
+conn_setup_standby(const PGresult *res)
+{
+	return PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+	    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 }
 
 int
@@ -460,17 +490,31 @@ conn_reason(PGconn *c, char *err, size_t errlen)
 }
 
 /*
+ * conn_deadline(): when waits give up (-1: never; 0: they gave up
+ * already, and cancelled), and the bound in ms, for the message.
+ */
+static long wait_by = -1, wait_ms;
+
+void
+conn_deadline(long by, long ms)
+{
+	wait_by = by;
+	wait_ms = ms;
+}
+
+/*
  * Wait until a result can be read without blocking. Returns 0 when ready,
  * a forwarded signal (unless cancelled: a cancel was sent, so wait at most
- * 5 s for its answer), -1 when the connection failed, or -2 when tick_ms
- * passed first (-1: no tick).
+ * 5 s for its answer), -1 when the connection failed, -2 when tick_ms
+ * passed first (-1: no tick), or -3 at conn_deadline()'s time.
  */
 static int
 conn_wait(PGconn *c, int cancelled, int tick_ms)
 {
 	struct pollfd p[2];
 	double give_up = mono_seconds() + 5;
-	int sig, n;
+	long t;
+	int sig, n, ms;
 
 	while (PQisBusy(c)) {
 		p[0].fd = PQsocket(c);
@@ -480,12 +524,18 @@ conn_wait(PGconn *c, int cancelled, int tick_ms)
 		p[1].events = POLLIN;
 		p[1].revents = 0;
 		/* After a cancel the server answers at once, or never. */
-		n = poll(p, 2, cancelled ? 1000 : tick_ms);
+		ms = cancelled ? 1000 : tick_ms;
+		t = mono_ms();
+		if (wait_by >= 0 && t >= wait_by)
+			return -3;
+		if (wait_by >= 0 && (ms < 0 || wait_by - t < ms))
+			ms = (int)(wait_by - t);
+		n = poll(p, 2, ms);
 		if (n == -1 && errno != EINTR)
 			return -1;
 		if (cancelled && mono_seconds() > give_up)
 			return -1;
-		if (n == 0 && !cancelled)
+		if (n == 0 && !cancelled && tick_ms >= 0)
 			return -2;
 		if (p[1].revents & POLLIN) {
 			while ((sig = sig_take()) != 0)
@@ -504,11 +554,24 @@ conn_cancel(PGconn *c)
 {
 	char buf[256];
 	PGcancel *cn = PQgetCancel(c);
+	pid_t pid;
 
-	if (cn != NULL) {
+	if (cn == NULL)
+		return;
+	/*
+	 * PQcancel() connects with no time limit: a server out of reach
+	 * would hold pglock for minutes. A child sends it, and its alarm
+	 * ends it (PQcancel() is safe in a forked child, as in a handler).
+	 */
+	if ((pid = fork()) == 0) {
+		(void)signal(SIGALRM, SIG_DFL);
+		(void)alarm(2);
 		(void)PQcancel(cn, buf, sizeof(buf));
-		PQfreeCancel(cn);
+		_exit(0);
 	}
+	while (pid > 0 && waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+		;
+	PQfreeCancel(cn);
 }
 
 /* Does libpq take a -d value as a conninfo string or URI (not a name)? */
@@ -578,6 +641,15 @@ conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
 			/* Cancel once; the server then forgets the waiter. */
 			*sig = s;
 			conn_cancel(c);
+		} else if (s == -3) {
+			/* Once: later waits fail at once, with no cancel. */
+			if (wait_by > 0)
+				conn_cancel(c);
+			wait_by = 0;
+			snprintf(err, errlen, "the server did not answer within "
+			    "%.3gs", (double)wait_ms / 1000.0);
+			*failed = 1;
+			return NULL;
 		} else if (s == -1) {
 			conn_reason(c, err, errlen);
 			*failed = 1;
@@ -596,7 +668,10 @@ conn_standby(PGconn *c, char *err, size_t errlen)
 	if (hot != NULL)
 		return strcmp(hot, "on") == 0;
 	/* Servers before 14 (or a pooler that does not pass it on): ask. */
-	res = PQexec(c, "SELECT pg_catalog.pg_is_in_recovery()");
+	res = conn_exec(c, "SELECT pg_catalog.pg_is_in_recovery()", NULL,
+	    CONN_ANSWER_MS, err, errlen);
+	if (res == NULL)
+		return -1;
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
 		rc = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	else

@@ -32,15 +32,28 @@ PGconn *conn_open(const struct conn_opts *o, char *err, size_t errlen);
 /*
  * Queue, on a connection in pipeline mode, what comes before a lock call:
  * with xact, BEGIN ISOLATION LEVEL READ COMMITTED; then the statement that
- * sets the session up: timeouts off (idle, statement), lock_timeout to
- * wait_ms (none unless it is over 0), and dead-peer detection unless the
- * user set it. With xact the settings are for the open transaction only
- * (SET LOCAL), so nothing leaks into a pooler's server connection.
- * Settings the server does not have are skipped, so old servers work.
- * Returns 0 or -1.
+ * asks whether the server is a standby (conn_setup_standby() reads its
+ * answer) and sets the session up: statement_timeout off, lock_timeout to
+ * wait_ms (none unless it is over 0), the idle timeouts to lease_ms (0:
+ * off) and the server's tcp_user_timeout to lease_ms (10 s without one),
+ * and dead-peer detection unless the user set it. With xact the settings
+ * are for the open transaction only (SET LOCAL), so nothing leaks into a
+ * pooler's server connection. Settings the server does not have are
+ * skipped, so old servers work. Returns 0 or -1.
  */
-int conn_send_setup(PGconn *c, long wait_ms, int xact, char *err,
-    size_t errlen);
+int conn_send_setup(PGconn *c, long wait_ms, long lease_ms, int xact,
+    char *err, size_t errlen);
+
+/* Does the answer to conn_send_setup()'s statement say "a standby"? */
+int conn_setup_standby(const PGresult *res);
+
+/*
+ * From now on, every wait for an answer in conn_next() gives up at by
+ * (mono_ms(); -1: never): the query is cancelled and the wait fails with
+ * "the server did not answer within" ms/1000 seconds. For -w and -n: a
+ * frozen or unreachable server must not outlast them.
+ */
+void conn_deadline(long by, long ms);
 
 /*
  * How long pglock waits for the server to answer a check, a release or a
@@ -112,7 +125,7 @@ PGresult *conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg,
 
 /*
  * Ask the server to cancel the running query: a lock waiter leaves the
- * queue.
+ * queue. Bounded: a server out of reach is given up after 2 s.
  */
 void conn_cancel(PGconn *c);
 

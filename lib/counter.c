@@ -209,7 +209,7 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 	    "SELECT true AS got FROM pg_advisory_xact_lock($2::bigint)",
 	    r->table);
 	if (!PQenterPipelineMode(c) ||
-	    conn_send_setup(c, lk->wait_ms, 1, err, errlen) == -1 ||
+	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, 1, err, errlen) == -1 ||
 	    !PQsendQueryParams(c, sql, 2, NULL, params, NULL, NULL, 0) ||
 	    !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);

@@ -81,12 +81,16 @@ tag_sql(const struct args *a, char *sql, size_t len)
  * In a transaction, a SELECT's unnamed portal lives on after it ran, and
  * keeps its snapshot (backend_xmin) until the next statement replaces it:
  * a utility statement after it, which takes no snapshot, lets vacuum on.
+ * It sets again what it must not change: the lease's idle timeout.
  */
 static int
 send_portal_closer(PGconn *c, const struct lock_req *r)
 {
-	return !r->xact || PQsendQueryParams(c, "SET LOCAL "
-	    "idle_in_transaction_session_timeout = 0", 0, NULL, NULL, NULL,
+	char sql[96];
+
+	snprintf(sql, sizeof(sql), "SET LOCAL "
+	    "idle_in_transaction_session_timeout = %ld", r->lease_ms);
+	return !r->xact || PQsendQueryParams(c, sql, 0, NULL, NULL, NULL,
 	    NULL, 0);
 }
 
@@ -229,6 +233,10 @@ recheck(PGconn *c, const struct lock_req *r, int pid, char *err,
 	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
 }
 
+/* A standby's advisory locks exclude nobody on the primary. */
+static const char standby_said[] = "the server is a standby (in recovery), "
+    "where an advisory lock excludes nobody";
+
 /* [xact][try][shared] */
 static const char *const lock_fn[2][2][2] = {
 	{ { "pg_catalog.pg_advisory_lock",
@@ -354,7 +362,8 @@ lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	 * nothing but lock calls) and no transaction id: vacuum goes on.
 	 */
 	if (!PQenterPipelineMode(c) ||
-	    conn_send_setup(c, r->wait_ms, r->xact, err, errlen) == -1 ||
+	    conn_send_setup(c, r->wait_ms, r->lease_ms, r->xact, err,
+	    errlen) == -1 ||
 	    !PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0) ||
 	    !PQsendFlushRequest(c) ||
 	    (!r->local && send_check(c, r, err, errlen) == -1) ||
@@ -385,6 +394,8 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	set = PQresultStatus(res) == PGRES_TUPLES_OK;
 	if (!set)		/* the lock's answer is then ABORTED */
 		conn_result_error(res, err, errlen);
+	else if ((set = !conn_setup_standby(res)) == 0)
+		snprintf(err, errlen, "%s", standby_said);
 	PQclear(res);
 	if ((res = next_result(c, r, 1, sig, err, errlen)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
@@ -559,7 +570,7 @@ struct slotter {
 /*
  * Send sql (params NULL-terminated) as a pipeline of its own, after BEGIN
  * and the settings when first, and read its answer; NULL (reason in err)
- * if the connection failed or a signal came.
+ * if it failed. A signal that came meanwhile is left in *s->sig.
  */
 static PGresult *
 exchange(const struct slotter *s, const char *sql, const char **params,
@@ -573,8 +584,8 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 		n++;
 	steps = first ? 1 + r->xact : 0;
 	if (!PQenterPipelineMode(s->c) || (first &&
-	    conn_send_setup(s->c, r->wait_ms, r->xact, s->err, s->errlen) ==
-	    -1) ||
+	    conn_send_setup(s->c, r->wait_ms, r->lease_ms, r->xact, s->err,
+	    s->errlen) == -1) ||
 	    !PQsendQueryParams(s->c, sql, n, NULL, params, NULL, NULL, 0) ||
 	    !PQpipelineSync(s->c)) {
 		conn_oneline(PQerrorMessage(s->c), s->err, s->errlen);
@@ -583,17 +594,21 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 	/* BEGIN and the settings answer first; the first error is kept. */
 	while ((res = next_result(s->c, r, 1, s->sig, s->err, s->errlen)) !=
 	    NULL && steps-- > 0) {
-		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
-		    PQresultStatus(res) != PGRES_TUPLES_OK) {
-			conn_result_error(res, s->err, s->errlen);
+		if ((PQresultStatus(res) != PGRES_COMMAND_OK &&
+		    PQresultStatus(res) != PGRES_TUPLES_OK) ||
+		    conn_setup_standby(res)) {
+			if (conn_setup_standby(res))
+				snprintf(s->err, s->errlen, "%s", standby_said);
+			else
+				conn_result_error(res, s->err, s->errlen);
 			PQclear(res);
 			(void)end_pipeline(s->c, r, s->sig, NULL, 0);
 			return NULL;
 		}
 		PQclear(res);
 	}
-	if (res == NULL || end_pipeline(s->c, r, s->sig, NULL, 0) == -1 ||
-	    *s->sig != 0) {
+	/* A signal that came meanwhile is the caller's to look at. */
+	if (res == NULL || end_pipeline(s->c, r, s->sig, NULL, 0) == -1) {
 		PQclear(res);
 		return NULL;
 	}
@@ -626,16 +641,21 @@ slot_answer(PGresult *res, struct lock_req *r, int *pid, char *err,
 
 /*
  * Give the queue's lock up when no slot was got, so the next waiter goes
- * on even through a pooler that keeps the server session: after a failed
- * statement, its transaction is rolled back first.
+ * on. Through a pooler the lock is the server connection's, which stays
+ * this client's only while the transaction is open: so the unlock comes
+ * before the transaction ends, and a failed transaction is rolled back
+ * AND CHAIN (open again, on the same server connection) first.
  */
 static void
 leave_queue(PGconn *c, const struct lock_req *r, const char *qparams[])
 {
+	char why[256];
+
 	if (r->xact && PQtransactionStatus(c) == PQTRANS_INERROR)
-		PQclear(PQexec(c, "ROLLBACK"));
-	PQclear(PQexecParams(c, "SELECT pg_catalog.pg_advisory_unlock("
-	    "$1::bigint)", 1, NULL, qparams, NULL, NULL, 0));
+		PQclear(conn_exec(c, "ROLLBACK AND CHAIN", NULL, CONN_ANSWER_MS,
+		    why, sizeof(why)));
+	PQclear(conn_exec(c, "SELECT pg_catalog.pg_advisory_unlock($1::bigint)",
+	    qparams, CONN_ANSWER_MS, why, sizeof(why)));
 }
 
 /* The ids of slots 1..n of base as an array literal, {id1,id2,...}. */
@@ -707,7 +727,7 @@ lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 		queued = got == 1;
 		PQclear(res);
 	}
-	while (got == 1) {
+	while (got == 1 && *sig == 0) {
 		if (rounds++ > 0) {
 			res = exchange(&s, "SELECT pg_catalog.pg_sleep(0.1)",
 			    params + 2, 0);

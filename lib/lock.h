@@ -18,6 +18,8 @@ struct lock_req {
 	int xact;		/* held by an open transaction, not the session */
 	int local;		/* the backend is proven the server's own child */
 	long wait_ms;		/* -1: wait for ever; 0: try once; >0: bound */
+	long lease_ms;		/* the server ends a holder silent this long
+				   (lease.h's S); 0: never */
 	int slots;		/* --slots N: one of N locks; 0: the key's */
 	int slot;		/* lock_slot(): which one, 1..N */
 	void (*waiting)(void *);	/* if set, called each second of waiting */

@@ -61,3 +61,30 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	[ "$(cat "$BATS_TEST_TMPDIR/next.out")" = "f|1" ]
 	PGHOST=$s PGPORT=$sport free "$id"
 }
+
+@test "PgBouncer over a primary,standby host list never grants two exclusive holders" {
+	# PgBouncer takes one port for its host list: a standby of the
+	# primary's port number, in a socket directory of its own.
+	SB2=$PGLOCK_TEST_DIR/standby2
+	PG_PORT=$PGPORT PG_UNIX_ONLY=1 "$BATS_TEST_DIRNAME/pg.sh" standby "$SB2" "$PGHOST"
+	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$SB2'"
+	start_pgbouncer transaction 127.0.0.1 "host=$PGHOST,$SB2 port=$PGPORT"
+	# A busy pool, with server connections to both: a client's next
+	# transaction may land on either.
+	echo 'SELECT 1;' >"$BATS_TEST_TMPDIR/one.sql"
+	bg load timeout 120 "$PGLOCK_TEST_PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGB_PORT" -f "$BATS_TEST_TMPDIR/one.sql" -c 8 -T 110 postgres
+	bg holder pglock twice-k sleep 120
+	wait_until 10 held "$(sha_id twice-k)"
+	for i in $(seq 20); do
+		rc=0
+		timeout 20 "$PGLOCK" -q -h 127.0.0.1 -p "$PGB_PORT" -n twice-k touch "$BATS_TEST_TMPDIR/ran.$i" || rc=$?
+		echo "$rc" >>"$BATS_TEST_TMPDIR/rcs"
+	done
+	sort "$BATS_TEST_TMPDIR/rcs" | uniq -c >&3
+	run ls "$BATS_TEST_TMPDIR"
+	refute_output --partial ran.
+	run grep -cvE '^(1|69)$' "$BATS_TEST_TMPDIR/rcs"
+	assert_output 0
+	kill -TERM "$(bgpid load)"
+	stop_pgbouncer
+}

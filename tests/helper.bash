@@ -117,6 +117,76 @@ bgwait() {
 	wait "$pid" || bg_status=$?
 }
 
+# start_pgbouncer MODE [LISTEN [SERVERS]]: PgBouncer on LISTEN (default
+# loopback) in front of SERVERS ([databases]' host and port, default the
+# test server), with every pool setting left at its default.
+start_pgbouncer() {
+	PGB_DIR=$PGLOCK_TEST_DIR/pgb-$BATS_TEST_NUMBER
+	local d=$PGB_DIR
+	mkdir -p "$d"
+	chmod 777 "$d"
+	PGB_PORT=$(( PGPORT + 1000 ))
+	echo '"postgres" ""' >"$d/users.txt"
+	cat >"$d/pgb.ini" <<-INI
+	[databases]
+	* = ${3:-host=$PGHOST port=$PGPORT}
+	[pgbouncer]
+	listen_addr = ${2:-127.0.0.1}
+	listen_port = $PGB_PORT
+	unix_socket_dir =
+	auth_type = trust
+	auth_file = $d/users.txt
+	pool_mode = $1
+	logfile = $d/pgb.log
+	pidfile = $d/pgb.pid
+	INI
+	chown -R postgres "$d"
+	runuser -u postgres -- pgbouncer -d "$d/pgb.ini"
+	wait_until 10 test -s "$d/pgb.pid"
+	BG_PIDS="${BG_PIDS:-} $(cat "$d/pgb.pid")"
+	wait_until 10 bash -c "psql -h 127.0.0.1 -p $PGB_PORT -XAtc 'SELECT 1' >/dev/null 2>&1"
+}
+
+stop_pgbouncer() {
+	kill "$(cat "$PGB_DIR/pgb.pid")" 2>/dev/null || true
+	wait_until 10 bash -c "! ss -Hltn 'sport = :$PGB_PORT' | grep -q ."
+	rm -rf "$PGB_DIR"
+}
+
+# netns_up: a veth pair into a network namespace of the test's own; a
+# holder runs inside ("ip netns exec $ns ..."), reaching this side at
+# $net.1, where the server (and any pooler) listens; netns_cut sets the
+# link down, which makes the path silent without closing anything.
+# Skips where namespaces cannot be made; teardown removes it.
+netns_up() {
+	ns=pglk$$ host=pglh$$ peer=pgln$$
+	if ! ip netns add "$ns" 2>/dev/null; then
+		skip "network namespaces cannot be created here (need root and CAP_NET_ADMIN)"
+	fi
+	NETNS_CLEANUP="ip netns del $ns; ip link del $host"
+	# ip netns exec unshares the mount namespace and remounts /sys: a
+	# chroot whose / is no mount point, or no CAP_SYS_ADMIN, refuses.
+	if ! err=$(ip netns exec "$ns" true 2>&1); then
+		skip "ip netns exec cannot enter a namespace here: $err"
+	fi
+	# A subnet no other run uses (make sanitize and make valgrind run
+	# side by side, CI's chroot beside them); pg.sh trusts 10.213.0.0/16.
+	local n=$(( $$ % 250 ))
+	while ip -4 route show | grep -q "^10\.213\.$n\."; do
+		n=$(( (n + 1) % 250 ))
+	done
+	net=10.213.$n
+	ip link add "$host" type veth peer name "$peer"
+	ip link set "$peer" netns "$ns"
+	ip addr add "$net.1/24" dev "$host"
+	ip link set "$host" up
+	ip netns exec "$ns" ip addr add "$net.2/24" dev "$peer"
+	ip netns exec "$ns" ip link set "$peer" up
+	ip netns exec "$ns" ip link set lo up
+}
+
+netns_cut() { ip link set "$host" down; }
+
 teardown() {
 	eval "${NETNS_CLEANUP:-}" 2>/dev/null || true
 	eval "${CLEANUP:-}" 2>/dev/null || true

@@ -40,7 +40,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	kill -CONT "$pid"
 	[ "$bg_status" -eq 75 ]
 	run cat "$BATS_TEST_TMPDIR/runner.err"
-	assert_output "pglock: silent-k: lock lost while the command ran (the server did not answer the lock check within 10 s); the command was stopped"
+	assert_output "pglock: silent-k: lock lost while the command ran (the server did not answer the lock check within 1 s); the command was stopped"
 }
 
 @test "a check left unanswered when the command exits: exit 75, and not 'stopped'" {
@@ -57,7 +57,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	kill -CONT "$pid"
 	[ "$bg_status" -eq 75 ]
 	run cat "$BATS_TEST_TMPDIR/runner.err"
-	assert_output "pglock: late-k: lock lost while the command ran (the server did not answer the lock check within 10 s); the command had exited already"
+	assert_output "pglock: late-k: lock lost while the command ran (the server did not answer the lock check within 1 s); the command had exited already"
 }
 
 @test "a backend that freezes as the command exits: the release goes unanswered, exit 75 in about 10 s, not a hang" {
@@ -152,40 +152,13 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	free "$id"
 }
 
-# A veth pair into a network namespace of the test's own: the holder runs
-# inside, the server listens outside; setting the link down makes the path
-# silent without closing anything.
 @test "a holder on a network path that goes silent: pglock exits 75 and the server frees the lock within about 15 s" {
-	ns=pglk$$ host=pglh$$ peer=pgln$$
-	if ! ip netns add "$ns" 2>/dev/null; then
-		skip "network namespaces cannot be created here (need root and CAP_NET_ADMIN)"
-	fi
-	NETNS_CLEANUP="ip netns del $ns; ip link del $host"
-	# ip netns exec unshares the mount namespace and remounts /sys: a
-	# chroot whose / is no mount point, or no CAP_SYS_ADMIN, refuses.
-	if ! err=$(ip netns exec "$ns" true 2>&1); then
-		skip "ip netns exec cannot enter a namespace here: $err"
-	fi
-	# A subnet no other run of this test uses (make sanitize and make
-	# valgrind run side by side, CI's chroot beside them); pg.sh trusts
-	# 10.213.0.0/16.
-	n=$(( $$ % 250 ))
-	while ip -4 route show | grep -q "^10\.213\.$n\."; do
-		n=$(( (n + 1) % 250 ))
-	done
-	net=10.213.$n
-	ip link add "$host" type veth peer name "$peer"
-	ip link set "$peer" netns "$ns"
-	ip addr add "$net.1/24" dev "$host"
-	ip link set "$host" up
-	ip netns exec "$ns" ip addr add "$net.2/24" dev "$peer"
-	ip netns exec "$ns" ip link set "$peer" up
-	ip netns exec "$ns" ip link set lo up
+	netns_up
 	id=$(sha_id net-k)
 	bg runner ip netns exec "$ns" "$PGLOCK" -h "$net.1" -p "$PGPORT" net-k sleep 120
 	wait_until 10 held "$id"
 	start=$(now_ms)
-	ip link set "$host" down
+	netns_cut
 	bgwait runner 30
 	client_ms=$(( $(now_ms) - start ))
 	wait_until 30 free "$id"
@@ -193,8 +166,6 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	echo "pglock exited after $client_ms ms; server freed the lock after $server_ms ms" >&3
 	[ "$bg_status" -eq 75 ]
 	[ "$client_ms" -lt 20000 ]
-	[ "$server_ms" -lt 20000 ]
+	[ "$server_ms" -lt 25000 ]
 	run -0 pglock -n net-k true
-	ip netns del "$ns"
-	ip link del "$host" 2>/dev/null || true
 }

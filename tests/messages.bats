@@ -39,6 +39,22 @@ load helper
 	assert_output ''
 }
 
+@test "an environment entry PGLOCK_X without '=' (execve allows it) is dropped, and pglock goes on" {
+	run -0 --separate-stderr timeout 10 "$PYTHON" -c '
+import ctypes, os, sys
+libc = ctypes.CDLL(None)
+args = [sys.argv[1].encode(), b"noeq-k", b"env"]
+env = [b"PGLOCK_X", b"PGLOCK_Y=1", b"OTHER"]
+env += [("%s=%s" % kv).encode() for kv in os.environ.items()]
+argv = (ctypes.c_char_p * (len(args) + 1))(*args, None)
+envp = (ctypes.c_char_p * (len(env) + 1))(*env, None)
+libc.execve(args[0], argv, envp)
+sys.exit("execve failed")' "$PGLOCK"
+	refute_output --partial PGLOCK_X
+	refute_output --partial PGLOCK_Y
+	assert_output --partial "PGLOCK_KEY=noeq-k"
+}
+
 @test "PGLOCK_* variables the caller set do not reach the command" {
 	run -0 env PGLOCK_FENCE=99 PGLOCK_VERSION=77 PGLOCK_TENANT=zz PGLOCK_SLOT=3 PGLOCK_X=1 "$PGLOCK" env-k sh -c 'env | grep "^PGLOCK_" | sort'
 	assert_output "PGLOCK_BACKEND_PID=${lines[0]#PGLOCK_BACKEND_PID=}

@@ -6,7 +6,9 @@
 #   tests/pg.sh standby DIR PRIMARY a streaming standby of the cluster in PRIMARY
 #   tests/pg.sh restart DIR         fast restart
 #   tests/pg.sh stop DIR            stop and remove DIR
-# PG_MAX_CONNECTIONS sets max_connections for start (default 120).
+# PG_MAX_CONNECTIONS sets max_connections for start (default 120); PG_PORT
+# a port of the caller's choice, and PG_UNIX_ONLY=1 no TCP (for a standby
+# on the primary's port number, in a socket directory of its own).
 set -eu
 
 cmd=${1:?usage: pg.sh start|standby|stop|restart DIR [PRIMARY]}
@@ -30,6 +32,8 @@ as_owner() {
 
 # A free port: only the socket's name depends on it, plus TCP tests.
 free_port() {
+	port=${PG_PORT:-}
+	[ -z "$port" ] || return 0
 	port=$(( 20000 + $$ % 30000 ))
 	while ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; do
 		port=$((port + 1))
@@ -42,6 +46,8 @@ start_server() {
 	port = $port
 	unix_socket_directories = '$dir'
 	CONF
+	[ -z "${PG_UNIX_ONLY:-}" ] ||
+		echo "listen_addresses = ''" >>"$dir/data/postgresql.conf"
 	as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 30 \
 	    start >/dev/null || { cat "$dir/log" >&2; exit 1; }
 	cat >"$dir/env" <<-ENV

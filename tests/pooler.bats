@@ -5,41 +5,6 @@
 
 load helper
 
-# start_pgbouncer MODE: PgBouncer on loopback in front of the test server,
-# with every pool setting left at its default.
-start_pgbouncer() {
-	PGB_DIR=$PGLOCK_TEST_DIR/pgb-$BATS_TEST_NUMBER
-	local d=$PGB_DIR
-	mkdir -p "$d"
-	chmod 777 "$d"
-	PGB_PORT=$(( PGPORT + 1000 ))
-	echo '"postgres" ""' >"$d/users.txt"
-	cat >"$d/pgb.ini" <<-INI
-	[databases]
-	* = host=$PGHOST port=$PGPORT
-	[pgbouncer]
-	listen_addr = 127.0.0.1
-	listen_port = $PGB_PORT
-	unix_socket_dir =
-	auth_type = trust
-	auth_file = $d/users.txt
-	pool_mode = $1
-	logfile = $d/pgb.log
-	pidfile = $d/pgb.pid
-	INI
-	chown -R postgres "$d"
-	runuser -u postgres -- pgbouncer -d "$d/pgb.ini"
-	wait_until 10 test -s "$d/pgb.pid"
-	BG_PIDS="${BG_PIDS:-} $(cat "$d/pgb.pid")"
-	wait_until 10 bash -c "psql -h 127.0.0.1 -p $PGB_PORT -XAtc 'SELECT 1' >/dev/null 2>&1"
-}
-
-stop_pgbouncer() {
-	kill "$(cat "$PGB_DIR/pgb.pid")" 2>/dev/null || true
-	wait_until 10 bash -c "! ss -Hltn 'sport = :$PGB_PORT' | grep -q ."
-	rm -rf "$PGB_DIR"
-}
-
 pooled() { pglock -h 127.0.0.1 -p "$PGB_PORT" "$@"; }
 
 @test "two holders through a transaction pool take turns" {
@@ -173,4 +138,36 @@ b end"
 	[ "$bg_status" -eq 0 ]
 	run cat "$BATS_TEST_TMPDIR/n.out"
 	[[ "$output" =~ ^slot\ [12]$ ]]
+}
+
+# granted N: N advisory locks are granted in the database.
+granted() { [ "$(psql -XAtc "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" -eq "$1" ]; }
+
+@test "--slots through a busy transaction pool: waiters cancelled by TERM leave no advisory lock behind" {
+	start_pgbouncer transaction
+	# 40 clients on the pool (20 server connections by default): a server
+	# connection handed back is another client's at once.
+	echo 'SELECT 1;' >"$BATS_TEST_TMPDIR/one.sql"
+	bg load timeout 120 "$PGLOCK_TEST_PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGB_PORT" -f "$BATS_TEST_TMPDIR/one.sql" -c 40 -T 110 postgres
+	bg a pglock -h 127.0.0.1 -p "$PGB_PORT" --slots 2 busy-slots sleep 120
+	bg b pglock -h 127.0.0.1 -p "$PGB_PORT" --slots 2 busy-slots sleep 120
+	wait_until 30 granted 2
+	for round in 1 2 3 4; do
+		# The first waiter holds the queue's lock (a third one), then TERM.
+		bg "w$round" pglock -h 127.0.0.1 -p "$PGB_PORT" --slots 2 busy-slots touch "$BATS_TEST_TMPDIR/ran"
+		wait_until 30 granted 3
+		sleep 0.3	# not to synchronise: a round of its polling begins
+		kill -TERM "$(bgpid "w$round")"
+		bgwait "w$round" 30
+		[ "$bg_status" -eq 143 ]
+		wait_until 10 granted 2
+	done
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	kill -TERM "$(bgpid a)" "$(bgpid b)"
+	bgwait a 30
+	bgwait b 30
+	kill -TERM "$(bgpid load)"
+	# Nothing left on any pooled server connection.
+	wait_until 10 granted 0
+	stop_pgbouncer
 }

@@ -1,0 +1,157 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# A lock is a lease: with the link cut, the server frozen or pglock itself
+# stopped, the command is dead before the server can give the lock away.
+# Every test runs pglock with its default settings (--check-interval 5:
+# the server ends a silent holder after S = 20 s, pglock has KILLed its
+# command 15 s after the last answered check was sent), unless the test
+# is about the interval.
+
+load helper
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# beats FILE: a command, deaf to TERM, that writes the time (ms) to FILE
+# every 50 ms for as long as it lives.
+beats='trap "" TERM; while :; do echo $(( $(date +%s%N) / 1000000 )) >"$0.tmp"; mv "$0.tmp" "$0"; sleep 0.05; done'
+
+@test "a cut link: the holder's command, deaf to TERM, is dead before the waiter's starts; the holder exits 75" {
+	netns_up
+	id=$(sha_id cut-k)
+	bg holder ip netns exec "$ns" "$PGLOCK" -h "$net.1" -p "$PGPORT" cut-k sh -c "$beats" "$BATS_TEST_TMPDIR/beat"
+	wait_until 10 held "$id"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/beat"
+	bg waiter pglock cut-k sh -c 'echo $(( $(date +%s%N) / 1000000 )) >"$0"' "$BATS_TEST_TMPDIR/started"
+	wait_until 10 waiting "$id"
+	start=$(now_ms)
+	netns_cut
+	bgwait holder 30
+	[ "$bg_status" -eq 75 ]
+	bgwait waiter 40
+	[ "$bg_status" -eq 0 ]
+	last=$(cat "$BATS_TEST_TMPDIR/beat") started=$(cat "$BATS_TEST_TMPDIR/started")
+	echo "holder's command last beat at +$((last - start)) ms, waiter's began at +$((started - start)) ms" >&3
+	[ "$last" -lt "$started" ]
+	# The lease's order, with its margin: KILLed by 15 s after the last
+	# check (at most 5 s before the cut), the server waits 20.
+	[ $((started - last)) -ge 1000 ]
+	run cat "$BATS_TEST_TMPDIR/holder.err"
+	assert_output --regexp "^pglock: cut-k: lock lost while the command ran \(.*\); the command was stopped$"
+}
+
+@test "a cut link through PgBouncer: the holder exits 75, and the server frees the lock within S of the cut" {
+	netns_up
+	start_pgbouncer transaction "127.0.0.1,$net.1"
+	id=$(sha_id cutpool-k)
+	bg holder ip netns exec "$ns" "$PGLOCK" -h "$net.1" -p "$PGB_PORT" cutpool-k sleep 120
+	wait_until 10 held "$id"
+	start=$(now_ms)
+	netns_cut
+	bgwait holder 30
+	[ "$bg_status" -eq 75 ]
+	# PgBouncer keeps its server connection; the lease's
+	# idle_in_transaction_session_timeout ends it (20 s, and a poll).
+	wait_until 30 free "$id"
+	freed=$(( $(now_ms) - start ))
+	echo "the server freed the lock $freed ms after the cut" >&3
+	[ "$freed" -le 21000 ]
+	stop_pgbouncer
+}
+
+@test "a stopped pglock: the watchdog KILLs the command at the lease's end, before the server frees the lock" {
+	id=$(sha_id stopped-k)
+	bg holder pglock --check-interval 1 stopped-k sh -c "$beats" "$BATS_TEST_TMPDIR/beat"
+	wait_until 10 held "$id"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/beat"
+	pid=$(bgpid holder)
+	CLEANUP="kill -CONT $pid"
+	kill -STOP "$pid"
+	stopped=$(now_ms)
+	# --check-interval 1: S = 4 s, the command KILLed 3 s after the last check.
+	wait_until 10 free "$id"
+	freed=$(now_ms)
+	last=$(cat "$BATS_TEST_TMPDIR/beat")
+	echo "stopped at 0; command's last beat +$((last - stopped)) ms; lock free +$((freed - stopped)) ms" >&3
+	[ "$last" -lt "$freed" ]
+	[ $((last - stopped)) -le 3500 ]
+	kill -CONT "$pid"
+	bgwait holder 10
+	[ "$bg_status" -eq 75 ]
+}
+
+# A holder that lets go of KEY when told, and a waiter whose backend the
+# test then freezes (SIGSTOP): -w must end by pglock's own clock.
+frozen_waiter() {
+	local key=$1 pid start
+	shift
+	id=$(sha_id "$key")
+	bg holder pglock "$key" sleep 60
+	wait_until 10 held "$id"
+	bg waiter pglock "$@" -w 2 "$key" touch "$BATS_TEST_TMPDIR/ran"
+	start=$(now_ms)
+	wait_until 10 waiting "$id"
+	pid=$(locks_on "$id" | grep '^f:' | cut -d: -f2)
+	CLEANUP="kill -CONT $pid"
+	kill -STOP "$pid"
+	bgwait waiter 15
+	elapsed=$(( $(now_ms) - start ))
+	kill -CONT "$pid"
+	echo "-w 2 ended after $elapsed ms" >&3
+	[ "$bg_status" -eq 69 ]
+	[ "$elapsed" -lt 6000 ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	run cat "$BATS_TEST_TMPDIR/waiter.err"
+	assert_output "pglock: $key: the server did not answer within 2s"
+}
+
+@test "-w 2 on a Unix socket whose waiting backend freezes: 69 within a few seconds of 2" {
+	frozen_waiter frozen-unix
+}
+
+@test "-w 2 over TCP whose waiting backend freezes: 69 within a few seconds of 2" {
+	frozen_waiter frozen-tcp -h 127.0.0.1
+}
+
+@test "-w 2 through PgBouncer whose waiting backend freezes: 69 within a few seconds of 2" {
+	start_pgbouncer transaction
+	frozen_waiter frozen-pool -h 127.0.0.1 -p "$PGB_PORT"
+	stop_pgbouncer
+}
+
+@test "-w 2 waiting on a link that is cut: 69 within a few seconds of 2, the cancel bounded too" {
+	netns_up
+	id=$(sha_id cutwait-k)
+	bg holder pglock cutwait-k sleep 60
+	wait_until 10 held "$id"
+	bg waiter ip netns exec "$ns" "$PGLOCK" -h "$net.1" -p "$PGPORT" -w 2 cutwait-k touch "$BATS_TEST_TMPDIR/ran"
+	start=$(now_ms)
+	wait_until 10 waiting "$id"
+	netns_cut
+	bgwait waiter 15
+	elapsed=$(( $(now_ms) - start ))
+	echo "-w 2 ended after $elapsed ms" >&3
+	[ "$bg_status" -eq 69 ]
+	[ "$elapsed" -lt 7000 ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
+@test "-w 2 behind a holder, server well: still the conflict code, 1" {
+	bg holder pglock busyw-k sleep 60
+	wait_until 10 held "$(sha_id busyw-k)"
+	run -1 --separate-stderr timeout 20 "$PGLOCK" -w 2 busyw-k true
+	[[ "$stderr" == "pglock: busyw-k: timed out after 2s waiting for the lock, held by pid "* ]]
+}
+
+@test "--hold killed by SIGKILL: the watchdog signals the script that holds through it" {
+	cat >"$BATS_TEST_TMPDIR/script" <<-'EOF'
+	trap 'echo "script got TERM"; exit 3' TERM
+	coproc LOCK { exec "$PGLOCK" --hold hold-kill; }
+	read -r held <&"${LOCK[0]}" || exit 1
+	kill -KILL "$LOCK_PID"
+	sleep 20 & wait $!
+	echo "not signalled"
+	EOF
+	run -3 timeout 60 bash "$BATS_TEST_TMPDIR/script"
+	assert_output "script got TERM"
+	wait_until 10 free "$(sha_id hold-kill)"
+}
