@@ -78,6 +78,7 @@ struct opts {
 	int lost_sig;
 	long kill_after_ms;
 	long max_ms;		/* --max-time; 0: none */
+	long retry_until;	/* mono_ms(): --connect-timeout's end */
 	int json;
 	int peek;
 	int fence;
@@ -184,6 +185,64 @@ static void usage_err(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
 
 /*
+ * A code point that would steer a terminal or a reader rather than show:
+ * a C1 control, or a mark or override of bidirectional text.
+ */
+static int
+steers(unsigned long cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e ||
+	    cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+	    (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/*
+ * Copy s into out (len bytes, cut between characters) as one line that a
+ * terminal shows as it is: control bytes as \n, \t, \r or \xHH, bytes of
+ * a string that is not UTF-8 as \xHH, and what steers() as \uHHHH. Every
+ * text pglock prints that came from the user or the server goes through
+ * here (JSON has its own escapes).
+ */
+static const char *
+escape(const char *s, char *out, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	int utf8 = key_utf8_ok(s, strlen(s));
+	unsigned long cp;
+	size_t n = 0, k;
+	char e[8];
+
+	while (*u != '\0') {
+		k = 1;
+		e[0] = '\0';
+		if (*u < 0x20 || *u == 0x7f || (*u >= 0x80 && !utf8)) {
+			snprintf(e, sizeof(e), *u == '\n' ? "\\n" : *u == '\t' ?
+			    "\\t" : *u == '\r' ? "\\r" : "\\x%02x", *u);
+		} else if (*u >= 0xc0 && *u < 0xf0) {
+			/* Two or three bytes: C1 and the marks are there. */
+			k = *u < 0xe0 ? 2 : 3;
+			cp = k == 2 ? (*u & 0x1fUL) << 6 | (u[1] & 0x3fUL) :
+			    (*u & 0x0fUL) << 12 | (u[1] & 0x3fUL) << 6 |
+			    (u[2] & 0x3fUL);
+			if (steers(cp))
+				snprintf(e, sizeof(e), "\\u%04lx", cp);
+		} else if (*u >= 0xf0) {
+			k = 4;
+		}
+		if (e[0] == '\0' ? n + k >= len : n + strlen(e) >= len)
+			break;
+		if (e[0] == '\0')
+			memcpy(out + n, u, k);
+		else
+			memcpy(out + n, e, strlen(e));
+		n += e[0] == '\0' ? k : strlen(e);
+		u += k;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+/*
  * "pglock: " fmt, the reason for errnum if not 0, then end (a newline,
  * or nothing for the live line), with one write(2): jobs that share a
  * log never splice each other's lines. err(3) writes in three parts.
@@ -192,12 +251,13 @@ static void
 vline(const char *lead, const char *fmt, va_list ap, int errnum,
     const char *end)
 {
-	char msg[1024], buf[1200];
+	char msg[1024], shown[2048], buf[2200];
 	int n;
 
 	/* Cut at 1023 bytes, the message leaves room for the rest. */
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
-	n = snprintf(buf, sizeof(buf), "%spglock: %s%s%s%s", lead, msg,
+	n = snprintf(buf, sizeof(buf), "%spglock: %s%s%s%s", lead,
+	    escape(msg, shown, sizeof(shown)),
 	    errnum != 0 ? ": " : "", errnum != 0 ? strerror(errnum) : "", end);
 	if (n > 0)
 		(void)!write(STDERR_FILENO, buf, (size_t)n < sizeof(buf) ?
@@ -276,62 +336,23 @@ lost_signal_or_err(const char *arg, int sig)
 		    arg);
 }
 
-/*
- * KEY as messages show it: control bytes (a newline) as \n, \t, \r or
- * \xHH, so that every message stays on one line.
- */
+/* KEY (or an option's value) as messages show it: escape()d, kept. */
 static const char *
 printable(const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *u;
-	char *out, *p;
-	/* Bytes past ASCII show as they are only as part of valid UTF-8. */
-	unsigned char top = key_utf8_ok(s, strlen(s)) ? 0xff : 0x7f;
+	size_t len = 6 * strlen(s) + 1;
+	char *out = malloc(len);
 
-#define SHOWN(c) ((c) >= 0x20 && (c) != 0x7f && (c) <= top)
-	for (u = (const unsigned char *)s; SHOWN(*u); u++)
-		;
-	if (*u == '\0')
-		return s;
-	if ((out = malloc(4 * strlen(s) + 1)) == NULL)
+	if (out == NULL)
 		die_errno(EXIT_OSERR, "malloc");
-	for (p = out, u = (const unsigned char *)s; *u != '\0'; u++) {
-		if (SHOWN(*u)) {
-			*p++ = (char)*u;
-			continue;
-		}
-		*p++ = '\\';
-		if (*u == '\n')
-			*p++ = 'n';
-		else if (*u == '\t')
-			*p++ = 't';
-		else if (*u == '\r')
-			*p++ = 'r';
-		else {
-			*p++ = 'x';
-			*p++ = hex[*u >> 4];
-			*p++ = hex[*u & 15];
-		}
-	}
-#undef SHOWN
-	*p = '\0';
-	return out;
+	return escape(s, out, len);
 }
 
-/* Copy a field for tab-separated output: no tabs or newlines inside. */
+/* A field for tab-separated output: escape()d, so no tab inside. */
 static const char *
 field(const char *s, char *buf, size_t len)
 {
-	size_t i;
-
-	for (i = 0; s[i] != '\0' && i + 1 < len; i++) {
-		buf[i] = s[i];
-		if (s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
-			buf[i] = ' ';
-	}
-	buf[i] = '\0';
-	return buf;
+	return escape(s, buf, len);
 }
 
 /*
@@ -1143,8 +1164,9 @@ print_lock(const struct opts *o, const struct lock_row *r, const char *sep)
 {
 	const char *mode = r->shared ? "shared" : "exclusive";
 	const char *state = r->held ? "held" : "waiting";
-	const char *scope = r->xact ? "transaction" : "session";
-	char user[64], app[64];
+	const char *scope = r->xact < 0 ? "?" : r->xact ? "transaction" :
+	    "session";
+	char user[256], app[256];
 
 	if (!o->json) {
 		printf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r->id, mode,
@@ -1157,12 +1179,21 @@ print_lock(const struct opts *o, const struct lock_row *r, const char *sep)
 	    "\"pid\": %d, \"user\": ", sep, r->id, mode, state, r->pid);
 	json_str(r->user);
 	printf(", \"client\": ");
-	json_str(r->client);
+	if (r->hidden)
+		printf("null");		/* unknown, not "local" */
+	else
+		json_str(r->client);
 	printf(", \"application_name\": ");
 	json_str(r->app);
-	printf(", \"since\": \"%s\", \"seconds\": %ld, \"scope\": \"%s\"}",
-	    r->since, r->seconds, scope);
+	if (r->hidden)
+		printf(", \"since\": null, \"seconds\": null, \"scope\": null}");
+	else
+		printf(", \"since\": \"%s\", \"seconds\": %ld, \"scope\": "
+		    "\"%s\"}", r->since, r->seconds, scope);
 }
+
+/* Did --status print a row the server hid from this role? */
+static int hidden;
 
 /* Print the locks on k (all locks when NULL); is any of them held? */
 static int
@@ -1176,6 +1207,7 @@ print_locks(const struct opts *o, PGconn *c, const struct key *k,
 	for (i = 0; i < n; i++, (*printed)++) {
 		print_lock(o, &rows[i], *printed > 0 ? ",\n  " : "\n  ");
 		held |= rows[i].held;
+		hidden |= rows[i].hidden;
 	}
 	free(rows);
 	return held;
@@ -1215,6 +1247,10 @@ show_status(const struct opts *o, PGconn *c)
 	if (o->json)
 		printf("%s]}\n", printed > 0 ? "\n" : "");
 	flush_stdout_or_err();
+	if (hidden && !o->quiet)
+		say("--status: the server hides some sessions' client, start "
+		    "and scope from this role (shown as ?%s): grant it "
+		    "pg_read_all_stats to see them", o->json ? ", null" : "");
 	return all_held ? 0 : 1;
 }
 
@@ -1230,8 +1266,8 @@ break_holders(const struct opts *o, PGconn *c)
 	const char *sql = PQserverVersion(c) >= 140000 ?
 	    "SELECT pg_catalog.pg_terminate_backend($1::int, 5000)" :
 	    "SELECT pg_catalog.pg_terminate_backend($1::int)";
-	char pid[16], why[512], user[64], app[64];
-	const char *params[1] = { pid };
+	char pid[16], why[512], user[256], app[256];
+	const char *params[2] = { pid, NULL };
 	const char *state;
 	struct lock_row *rows;
 	struct key k = o->lock.key;
@@ -1248,8 +1284,10 @@ break_holders(const struct opts *o, PGconn *c)
 				continue;
 			held++;
 			snprintf(pid, sizeof(pid), "%d", rows[i].pid);
-			res = PQexecParams(c, sql, 1, NULL, params, NULL, NULL,
-			    0);
+			if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS,
+			    why, sizeof(why))) == NULL)
+				die(EXIT_UNAVAILABLE, "%s: --break: %s",
+				    o->label, why);
 			state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 			conn_result_error(res, why, sizeof(why));
 			if (PQresultStatus(res) == PGRES_TUPLES_OK &&
@@ -1303,7 +1341,7 @@ show_waiting(void *arg)
 static const char *
 holder(PGconn *c, const struct key *k, char *buf, size_t len)
 {
-	char app[64];
+	char app[256];
 	struct lock_row *rows;
 	int i, n;
 
@@ -1314,7 +1352,11 @@ holder(PGconn *c, const struct key *k, char *buf, size_t len)
 	}
 	for (i = 0; i < n && !rows[i].held; i++)
 		;
-	if (i < n)
+	if (i < n && rows[i].hidden)
+		snprintf(buf, len, "pid %d (%s, user %s; the server hides the "
+		    "rest from this role)", rows[i].pid, field(rows[i].app,
+		    app, sizeof(app)), rows[i].user);
+	else if (i < n)
 		snprintf(buf, len, "pid %d (%s, %s, user %s, for %lds)",
 		    rows[i].pid, field(rows[i].app, app, sizeof(app)),
 		    rows[i].client, rows[i].user, rows[i].seconds);
@@ -1336,16 +1378,13 @@ report_holder(const struct opts *o, PGconn *c)
 static void
 report_busy(const struct opts *o, PGconn *c, const struct lock_req *lk)
 {
-	char who[512] = "";
-	PGresult *res;
+	char who[512] = "", why[256];
 
 	if (o->quiet)
 		return;
 	/* A timed-out wait aborted the transaction that waited. */
-	if (lk->xact) {
-		res = PQexec(c, "ROLLBACK");
-		PQclear(res);
-	}
+	if (lk->xact)
+		(void)conn_end(c, 0, CONN_ANSWER_MS, why, sizeof(why));
 	if (lk->slots > 0) {
 		say("%s: all %d slots are held%s", o->label, lk->slots,
 		    o->lock.wait_ms == 0 ? "" : ", to the end of -w");
@@ -1430,9 +1469,13 @@ choose_scope(const struct opts *o, PGconn *c, struct lock_req *lk)
 	lk->local = path == CONN_DIRECT_LOCAL;
 }
 
+/* lock_and_run()'s answer when the session was cut before anything ran. */
+#define RUN_AGAIN (-1)
+
 /*
  * Take lk for KEY: 0 once held (the watchdog forked, and the command too
- * unless later), else the exit status of a lock not got; dies on errors.
+ * unless later), else the exit status of a lock not got, or RUN_AGAIN;
+ * dies on errors.
  */
 static int
 acquire_or_err(const struct opts *o, PGconn *c, struct lock_req *lk,
@@ -1485,6 +1528,17 @@ acquire_or_err(const struct opts *o, PGconn *c, struct lock_req *lk,
 		    "not real, or --scope session through a pooler): use "
 		    "--scope auto or transaction", o->label);
 	case LOCK_ERROR:
+		/*
+		 * The session was cut (a restart) before anything ran: as a
+		 * refused connection, it is tried again, within
+		 * --connect-timeout and -w.
+		 */
+		if (PQstatus(c) == CONNECTION_BAD && mono_ms() < o->retry_until &&
+		    (o->conn.deadline_ms < 0 || mono_ms() < o->conn.deadline_ms)) {
+			if (o->verbose)
+				say("%s: %s; connecting again", o->label, why);
+			return RUN_AGAIN;
+		}
 		break;
 	}
 	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
@@ -1546,6 +1600,27 @@ lock_and_run(const struct opts *o, PGconn *c)
 	return status;
 }
 
+/* Connect, and refuse a standby; exits 69 when that fails. */
+static PGconn *
+connect_or_err(const struct opts *o)
+{
+	char why[1024];
+	PGconn *c;
+
+	if ((c = conn_open(&o->conn, why, sizeof(why))) == NULL)
+		die(EXIT_UNAVAILABLE, "%s", why);
+	switch (conn_standby(c, why, sizeof(why))) {
+	case 0:
+		return c;
+	case 1:
+		die(EXIT_UNAVAILABLE, "%s:%s: the server is a standby (in "
+		    "recovery), where an advisory lock excludes nobody",
+		    PQhost(c), PQport(c));
+	default:
+		die(EXIT_UNAVAILABLE, "%s", why);
+	}
+}
+
 /*
  * With stdin, stdout or stderr closed, the next open() (libpq's socket)
  * would take its number, and output meant for stdout would go to the
@@ -1599,18 +1674,8 @@ main(int argc, char **argv)
 	o.conn.appname = appname;
 	/* -w bounds all that comes before the command: connecting too. */
 	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
-	if ((c = conn_open(&o.conn, why, sizeof(why))) == NULL)
-		die(EXIT_UNAVAILABLE, "%s", why);
-	switch (conn_standby(c, why, sizeof(why))) {
-	case 0:
-		break;
-	case 1:
-		die(EXIT_UNAVAILABLE, "%s:%s: the server is a standby (in "
-		    "recovery), where an advisory lock excludes nobody",
-		    PQhost(c), PQport(c));
-	default:
-		die(EXIT_UNAVAILABLE, "%s", why);
-	}
+	o.retry_until = start + o.conn.connect_ms;
+	c = connect_or_err(&o);
 	/*
 	 * -w by pglock's own clock too, a second after the server's
 	 * lock_timeout; -n, CONN_ANSWER_MS: a frozen or unreachable server
@@ -1636,7 +1701,11 @@ main(int argc, char **argv)
 		status = break_holders(&o, c);
 		break;
 	default:
-		status = lock_and_run(&o, c);
+		while ((status = lock_and_run(&o, c)) == RUN_AGAIN) {
+			PQfinish(c);
+			o.conn.connect_ms = o.retry_until - mono_ms();
+			c = connect_or_err(&o);
+		}
 	}
 	/* Closing the session releases whatever is still held. */
 	PQfinish(c);

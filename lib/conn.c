@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,8 +71,9 @@ conn_oneline(const char *msg, char *err, size_t errlen)
 
 /*
  * A failed attempt that a later one may win: the server is full (53300),
- * starting or stopping (57P03), a pooler is full, or nobody listens yet
- * (refused, or a Unix socket not there during a restart). pglock runs in
+ * starting or stopping (57P03, or 57P01 and a closed connection: a
+ * restart caught it), a pooler is full, or nobody listens yet (refused,
+ * or a Unix socket not there during a restart). pglock runs in
  * the C locale, so libpq's own words are English; the server's may not
  * be, hence its SQLSTATE, which the verbose error form carries.
  */
@@ -85,6 +87,8 @@ retryable(const char *msg)
 	snprintf(absent, sizeof(absent), "failed: %s", strerror(ENOENT));
 	return strstr(msg, ":  53300: ") != NULL ||
 	    strstr(msg, ":  57P03: ") != NULL ||
+	    strstr(msg, ":  57P01: ") != NULL ||
+	    strstr(msg, "server closed the connection unexpectedly") != NULL ||
 	    strstr(msg, "no more connections allowed") != NULL ||
 	    strstr(msg, refused) != NULL || strstr(msg, absent) != NULL;
 }
@@ -260,6 +264,8 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 	keys[n] = NULL;
 	vals[n] = NULL;
 
+	/* Why an earlier session (cut by a restart) hung up is past. */
+	server_said[0] = '\0';
 	/* Retries end at --connect-timeout; everything ends at -w. */
 	if (o->connect_ms > 0)
 		until = start + o->connect_ms;
@@ -582,22 +588,86 @@ is_conninfo(const char *s)
 	    strncmp(s, "postgresql://", 13) == 0;
 }
 
+/*
+ * Overwrite with 'x' each password written in a -d value, found by hand
+ * (libpq may not parse the value): a URI's user:password@ and every
+ * password= value, quoted or not.
+ */
+static void
+mask_written(char *s)
+{
+	char *p, *at = NULL, *end, *colon;
+	size_t n;
+
+	if ((p = strstr(s, "://")) != NULL) {
+		p += 3;
+		end = p + strcspn(p, "/?#");
+		for (; p < end; p++)
+			if (*p == '@')
+				at = p;
+		p = at != NULL ? strstr(s, "://") + 3 : NULL;
+		if (p != NULL && (colon = memchr(p, ':', (size_t)(at - p))) != NULL)
+			memset(colon + 1, 'x', (size_t)(at - colon - 1));
+	}
+	for (p = s; (p = strstr(p, "password=")) != NULL; p += n) {
+		p += 9;
+		n = *p == '\'' ? 1 + strcspn(p + 1, "'") : strcspn(p, "& \t\n");
+		memset(p, 'x', n);
+	}
+}
+
 int
 conn_check(const char *conninfo, char *err, size_t errlen)
 {
 	PQconninfoOption *opts;
-	char *msg = NULL;
+	char *msg = NULL, *masked, *p;
+	size_t i, j, len = strlen(conninfo);
 
+	/* libpq takes "POSTGRESQL://..." for a database name, sent as is. */
+	if (strncasecmp(conninfo, "postgres", 8) == 0 &&
+	    !is_conninfo(conninfo) && (strncmp(conninfo + 8, "://", 3) == 0 ||
+	    strncasecmp(conninfo + 8, "ql://", 5) == 0)) {
+		snprintf(err, errlen, "a URI begins with postgresql:// or "
+		    "postgres://, in lower case (libpq would take this one for "
+		    "a database name)");
+		return -1;
+	}
 	/* A plain database name is not parsed: any string is a name. */
 	if (!is_conninfo(conninfo))
 		return 0;
-	if ((opts = PQconninfoParse(conninfo, &msg)) == NULL) {
-		conn_oneline(msg != NULL ? msg : "out of memory", err, errlen);
+	if ((opts = PQconninfoParse(conninfo, &msg)) != NULL) {
+		PQconninfoFree(opts);
+		return 0;
+	}
+	if (msg == NULL || (masked = strdup(conninfo)) == NULL) {
+		snprintf(err, errlen, "out of memory");
 		PQfreemem(msg);
 		return -1;
 	}
-	PQconninfoFree(opts);
-	return 0;
+	/*
+	 * libpq's reason may quote the value, or a password in it: where it
+	 * does, the password becomes x's, as in ps.
+	 */
+	mask_written(masked);
+	for (p = msg; (p = strstr(p, conninfo)) != NULL && len > 0; p += len)
+		memcpy(p, masked, len);
+	for (i = 0; i < len; i = j) {
+		for (j = i; j < len && masked[j] != conninfo[j]; j++)
+			;
+		if (j > i) {
+			char *run = strndup(conninfo + i, j - i);
+
+			for (p = msg; run != NULL && (p = strstr(p, run)) !=
+			    NULL; p += j - i)
+				memset(p, 'x', j - i);
+			free(run);
+		}
+		j += j == i;
+	}
+	conn_oneline(msg, err, errlen);
+	free(masked);
+	PQfreemem(msg);
+	return -1;
 }
 
 void
@@ -733,7 +803,8 @@ tcp_direct(PGconn *c, const struct sockaddr *sa, socklen_t len)
 	socklen_t plen = sizeof(peer);
 	char host[NI_MAXHOST], port[NI_MAXSERV];
 	char phost[NI_MAXHOST], pport[NI_MAXSERV];
-	const char *params[4] = { host, port, phost, pport };
+	const char *params[5] = { host, port, phost, pport, NULL };
+	char why[256];
 	PGresult *res;
 	int rc;
 
@@ -744,11 +815,11 @@ tcp_direct(PGconn *c, const struct sockaddr *sa, socklen_t len)
 	    getnameinfo((struct sockaddr *)&peer, plen, phost, sizeof(phost),
 	    pport, sizeof(pport), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
 		return 0;
-	res = PQexecParams(c, "SELECT pg_catalog.inet_client_addr() ="
+	res = conn_exec(c, "SELECT pg_catalog.inet_client_addr() ="
 	    " $1::inet AND pg_catalog.inet_client_port() = $2::int"
 	    " AND pg_catalog.inet_server_addr() = $3::inet"
-	    " AND pg_catalog.inet_server_port() = $4::int", 4, NULL,
-	    params, NULL, NULL, 0);
+	    " AND pg_catalog.inet_server_port() = $4::int", params,
+	    CONN_ANSWER_MS, why, sizeof(why));
 	rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
 	    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);

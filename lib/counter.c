@@ -112,13 +112,15 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
     long long *version, char *err, size_t errlen)
 {
 	char sql[640];
-	const char *params[1] = { tenant };
+	const char *params[2] = { tenant, NULL };
 	PGresult *res;
 	int rc = -1;
 
 	snprintf(sql, sizeof(sql), "SELECT version FROM %s WHERE tenant = $1",
 	    table);
-	res = PQexecParams(c, sql, 1, NULL, params, NULL, NULL, 0);
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
+	    NULL)
+		return -1;
 	if (PQresultStatus(res) == PGRES_TUPLES_OK) {
 		*version = PQntuples(res) == 1 ?
 		    strtoll(PQgetvalue(res, 0, 0), NULL, 10) : 0;
@@ -141,19 +143,19 @@ static int
 create_table(PGconn *c, const char *q, char *err, size_t errlen)
 {
 	char sql[1024], why[64];
-	const char *params[1] = { q };
+	const char *params[2] = { q, NULL };
 	PGresult *res;
 	int rc = -1;
 
-	res = PQexec(c, "BEGIN");
-	PQclear(res);
-	res = PQexecParams(c, "SELECT pg_advisory_xact_lock("
-	    "hashtextextended('pglock-create ' || $1, 0))", 1, NULL, params,
-	    NULL, NULL, 0);
-	PQclear(res);
+	PQclear(conn_exec(c, "BEGIN", NULL, CONN_ANSWER_MS, err, errlen));
+	PQclear(conn_exec(c, "SELECT pg_catalog.pg_advisory_xact_lock("
+	    "pg_catalog.hashtextextended('pglock-create ' || $1, 0))", params,
+	    CONN_ANSWER_MS, err, errlen));
 	snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s ("
 	    "tenant text PRIMARY KEY, version bigint NOT NULL)", q);
-	res = PQexec(c, sql);
+	if ((res = conn_exec(c, sql, NULL, CONN_ANSWER_MS, err, errlen)) ==
+	    NULL)
+		return -1;
 	if (PQresultStatus(res) == PGRES_COMMAND_OK) {
 		rc = 0;
 	} else if (is_state(res, "42501")) {

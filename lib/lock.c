@@ -481,6 +481,7 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
     char *err, size_t errlen)
 {
 	char sql[2048], tag[512] = "true";
+	const char *params[3] = { NULL, NULL, NULL };
 	const char *since = PQserverVersion(c) >= 140000 ? SINCE_14 : SINCE_12;
 	struct lock_row *r;
 	struct args a;
@@ -507,16 +508,21 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	    " coalesce(a.usename::text, ''),"
 	    " coalesce(host(a.client_addr), 'local'),"
 	    " coalesce(a.application_name, ''),"
-	    " coalesce(to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'), '') AS since"
+	    " coalesce(to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'), '') AS since,"
+	    /* What a role without pg_read_all_stats may not see. */
+	    " a.backend_start IS NULL"
 	    " FROM pg_catalog.pg_locks l"
 	    " LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
 	    " WHERE l.locktype = 'advisory' AND l.pid <> pg_backend_pid()"
 	    " AND l.database = (SELECT oid FROM pg_catalog.pg_database"
 	    " WHERE datname = current_database()) AND %s"
 	    " ORDER BY 1, l.granted DESC, since, l.pid", since, since, tag);
-	res = PQexecParams(c, sql, a.n, NULL, a.n > 0 ? a.params : NULL,
-	    NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 10) {
+	params[0] = a.n > 0 ? a.params[0] : NULL;
+	params[1] = a.n > 1 ? a.params[1] : NULL;
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
+	    NULL)
+		return -1;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 11) {
 		conn_result_error(res, err, errlen);
 		PQclear(res);
 		return -1;
@@ -540,6 +546,12 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 		snprintf(r->app, sizeof(r->app), "%s", PQgetvalue(res, i, 8));
 		snprintf(r->since, sizeof(r->since), "%s",
 		    PQgetvalue(res, i, 9));
+		if ((r->hidden = *PQgetvalue(res, i, 10) == 't')) {
+			snprintf(r->client, sizeof(r->client), "?");
+			snprintf(r->since, sizeof(r->since), "?");
+			r->seconds = -1;
+			r->xact = -1;
+		}
 	}
 	PQclear(res);
 	return n;

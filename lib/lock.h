@@ -107,6 +107,9 @@ struct lock_row {
 	char client[64];	/* address, or "local" */
 	char app[64];		/* application_name */
 	char since[32];		/* ISO 8601 */
+	int hidden;		/* the server hid the session from this role
+				   (no pg_read_all_stats): client, since,
+				   seconds and xact are "?", "?", -1, -1 */
 };
 
 /*

@@ -172,3 +172,17 @@ while True:
 	run -64 --separate-stderr pglock --wait
 	[ "$stderr" = "pglock: --wait: needs a value (see pglock --help)" ]
 }
+
+@test "a -d value libpq cannot parse, or a URI in upper case, never shows its password: 64, masked" {
+	for d in 'postgresql://alice:SECRET@[::1/app' 'postgresql://alice:SE%ZZRET@host/app' \
+	    'postgresql://alice@[::1/app?password=SECRET' "host=x password='SECRET" \
+	    'POSTGRESQL://alice:SECRET@host/app' 'Postgres://alice:SECRET@host/app'; do
+		run -64 --separate-stderr pglock -d "$d" k true
+		[ "${#lines[@]}" -eq 0 ]
+		[[ "$stderr" == "pglock: -d: "* ]]
+		[[ "$stderr" != *SE* ]] || { echo "$d: $stderr"; false; }
+		[[ "$stderr" != *$'\n'* ]]
+	done
+	run -64 --separate-stderr pglock -d 'postgresql://alice:SECRET@[::1/app' k true
+	assert_equal "$stderr" 'pglock: -d: end of string reached when looking for matching "]" in IPv6 host address in URI: "postgresql://alice:xxxxxx@[::1/app" (see pglock --help)'
+}

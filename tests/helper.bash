@@ -155,8 +155,8 @@ stop_pgbouncer() {
 
 # netns_up: a veth pair into a network namespace of the test's own; a
 # holder runs inside ("ip netns exec $ns ..."), reaching this side at
-# $net.1, where the server (and any pooler) listens; netns_cut sets the
-# link down, which makes the path silent without closing anything.
+# $net.1, where the server (and any pooler) listens; netns_cut makes the
+# path silent without closing anything.
 # Skips where namespaces cannot be made; teardown removes it.
 netns_up() {
 	ns=pglk$$ host=pglh$$ peer=pgln$$
@@ -185,7 +185,14 @@ netns_up() {
 	ip netns exec "$ns" ip link set lo up
 }
 
-netns_cut() { ip link set "$host" down; }
+netns_cut() {
+	# The holder's side keeps the server's address resolved: what it
+	# sends then vanishes, as on a real cut, with no quick "no route to
+	# host" when the neighbour entry would go stale.
+	ip netns exec "$ns" ip neigh replace "$net.1" \
+	    lladdr "$(cat "/sys/class/net/$host/address")" dev "$peer" nud permanent
+	ip link set "$host" down
+}
 
 teardown() {
 	eval "${NETNS_CLEANUP:-}" 2>/dev/null || true

@@ -93,3 +93,72 @@ PGLOCK_SCOPE=session"
 	run -0 timeout 20 "$PGLOCK" --hash hashtext "$(printf 'caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80')" true
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 }
+
+# raw_free FILE: no byte that steers a terminal or a reader: ESC, BEL, a C1
+# control (U+009B) or a bidirectional override (U+202E).
+raw_free() {
+	! grep -qaP '\x1b|\x07|\xc2\x9b|\xe2\x80\xae' "$1"
+}
+
+@test "a role's name from the server reaches the terminal escaped: no ESC, BEL, C1, override or forged line" {
+	role=$'ev\e[2J\e]0;pwned\ail\nFAKE: line\u009b\u202e'
+	printf 'DROP ROLE IF EXISTS :"r";\nCREATE ROLE :"r" LOGIN;\n' | psql -XAtq -v ON_ERROR_STOP=1 -v r="$role"
+	id=$(sha_id inj-k)
+	bg holder psql -XAtq -U "$role" -c "SELECT pg_advisory_lock($id), pg_sleep(60)"
+	wait_until 10 held "$id"
+	d=$BATS_TEST_TMPDIR
+	run -1 timeout 20 "$PGLOCK" -n inj-k true
+	timeout 20 "$PGLOCK" -n inj-k true 2>"$d/n.err" || true
+	timeout 20 "$PGLOCK" -v -w 1 inj-k true 2>"$d/v.err" || true
+	timeout 20 "$PGLOCK" --status inj-k >"$d/status.out" 2>&1 || true
+	timeout 20 "$PGLOCK" --break inj-k >"$d/break.out" 2>&1 || true
+	for f in n.err v.err status.out break.out; do
+		raw_free "$d/$f" || { echo "$f: raw bytes"; od -c "$d/$f" | head; false; }
+	done
+	# One line each; the name shows, escaped.
+	[ "$(wc -l <"$d/n.err")" -eq 1 ]
+	grep -qF 'user ev\x1b[2J\x1b]0;pwned\x07il\nFAKE: line\u009b\u202e' "$d/n.err"
+	[ "$(wc -l <"$d/v.err")" -eq 2 ]
+	[ "$(wc -l <"$d/status.out")" -eq 2 ]
+	grep -qF 'ev\x1b[2J\x1b]0;pwned\x07il\nFAKE: line\u009b\u202e' "$d/status.out"
+	[ "$(wc -l <"$d/break.out")" -eq 1 ]
+	wait_until 10 free "$id"
+}
+
+@test "control bytes and overrides in KEY and in an option's value are escaped in messages" {
+	run -64 --separate-stderr pglock --scope $'\e]0;x\a\u202e' k true
+	assert_equal "$stderr" 'pglock: --scope: '\''\x1b]0;x\x07\u202e'\'' is not session, transaction or auto (see pglock --help)'
+	bg holder pglock $'k\e[31m\u009b' sleep 60
+	wait_until 10 held "$(sha_id $'k\e[31m\u009b')"
+	run -1 --separate-stderr timeout 20 "$PGLOCK" -n $'k\e[31m\u009b' true
+	[[ "$stderr" == 'pglock: k\x1b[31m\u009b: the lock is held by pid '* ]]
+}
+
+# frozen_server CMD...: CMD while the server's backends take 15 s over
+# their second write (strace's delay on sendto): the first answers a new
+# session's start, the second its first query. No psql meanwhile.
+frozen_server() {
+	local pm st
+	pm=$(head -n 1 "$PGLOCK_TEST_PGDATA/postmaster.pid")
+	strace -f -qq -p "$pm" -e trace=sendto -e inject=sendto:delay_enter=15000000:when=2 -o /dev/null &
+	st=$!
+	CLEANUP="kill $st"
+	sleep 1	# not to synchronise: strace attaching to every process
+	start=$(( $(date +%s%N) / 1000000 ))
+	run --separate-stderr timeout 30 "$@"
+	elapsed=$(( $(date +%s%N) / 1000000 - start ))
+	kill "$st"
+	wait "$st" || true
+}
+
+@test "a backend frozen during --status or --break: 69 within the answer bound, not a hang" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	frozen_server "$PGLOCK" --status frz-status
+	[ "$status" -eq 69 ]
+	assert_equal "$stderr" "pglock: --status: the server did not answer within 10 s"
+	[ "$elapsed" -lt 14000 ]
+	frozen_server "$PGLOCK" --break frz-status
+	[ "$status" -eq 69 ]
+	assert_equal "$stderr" "pglock: --break: the server did not answer within 10 s"
+	[ "$elapsed" -lt 14000 ]
+}

@@ -300,3 +300,28 @@ queue_id() {
 	assert_equal "$stderr" "pglock: hold-m: the hold ran past --max-time 1s: stopped"
 	free "$(sha_id hold-m)"
 }
+
+@test "what the server hides from a role without pg_read_all_stats is shown as unknown, and why, once" {
+	sql "DROP ROLE IF EXISTS pglock_blind; CREATE ROLE pglock_blind LOGIN"
+	bg holder pglock hid-k sleep 60
+	id=$(sha_id hid-k)
+	wait_until 10 held "$id"
+	pid=$(locks_on "$id" | cut -d: -f2)
+	run -0 --separate-stderr pglock -U pglock_blind --status hid-k
+	assert_output "id	mode	state	pid	user	client	application_name	since	scope
+$id	exclusive	held	$pid	postgres	?	pglock: hid-k	?	?"
+	assert_equal "$stderr" "pglock: --status: the server hides some sessions' client, start and scope from this role (shown as ?): grant it pg_read_all_stats to see them"
+	run -0 --separate-stderr pglock -U pglock_blind --status --json hid-k
+	"$PYTHON" -c '
+import json, sys
+row = json.loads(sys.argv[1])["locks"][0]
+assert [row[k] for k in ("client", "since", "seconds", "scope")] == [None] * 4, row
+assert row["user"] == "postgres" and row["application_name"] == "pglock: hid-k", row' "$output"
+	run -1 --separate-stderr pglock -U pglock_blind -n hid-k true
+	assert_equal "$stderr" "pglock: hid-k: the lock is held by pid $pid (pglock: hid-k, user postgres; the server hides the rest from this role)"
+	# A role that may see them sees them.
+	sql "GRANT pg_read_all_stats TO pglock_blind"
+	run -0 --separate-stderr pglock -U pglock_blind --status hid-k
+	[[ "${lines[1]}" == *$'\tlocal\tpglock: hid-k\t'*$'\tsession' ]]
+	[ -z "$stderr" ]
+}
