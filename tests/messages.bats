@@ -68,11 +68,11 @@ PGLOCK_SCOPE=session"
 	assert_output "1 none"
 }
 
-@test "a waiter whose backend is terminated: exit 69 and the server's reason, one line" {
+@test "a waiter whose backend is terminated: with --connect-timeout 0, exit 69 and the server's reason, one line" {
 	id=$(sha_id tw-k)
 	bg holder pglock tw-k sleep 60
 	wait_until 10 held "$id"
-	bg waiter pglock tw-k touch "$BATS_TEST_TMPDIR/ran"
+	bg waiter pglock --connect-timeout 0 tw-k touch "$BATS_TEST_TMPDIR/ran"
 	wait_until 10 waiting "$id"
 	sql "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
 	bgwait waiter 10
@@ -80,6 +80,24 @@ PGLOCK_SCOPE=session"
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	run cat "$BATS_TEST_TMPDIR/waiter.err"
 	assert_output "pglock: tw-k: terminating connection due to administrator command"
+}
+
+@test "a waiter whose backend is terminated (as a restart does) connects again and waits: nothing had run" {
+	id=$(sha_id tw2-k)
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg holder pglock tw2-k sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 held "$id"
+	bg waiter pglock -v tw2-k touch "$BATS_TEST_TMPDIR/ran"
+	wait_until 10 waiting "$id"
+	old=$(locks_on "$id" | grep '^f:' | cut -d: -f2)
+	sql "SELECT pg_terminate_backend($old)"
+	wait_until 10 bash -c "locks_on() { psql -XAtc \"SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid <> $old\"; }; [ -n \"\$(locks_on)\" ]"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	echo go >"$BATS_TEST_TMPDIR/fifo"
+	bgwait waiter 20
+	[ "$bg_status" -eq 0 ]
+	[ -e "$BATS_TEST_TMPDIR/ran" ]
+	grep -qx "pglock: tw2-k: terminating connection due to administrator command; connecting again" "$BATS_TEST_TMPDIR/waiter.err"
 }
 
 @test "a key that is not UTF-8 under a server-side scheme is the caller's error: 64, escaped" {
