@@ -1533,7 +1533,7 @@ acquire_or_err(const struct opts *o, PGconn *c, struct lock_req *lk,
 		 * refused connection, it is tried again, within
 		 * --connect-timeout and -w.
 		 */
-		if (PQstatus(c) == CONNECTION_BAD && mono_ms() < o->retry_until &&
+		if (conn_cut(c) && mono_ms() < o->retry_until &&
 		    (o->conn.deadline_ms < 0 || mono_ms() < o->conn.deadline_ms)) {
 			if (o->verbose)
 				say("%s: %s; connecting again", o->label, why);

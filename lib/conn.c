@@ -34,6 +34,18 @@
 /* The last message the server sent outside a query, e.g. why it hung up. */
 static char server_said[512];
 
+/* The SQLSTATE of the last error the server sent, for conn_cut(). */
+static char last_state[6];
+
+static void
+keep_state(const PGresult *res)
+{
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	snprintf(last_state, sizeof(last_state), "%s", state != NULL ?
+	    state : "");
+}
+
 static void
 on_notice(void *arg, const PGresult *res)
 {
@@ -44,8 +56,10 @@ on_notice(void *arg, const PGresult *res)
 	/* Only errors matter: FATAL arrives here when the backend is killed. */
 	if (msg != NULL && sev != NULL && strcmp(sev, "NOTICE") != 0 &&
 	    strcmp(sev, "WARNING") != 0 && strcmp(sev, "INFO") != 0 &&
-	    strcmp(sev, "LOG") != 0 && strncmp(sev, "DEBUG", 5) != 0)
+	    strcmp(sev, "LOG") != 0 && strncmp(sev, "DEBUG", 5) != 0) {
 		conn_oneline(msg, server_said, sizeof(server_said));
+		keep_state(res);
+	}
 }
 
 void
@@ -226,6 +240,7 @@ conn_result_error(const PGresult *res, char *err, size_t errlen)
 	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
 	char buf[1024];
 
+	keep_state(res);
 	if (msg == NULL) {
 		/* Not the server's: libpq's own text (a lost connection). */
 		conn_oneline(PQresultErrorMessage(res), err, errlen);
@@ -266,6 +281,7 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 
 	/* Why an earlier session (cut by a restart) hung up is past. */
 	server_said[0] = '\0';
+	last_state[0] = '\0';
 	/* Retries end at --connect-timeout; everything ends at -w. */
 	if (o->connect_ms > 0)
 		until = start + o->connect_ms;
@@ -484,6 +500,14 @@ conn_end(PGconn *c, int commit, long ms, char *err, size_t errlen)
 		rc = 0;
 	PQclear(res);
 	return rc;
+}
+
+int
+conn_cut(PGconn *c)
+{
+	/* 57P01-57P03: shut down, crashed, or ended by an administrator. */
+	return PQstatus(c) == CONNECTION_BAD && (last_state[0] == '\0' ||
+	    strncmp(last_state, "57P0", 4) == 0);
 }
 
 void

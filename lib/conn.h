@@ -105,6 +105,13 @@ enum conn_path {
 enum conn_path conn_direct(PGconn *c);
 
 /*
+ * Was c's session ended by the server, not refused: a shutdown, a crash,
+ * an administrator (57P01 to 57P03), or closed with no word? What it had
+ * not answered was not done, and a new session may ask again.
+ */
+int conn_cut(PGconn *c);
+
+/*
  * Why the connection failed, as one line: the server's last message (such
  * as "terminating connection due to administrator command") if it sent one,
  * else libpq's error text.
