@@ -13,8 +13,8 @@ WARN = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra \
 	-Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wcast-qual -Wwrite-strings
 SRC = pglock.c lib/arg.c lib/child.c lib/conn.c lib/counter.c lib/hash.c lib/key.c \
-	lib/lock.c lib/sig.c
-HDR = lib/arg.h lib/child.h lib/clock.h lib/conn.h lib/counter.h lib/exits.h lib/hash.h lib/key.h lib/lease.h lib/lock.h lib/sig.h
+	lib/lock.c lib/runs.c lib/sig.c lib/table.c
+HDR = lib/arg.h lib/child.h lib/clock.h lib/conn.h lib/counter.h lib/exits.h lib/hash.h lib/key.h lib/lease.h lib/lock.h lib/runs.h lib/sig.h lib/table.h
 UNIT = tests/unit_arg tests/unit_key
 BATS = timeout 600 bats
 FUZZ_CHECK_SECONDS = 30

@@ -38,6 +38,7 @@
 #include "lib/key.h"
 #include "lib/lease.h"
 #include "lib/lock.h"
+#include "lib/runs.h"
 #include "lib/sig.h"
 
 #define PGLOCK_VERSION "0.1.0"
@@ -52,7 +53,7 @@ static pid_t caller;
 /* What pglock does: one of the usage lines. */
 enum mode {
 	MODE_RUN, MODE_HOLD, MODE_STATUS, MODE_EXPLAIN, MODE_BREAK,
-	MODE_COUNTER
+	MODE_COUNTER, MODE_FORGET
 };
 
 /* The command line, as parsed and checked; main() resolves lock.key. */
@@ -83,13 +84,23 @@ struct opts {
 	int peek;
 	int fence;
 	char table_sql[300];	/* --counter-table as SQL: "schema"."table" */
+	int once;		/* --once or --once-per: skip a slot's second
+				   success */
+	long long period_ms;	/* --once-per; 0: one slot for ever (--once) */
+	int record;		/* record the outcome (--record, --once*) */
+	char runs_sql[300];	/* --runs-table, as table_sql */
+	long long ok_within_ms;	/* --status --ok-within; -1: none */
 };
 
 static const char usage_text[] =
     "usage: pglock [options] KEY COMMAND [ARG ...]\n"
     "       pglock [options] KEY -c SHELL-COMMAND\n"
+    "       pglock [options] --once-per DURATION KEY COMMAND [ARG ...]\n"
+    "       pglock [options] --once KEY COMMAND [ARG ...]\n"
+    "       pglock [options] --forget KEY\n"
     "       pglock [options] --hold KEY\n"
     "       pglock [options] --status [KEY ...]\n"
+    "       pglock [options] --status --ok-within DURATION KEY\n"
     "       pglock [options] --explain KEY\n"
     "       pglock [options] --break KEY\n"
     "       pglock [options] --version-counter [--peek] TENANT"
@@ -143,6 +154,21 @@ usage(FILE *f)
 	    "  -v, --verbose              report waiting, acquiring,"
 	    " releasing\n"
 	    "  -q, --quiet                no diagnostics except errors\n"
+	    "\nOnce (the outcome recorded in the database):\n"
+	    "      --once-per DURATION    run COMMAND unless KEY succeeded in"
+	    " this slot of\n"
+	    "                             the server's clock (DURATION: SECS,"
+	    " 5m, 1h, 1d)\n"
+	    "      --once                 run COMMAND unless KEY ever"
+	    " succeeded\n"
+	    "      --record               record the outcome of a plain run\n"
+	    "      --forget KEY           delete KEY's record: --once runs"
+	    " again\n"
+	    "      --runs-table NAME      where runs are recorded (default"
+	    " pglock_runs)\n"
+	    "      --ok-within DURATION   with --status KEY: exit 0 if KEY"
+	    " succeeded\n"
+	    "                             within DURATION, else 1\n"
 	    "\nVersion counter:\n"
 	    "      --version-counter      allocate TENANT's next version:"
 	    " print it, or\n"
@@ -394,7 +420,8 @@ enum {
 	OPT_ID = 256, OPT_CHECK, OPT_LOST_SIG, OPT_KILL_AFTER, OPT_COUNTER,
 	OPT_PEEK, OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_STATUS,
 	OPT_EXPLAIN, OPT_SCOPE, OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_HOLD,
-	OPT_BREAK, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS
+	OPT_BREAK, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS, OPT_ONCE, OPT_ONCE_PER,
+	OPT_RECORD, OPT_FORGET, OPT_RUNS_TABLE, OPT_OK_WITHIN
 };
 
 static const struct option longopts[] = {
@@ -434,6 +461,12 @@ static const struct option longopts[] = {
 	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "slots", required_argument, NULL, OPT_SLOTS },
+	{ "once", no_argument, NULL, OPT_ONCE },
+	{ "once-per", required_argument, NULL, OPT_ONCE_PER },
+	{ "record", no_argument, NULL, OPT_RECORD },
+	{ "forget", no_argument, NULL, OPT_FORGET },
+	{ "runs-table", required_argument, NULL, OPT_RUNS_TABLE },
+	{ "ok-within", required_argument, NULL, OPT_OK_WITHIN },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -476,7 +509,7 @@ set_mode(struct opts *o, enum mode m)
 {
 	if (o->mode != MODE_RUN && o->mode != m)
 		usage_err("%s", "choose one of --hold, --status, --explain, "
-		    "--break and --version-counter");
+		    "--break, --forget and --version-counter");
 	o->mode = m;
 }
 
@@ -619,6 +652,35 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	case OPT_JSON:
 		o->json = 1;
 		break;
+	case OPT_ONCE_PER:
+		if (arg_period_ms(arg, &o->period_ms, why, sizeof(why)) == -1)
+			usage_err("--once-per: %s", why);
+		if (o->period_ms == 0)
+			usage_err("%s", "--once-per: must be more than 0");
+		o->once = o->record = 1;
+		break;
+	case OPT_ONCE:
+		o->period_ms = 0;
+		o->once = o->record = 1;
+		break;
+	case OPT_RECORD:
+		o->record = 1;
+		break;
+	case OPT_FORGET:
+		set_mode(o, MODE_FORGET);
+		break;
+	case OPT_RUNS_TABLE:
+		if (counter_table_sql(arg, o->runs_sql, sizeof(o->runs_sql)) ==
+		    -1)
+			usage_err("--runs-table: '%s' is not a table name "
+			    "([schema.]table, as in SQL: \"Quoted\" keeps its "
+			    "case)", printable(arg));
+		break;
+	case OPT_OK_WITHIN:
+		if (arg_period_ms(arg, &o->ok_within_ms, why, sizeof(why)) ==
+		    -1)
+			usage_err("--ok-within: %s", why);
+		break;
 	case OPT_SLOTS:
 		if (arg_long(arg, 2, 1000, &n, why, sizeof(why)) == -1)
 			usage_err("--slots: %s", why);
@@ -667,13 +729,24 @@ check_or_err(struct opts *o, int argc, char **argv)
 	    o->mode == MODE_COUNTER))
 		usage_err("%s", "--slots counts holders of a KEY: no -s, "
 		    "--explain or --version-counter");
+	if (o->record && (o->mode != MODE_RUN || o->no_fork))
+		usage_err("%s", "--once, --once-per and --record record a "
+		    "COMMAND's outcome: not with -F, --hold, --status, "
+		    "--explain, --break, --forget or --version-counter");
+	if (o->once && (o->lock.shared || o->lock.slots > 0))
+		usage_err("%s", "--once and --once-per run one COMMAND for KEY: "
+		    "no -s or --slots");
+	if (o->ok_within_ms >= 0 && (o->mode != MODE_STATUS || argc != 1))
+		usage_err("%s", "--ok-within is for --status with one KEY");
 	if (o->mode == MODE_STATUS) {
 		o->keys = argv;		/* every argument is a KEY */
 		return;
 	}
-	if ((o->mode == MODE_EXPLAIN || o->mode == MODE_BREAK) && argc != 1)
+	if ((o->mode == MODE_EXPLAIN || o->mode == MODE_BREAK ||
+	    o->mode == MODE_FORGET) && argc != 1)
 		usage_err("%s takes one KEY and no COMMAND",
-		    o->mode == MODE_EXPLAIN ? "--explain" : "--break");
+		    o->mode == MODE_EXPLAIN ? "--explain" : o->mode ==
+		    MODE_BREAK ? "--break" : "--forget");
 	if (argc < 1)
 		usage_err("missing %s", what);
 	if (*argv[0] == '\0')
@@ -1214,15 +1287,62 @@ print_locks(const struct opts *o, PGconn *c, const struct key *k,
 }
 
 /*
+ * --status KEY: KEY's recorded runs, after its locks: a line for the last
+ * success and one for the last failure (--json: an object of "runs").
+ * Returns whether KEY succeeded within --ok-within.
+ */
+static int
+print_runs(const struct opts *o, PGconn *c, const char *key, int n)
+{
+	struct runs_row r;
+	char why[1024], k[1024], host[512];
+
+	if (runs_read(c, o->runs_sql, key, &r, why, sizeof(why)) == -1)
+		die(EXIT_UNAVAILABLE, "--status: %s", why);
+	if (!o->json) {
+		if (r.has_ok)
+			printf("%s	last_ok	%s	%s	%.3f\n", field(key, k,
+			    sizeof(k)), r.ok_at, field(r.ok_host, host,
+			    sizeof(host)), r.ok_seconds);
+		if (r.has_failed)
+			printf("%s	last_failed	%s	%s	%d\n", field(key, k,
+			    sizeof(k)), r.failed_at, field(r.failed_host, host,
+			    sizeof(host)), r.failed_status);
+	} else {
+		printf("%s{\"key\": ", n > 0 ? ",\n  " : "\n  ");
+		json_str(key);
+		printf(", \"last_ok\": ");
+		if (r.has_ok) {
+			printf("{\"at\": \"%s\", \"host\": ", r.ok_at);
+			json_str(r.ok_host);
+			printf(", \"seconds\": %.3f}", r.ok_seconds);
+		} else {
+			printf("null");
+		}
+		printf(", \"last_failed\": ");
+		if (r.has_failed) {
+			printf("{\"at\": \"%s\", \"host\": ", r.failed_at);
+			json_str(r.failed_host);
+			printf(", \"status\": %d}}", r.failed_status);
+		} else {
+			printf("null}");
+		}
+	}
+	/* The server's now: a dead-man check that host clocks cannot fool. */
+	return r.has_ok && r.ok_ms >= r.now_ms - (double)o->ok_within_ms;
+}
+
+/*
  * --status [KEY ...]: a header line, then one tab-separated line a lock
- * (--json: one object, its array "locks"). With KEYs, exit 0 only if
- * every one of them is held.
+ * (--json: one object, its array "locks"), then each KEY's recorded runs.
+ * With KEYs, exit 0 only if every one of them is held; with --ok-within,
+ * only if KEY succeeded within it.
  */
 static int
 show_status(const struct opts *o, PGconn *c)
 {
 	struct key k, slot;
-	int i, j, held, all_held = 1, printed = 0;
+	int i, j, held, all_held = 1, printed = 0, ok = 0;
 
 	if (o->json)
 		printf("{\"locks\": [");
@@ -1245,12 +1365,19 @@ show_status(const struct opts *o, PGconn *c)
 		all_held &= held;
 	}
 	if (o->json)
-		printf("%s]}\n", printed > 0 ? "\n" : "");
+		printf("%s]%s", printed > 0 ? "\n" : "", o->keys[0] != NULL ?
+		    ", \"runs\": [" : "}\n");
+	for (i = 0; o->keys[i] != NULL; i++)
+		ok = print_runs(o, c, o->keys[i], i);
+	if (o->json && o->keys[0] != NULL)
+		printf("\n]}\n");
 	flush_stdout_or_err();
 	if (hidden && !o->quiet)
 		say("--status: the server hides some sessions' client, start "
 		    "and scope from this role (shown as ?%s): grant it "
 		    "pg_read_all_stats to see them", o->json ? ", null" : "");
+	if (o->ok_within_ms >= 0)
+		return ok ? 0 : 1;
 	return all_held ? 0 : 1;
 }
 
@@ -1316,6 +1443,20 @@ break_holders(const struct opts *o, PGconn *c)
 	if (held == 0 && !o->quiet)
 		say("%s: nobody holds the lock", o->label);
 	return held == 0 ? 1 : status;
+}
+
+/* --forget KEY: delete its record, so that --once runs it again. */
+static int
+forget(const struct opts *o, PGconn *c)
+{
+	char why[1024];
+	int rc = runs_forget(c, o->runs_sql, o->key, why, sizeof(why));
+
+	if (rc == -1)
+		die(EXIT_UNAVAILABLE, "%s: --forget: %s", o->label, why);
+	if (rc == 0 && !o->quiet)
+		say("%s: no record to forget", o->label);
+	return rc == 1 ? 0 : 1;
 }
 
 /* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
@@ -1544,6 +1685,58 @@ acquire_or_err(const struct opts *o, PGconn *c, struct lock_req *lk,
 	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 }
 
+/*
+ * --once, --once-per: with the lock held, has KEY succeeded in this slot
+ * of the server's clock (floor(now / period); --once: slot 0, for ever)?
+ * *slot is the slot a success of this run will count for.
+ */
+static int
+once_done_or_err(const struct opts *o, PGconn *c, long long *slot)
+{
+	struct runs_row row;
+	char why[1024];
+
+	if (runs_read(c, o->runs_sql, o->key, &row, why, sizeof(why)) == -1)
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	*slot = o->period_ms > 0 ? (long long)(row.now_ms /
+	    (double)o->period_ms) : 0;
+	if (!row.has_ok || row.ok_slot != *slot)
+		return 0;
+	if (o->verbose)
+		say("%s: succeeded %s already (at %s on %s): not run again",
+		    o->label, o->period_ms > 0 ? "in this slot" : "once",
+		    row.ok_at, row.ok_host);
+	return 1;
+}
+
+/*
+ * Record the command's outcome (status, after seconds; a success counts
+ * for slot) for KEY, before the lock is released: in the lock's own
+ * transaction if it has one. A success not recorded counts as not done.
+ */
+static void
+record_run_or_err(const struct opts *o, PGconn *c, const struct lock_req *lk,
+    int status, double seconds, long long slot)
+{
+	struct runs_outcome out;
+	char why[1024], id[48];
+
+	key_format(&lk->key, id, sizeof(id));
+	out.key = o->key;
+	out.id = id;
+	out.status = status;
+	out.seconds = seconds;
+	out.slot = slot;
+	if (runs_write(c, o->runs_sql, &out, why, sizeof(why)) == 0)
+		return;
+	if (status == 0)
+		die(EXIT_LOST, "%s: the command succeeded, but its success could "
+		    "not be recorded (%s): it counts as not done", o->label,
+		    why);
+	say("%s: the command's failure could not be recorded (%s)", o->label,
+	    why);
+}
+
 /* pglock KEY COMMAND, and --hold: the lock runner. */
 static int
 lock_and_run(const struct opts *o, PGconn *c)
@@ -1552,10 +1745,14 @@ lock_and_run(const struct opts *o, PGconn *c)
 	struct lock_req lk = o->lock;
 	struct waiting w = { o->label, 0, 0 };
 	char why[1024], slot[32] = "";
-	double t0;
+	double t0, ran;
+	long long run_slot = -1;
 	long since;
 	int backend_pid = 0, status;
 
+	/* The record's table, before the lock: first use creates it. */
+	if (o->record && runs_table(c, o->runs_sql, why, sizeof(why)) == -1)
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	lk.wait_ms = wait_left(o);
 	lk.lease_ms = lease_ms(o);
 	choose_scope(o, c, &lk);
@@ -1582,15 +1779,26 @@ lock_and_run(const struct opts *o, PGconn *c)
 			child_abort(&ch);
 		return status;
 	}
-	if (o->mode == MODE_HOLD)
-		hold_line_or_err(o, &lk);
-	status = run_command_or_err(o, c, &lk, since, &ch);
-	if (o->no_fork)
-		return status;
-	/* A hold ends at end of input, or when it is told to, by TERM or INT. */
-	if (o->mode == MODE_HOLD && (status == 128 + SIGTERM ||
-	    status == 128 + SIGINT))
+	/* Looked at only now, under the lock: a run that ends meanwhile counts. */
+	if (o->once && once_done_or_err(o, c, &run_slot)) {
+		child_abort(&ch);
 		status = 0;
+	} else {
+		if (o->mode == MODE_HOLD)
+			hold_line_or_err(o, &lk);
+		ran = mono_seconds();
+		status = run_command_or_err(o, c, &lk, since, &ch);
+		if (o->no_fork)
+			return status;
+		/* A hold ends at end of input, or when told to (TERM, INT). */
+		if (o->mode == MODE_HOLD && (status == 128 + SIGTERM ||
+		    status == 128 + SIGINT))
+			status = 0;
+		/* Known only now: the outcome, recorded before the release. */
+		if (o->record)
+			record_run_or_err(o, c, &lk, status, mono_seconds() -
+			    ran, run_slot);
+	}
 	if (lock_release(c, &lk, answer_ms(o), why, sizeof(why)) == -1)
 		die(EXIT_LOST, "%s: the release does not show the lock held "
 		    "to the end: it may have been lost (%s)", o->label, why);
@@ -1659,6 +1867,8 @@ main(int argc, char **argv)
 	o.kill_after_ms = 10000;
 	(void)counter_table_sql("pglock_versions", o.table_sql,
 	    sizeof(o.table_sql));
+	(void)counter_table_sql("pglock_runs", o.runs_sql, sizeof(o.runs_sql));
+	o.ok_within_ms = -1;
 	parse_or_err(argc, argv, &o);
 	scrub_env();
 
@@ -1670,7 +1880,7 @@ main(int argc, char **argv)
 	/* Name the key in pg_stat_activity, so a waiter can see the holder. */
 	snprintf(appname, sizeof(appname), "pglock: %s",
 	    o.mode == MODE_STATUS ? "--status" : o.mode == MODE_BREAK ?
-	    "--break" : o.key);
+	    "--break" : o.mode == MODE_FORGET ? "--forget" : o.key);
 	o.conn.appname = appname;
 	/* -w bounds all that comes before the command: connecting too. */
 	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
@@ -1686,8 +1896,8 @@ main(int argc, char **argv)
 	else if (o.lock.wait_ms == 0)
 		conn_deadline(mono_ms() + CONN_ANSWER_MS, CONN_ANSWER_MS);
 	/* A query that only reads or breaks dies by signal, as psql. */
-	if (o.mode != MODE_STATUS && o.mode != MODE_BREAK && !o.peek &&
-	    sig_init(why, sizeof(why)) == -1)
+	if (o.mode != MODE_STATUS && o.mode != MODE_BREAK &&
+	    o.mode != MODE_FORGET && !o.peek && sig_init(why, sizeof(why)) == -1)
 		die(EXIT_OSERR, "%s", why);
 
 	switch (o.mode) {
@@ -1699,6 +1909,9 @@ main(int argc, char **argv)
 		break;
 	case MODE_BREAK:
 		status = break_holders(&o, c);
+		break;
+	case MODE_FORGET:
+		status = forget(&o, c);
 		break;
 	default:
 		while ((status = lock_and_run(&o, c)) == RUN_AGAIN) {

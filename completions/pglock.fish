@@ -18,7 +18,8 @@ function __fish_pglock_rest
             case --wait --timeout --conflict-exit-code --command --hash \
                 --namespace --check-interval --lost-signal --kill-after \
                 --scope --counter-table --dbname --host --port --username \
-                --connect-timeout --max-time --slots
+                --connect-timeout --max-time --slots --once-per \
+                --runs-table --ok-within
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -114,6 +115,12 @@ complete -c pglock -n $nokey -l break -d 'end the sessions that hold KEY'
 complete -c pglock -n $nokey -l max-time -x -d 'stop the command after SECS (exit 124)'
 complete -c pglock -n $nokey -l slots -x -d 'at most N holders of KEY at once'
 complete -c pglock -n $nokey -l json -d 'JSON output for --status, --explain and --peek'
+complete -c pglock -n $nokey -l once -d 'one successful run of KEY, ever'
+complete -c pglock -n $nokey -l once-per -x -d 'one successful run of KEY per DURATION of the server clock'
+complete -c pglock -n $nokey -l record -d "record the command's outcome"
+complete -c pglock -n $nokey -l forget -d "delete KEY's record: --once runs again"
+complete -c pglock -n $nokey -l runs-table -x -d 'where runs are recorded'
+complete -c pglock -n $nokey -l ok-within -x -d 'with --status: exit 0 if KEY succeeded within DURATION'
 complete -c pglock -n $nokey -s d -l dbname -x -d 'database name, conninfo or URI'
 complete -c pglock -n $nokey -s h -l host -x -a '(__fish_print_hostnames; __fish_complete_directories)' -d 'server host or socket directory'
 complete -c pglock -n $nokey -s p -l port -x -d 'server port'

@@ -115,3 +115,29 @@ arg_signal(const char *s, int *sig, char *err, size_t errlen)
 	snprintf(err, errlen, "'%s' is not a signal name", s);
 	return -1;
 }
+
+int
+arg_period_ms(const char *s, long long *ms, char *err, size_t errlen)
+{
+	static const char units[] = "smhd";
+	static const long long unit_s[] = { 1, 60, 3600, 86400 };
+	char num[64];
+	size_t n = strlen(s);
+	const char *u = n > 0 ? strchr(units, s[n - 1]) : NULL;
+	long part = 0;
+
+	/* SECS as -w takes them, or with a unit: 90s, 5m, 1.5h, 1d. */
+	if (u != NULL)
+		n--;
+	if (n < sizeof(num)) {
+		memcpy(num, s, n);
+		num[n] = '\0';
+	}
+	if (n >= sizeof(num) || arg_duration_ms(num, &part, err, errlen) == -1) {
+		snprintf(err, errlen, "'%s' is not a duration (SECS, or a "
+		    "number with s, m, h or d)", s);
+		return -1;
+	}
+	*ms = (long long)part * (u != NULL ? unit_s[u - units] : 1);
+	return 0;
+}

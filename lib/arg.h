@@ -16,6 +16,13 @@
  */
 int arg_duration_ms(const char *s, long *ms, char *err, size_t errlen);
 
+/*
+ * Parse a period: SECS as arg_duration_ms() takes them, or a number with
+ * a unit s, m, h or d (5m, 1.5h, 1d), into milliseconds. Returns 0, or -1
+ * with the reason in err.
+ */
+int arg_period_ms(const char *s, long long *ms, char *err, size_t errlen);
+
 /* Parse a decimal integer in [lo, hi]. Returns 0, or -1 with the reason. */
 int arg_long(const char *s, long lo, long hi, long *out, char *err,
     size_t errlen);

@@ -13,6 +13,7 @@
 
 #include "conn.h"
 #include "counter.h"
+#include "table.h"
 #include "key.h"
 
 /*
@@ -136,49 +137,6 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
 }
 
 /*
- * First use: create the table. Concurrent CREATE TABLE IF NOT EXISTS can
- * still collide in the catalog, so first users queue on a lock of their own.
- */
-static int
-create_table(PGconn *c, const char *q, char *err, size_t errlen)
-{
-	char sql[1024], why[64];
-	const char *params[2] = { q, NULL };
-	PGresult *res;
-	int rc = -1;
-
-	PQclear(conn_exec(c, "BEGIN", NULL, CONN_ANSWER_MS, err, errlen));
-	PQclear(conn_exec(c, "SELECT pg_catalog.pg_advisory_xact_lock("
-	    "pg_catalog.hashtextextended('pglock-create ' || $1, 0))", params,
-	    CONN_ANSWER_MS, err, errlen));
-	snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s ("
-	    "tenant text PRIMARY KEY, version bigint NOT NULL)", q);
-	if ((res = conn_exec(c, sql, NULL, CONN_ANSWER_MS, err, errlen)) ==
-	    NULL)
-		return -1;
-	if (PQresultStatus(res) == PGRES_COMMAND_OK) {
-		rc = 0;
-	} else if (is_state(res, "42501")) {
-		char *role = PQescapeIdentifier(c, PQuser(c),
-		    strlen(PQuser(c)));
-
-		snprintf(err, errlen, "table %s does not exist and this role "
-		    "may not create it; have an administrator run: CREATE "
-		    "TABLE %s (tenant text PRIMARY KEY, version bigint NOT "
-		    "NULL); GRANT SELECT, INSERT, UPDATE ON %s TO %s", q, q, q,
-		    role != NULL ? role : PQuser(c));
-		PQfreemem(role);
-	} else {
-		conn_result_error(res, err, errlen);
-	}
-	PQclear(res);
-	if (rc == 0)
-		return conn_end(c, 1, CONN_ANSWER_MS, err, errlen);
-	(void)conn_end(c, 0, CONN_ANSWER_MS, why, sizeof(why));
-	return rc;
-}
-
-/*
  * One round trip: BEGIN (first, so that its isolation level holds for all
  * that follows), the session settings, then one statement that takes the
  * tenant's lock and only then bumps the row; with -n a lock not got bumps
@@ -268,7 +226,9 @@ counter_next(PGconn *c, const struct counter_req *r, long long *version,
 	res = bump(c, r, &b, err, errlen);
 	if (res != COUNTER_OK && b.no_table) {
 		if (conn_end(c, 0, CONN_ANSWER_MS, err, errlen) == -1 ||
-		    create_table(c, r->table, err, errlen) == -1)
+		    table_create(c, r->table, "(tenant text PRIMARY KEY, "
+		    "version bigint NOT NULL)", "SELECT, INSERT, UPDATE", err,
+		    errlen) == -1)
 			return COUNTER_ERROR;
 		b.no_table = 0;
 		res = bump(c, r, &b, err, errlen);

@@ -19,12 +19,14 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 ||
 
 # check_needs: what `make check` needs beyond the cluster, by the command
 # the tests run (ps, pgrep and pkill in native.bats and signals.bats, ip in
-# lost.bats, col for the manual, script and python3 for terminals, the
+# lost.bats, col for the manual, script and python3 for terminals, faketime
+# for a client clock off by minutes (native.bats), the
 # example scripts of the manual checked by shellcheck, ...).
 check_needs() {
 	echo "bats:bats mandoc:mandoc col:bsdextrautils clang:clang
 python3:python3 pgbouncer:pgbouncer script:bsdutils strace:strace
-ps:procps pgrep:procps pkill:procps ip:iproute2 shellcheck:shellcheck"
+ps:procps pgrep:procps pkill:procps ip:iproute2 shellcheck:shellcheck
+faketime:faketime"
 	[ -d /usr/lib/bats/bats-assert ] || echo missing-assert:bats-assert
 	[ -d /usr/lib/bats/bats-support ] || echo missing-support:bats-support
 	# Debian's python3, which apt's python3-psycopg2 serves (not pyenv's).

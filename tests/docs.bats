@@ -12,7 +12,7 @@ README=$BATS_TEST_DIRNAME/../README.md
 run_example() {
 	local dir=$BATS_TEST_TMPDIR/ex
 	mkdir -p "$dir"
-	for s in report sync deploy reindex read-catalog; do
+	for s in report sync deploy reindex read-catalog migrate; do
 		printf '#!/bin/sh\necho "%s ran under $PGLOCK_KEY"\n' "$s" >"$dir/$s.sh"
 		chmod +x "$dir/$s.sh"
 	done

@@ -4,8 +4,9 @@
 # argument list in /proc (valgrind's process shows valgrind's), a closed
 # descriptor 1 or 2 (valgrind's log takes it), a failed execve (valgrind
 # cannot go on after one) and a --hold stopped by SIGTTIN (under valgrind
-# the read is retried, the process never stops). `make valgrind` runs every
-# suite but this one.
+# the read is retried, the process never stops), a wall clock that
+# faketime's LD_PRELOAD moves (not through valgrind). `make valgrind` runs
+# every suite but this one.
 
 load helper
 
@@ -137,4 +138,16 @@ cpu_ms() { echo $(( $(cut -d' ' -f1 "/proc/$1/schedstat") / 1000000 )); }
 	"$PGLOCK" -n -q hold-bg true; echo "after: $?"
 	EOF2
 	assert_output "$(printf 'hold stopped\nduring: 1\nhold: 0\nafter: 0')"
+}
+
+@test "--once-per counts the server's clock: clients 40 minutes off either way agree on the slot" {
+	log=$BATS_TEST_TMPDIR/log
+	# Not in an hour's last 10 s by the server's clock.
+	wait_until 20 bash -c '[ "$(psql -XAtc "SELECT extract(epoch FROM now())::numeric % 3600 < 3590")" = t ]'
+	# Monotonic clocks stay true: only the wall clock is off.
+	export FAKETIME_DONT_FAKE_MONOTONIC=1
+	run -0 faketime -f '-40m' "$PGLOCK" --once-per 1h skew-k sh -c 'echo "run at $(date +%H:%M)" >>"$0"' "$log"
+	run -0 faketime -f '+40m' "$PGLOCK" --once-per 1h skew-k sh -c 'echo "run at $(date +%H:%M)" >>"$0"' "$log"
+	run -0 cat "$log"
+	[ "${#lines[@]}" -eq 1 ]
 }

@@ -27,6 +27,16 @@ main(void)
 {
 	static const struct {
 		const char *in;
+		long long ms;	/* -1: must be rejected */
+	} periods[] = {
+		{ "90", 90000 }, { "90s", 90000 }, { "5m", 300000 },
+		{ "1.5h", 5400000 }, { "1d", 86400000 }, { "0.5s", 500 },
+		{ "2147483d", 2147483LL * 86400000 }, { "0", 0 },
+		{ "5x", -1 }, { "m", -1 }, { "", -1 }, { "1dd", -1 },
+		{ "-1m", -1 }, { "1 m", -1 }, { "1M", -1 }, { "2147484d", -1 },
+	};
+	static const struct {
+		const char *in;
 		long ms;	/* -1: must be rejected */
 	} durations[] = {
 		{ "0", 0 }, { "1", 1000 }, { "0.5", 500 }, { "1.25", 1250 },
@@ -61,6 +71,13 @@ main(void)
 	long ms, v;
 	int sig, rc;
 
+	for (i = 0; i < sizeof(periods) / sizeof(periods[0]); i++) {
+		long long pms = -1;
+
+		rc = arg_period_ms(periods[i].in, &pms, err, sizeof(err));
+		expect(periods[i].ms < 0 ? rc == -1 && err[0] != '\0' :
+		    rc == 0 && pms == periods[i].ms, "period", periods[i].in);
+	}
 	for (i = 0; i < sizeof(durations) / sizeof(durations[0]); i++) {
 		ms = -7;
 		rc = arg_duration_ms(durations[i].in, &ms, err, sizeof(err));

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * runs: a key's last success and last failure, in one table (default
+ * pglock_runs) created on first use. The clock is the server's: the slot
+ * of --once-per, the time a run is recorded, and --ok-within's now.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "runs.h"
+#include "table.h"
+
+#define COLUMNS "(key text PRIMARY KEY, lock_id text NOT NULL, " \
+	"ok_at timestamptz, ok_host text, ok_seconds double precision, " \
+	"ok_slot bigint, failed_at timestamptz, failed_host text, " \
+	"failed_status integer)"
+
+#define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSOF'"
+
+/* Is the error "no such table" (42P01)? */
+static int
+no_table(const PGresult *res)
+{
+	const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	return s != NULL && strcmp(s, "42P01") == 0;
+}
+
+int
+runs_table(PGconn *c, const char *table, char *err, size_t errlen)
+{
+	const char *params[2] = { table, NULL };
+	PGresult *res;
+	int there;
+
+	if ((res = conn_exec(c, "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+	    params, CONN_ANSWER_MS, err, errlen)) == NULL)
+		return -1;
+	there = PQresultStatus(res) == PGRES_TUPLES_OK &&
+	    PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	return there ? 0 : table_create(c, table, COLUMNS,
+	    "SELECT, INSERT, UPDATE, DELETE", err, errlen);
+}
+
+int
+runs_read(PGconn *c, const char *table, const char *key,
+    struct runs_row *row, char *err, size_t errlen)
+{
+	char sql[1024];
+	const char *params[2] = { key, NULL };
+	PGresult *res;
+	int rc = 0;
+
+	memset(row, 0, sizeof(*row));
+	row->ok_slot = -1;
+	snprintf(sql, sizeof(sql), "SELECT extract(epoch FROM"
+	    " pg_catalog.statement_timestamp()) * 1000, r.ok_at IS NOT NULL,"
+	    " to_char(r.ok_at, " ISO "), extract(epoch FROM r.ok_at) * 1000,"
+	    " r.ok_host, r.ok_seconds, coalesce(r.ok_slot, -1),"
+	    " r.failed_at IS NOT NULL, to_char(r.failed_at, " ISO "),"
+	    " r.failed_host, r.failed_status"
+	    " FROM (SELECT 1) n LEFT JOIN %s r ON r.key = $1", table);
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
+	    NULL)
+		return -1;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+	    PQnfields(res) != 11) {
+		/* No table yet: no record. */
+		if (!no_table(res)) {
+			conn_result_error(res, err, errlen);
+			rc = -1;
+		}
+		PQclear(res);
+		return rc;
+	}
+	/*
+	 * In a transaction (the lock's), the SELECT's portal would keep its
+	 * snapshot until the next statement: a utility statement ends it.
+	 */
+	if (PQtransactionStatus(c) == PQTRANS_INTRANS)
+		PQclear(conn_exec(c, "SET LOCAL statement_timeout = 0", NULL,
+		    CONN_ANSWER_MS, err, errlen));
+	row->now_ms = strtod(PQgetvalue(res, 0, 0), NULL);
+	if ((row->has_ok = *PQgetvalue(res, 0, 1) == 't')) {
+		snprintf(row->ok_at, sizeof(row->ok_at), "%s",
+		    PQgetvalue(res, 0, 2));
+		row->ok_ms = strtod(PQgetvalue(res, 0, 3), NULL);
+		snprintf(row->ok_host, sizeof(row->ok_host), "%s",
+		    PQgetvalue(res, 0, 4));
+		row->ok_seconds = strtod(PQgetvalue(res, 0, 5), NULL);
+		row->ok_slot = strtoll(PQgetvalue(res, 0, 6), NULL, 10);
+	}
+	if ((row->has_failed = *PQgetvalue(res, 0, 7) == 't')) {
+		snprintf(row->failed_at, sizeof(row->failed_at), "%s",
+		    PQgetvalue(res, 0, 8));
+		snprintf(row->failed_host, sizeof(row->failed_host), "%s",
+		    PQgetvalue(res, 0, 9));
+		row->failed_status = (int)strtol(PQgetvalue(res, 0, 10), NULL,
+		    10);
+	}
+	PQclear(res);
+	return 0;
+}
+
+int
+runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
+    char *err, size_t errlen)
+{
+	char sql[1024], host[256], num[2][32];
+	const char *params[6] = { o->key, o->id, host, num[0], num[1], NULL };
+	PGresult *res;
+	int rc = -1;
+
+	if (gethostname(host, sizeof(host)) == -1)
+		snprintf(host, sizeof(host), "?");
+	host[sizeof(host) - 1] = '\0';
+	if (o->status == 0) {
+		snprintf(num[0], sizeof(num[0]), "%.3f", o->seconds);
+		snprintf(num[1], sizeof(num[1]), "%lld", o->slot);
+		snprintf(sql, sizeof(sql), "INSERT INTO %s AS r (key, lock_id,"
+		    " ok_at, ok_host, ok_seconds, ok_slot) VALUES ($1, $2,"
+		    " pg_catalog.statement_timestamp(), $3, $4::float8,"
+		    " nullif($5::bigint, -1)) ON CONFLICT (key) DO UPDATE SET"
+		    " lock_id = EXCLUDED.lock_id, ok_at = EXCLUDED.ok_at,"
+		    " ok_host = EXCLUDED.ok_host, ok_seconds ="
+		    " EXCLUDED.ok_seconds, ok_slot = EXCLUDED.ok_slot", table);
+	} else {
+		snprintf(num[0], sizeof(num[0]), "%d", o->status);
+		params[4] = NULL;
+		snprintf(sql, sizeof(sql), "INSERT INTO %s AS r (key, lock_id,"
+		    " failed_at, failed_host, failed_status) VALUES ($1, $2,"
+		    " pg_catalog.statement_timestamp(), $3, $4::int)"
+		    " ON CONFLICT (key) DO UPDATE SET lock_id ="
+		    " EXCLUDED.lock_id, failed_at = EXCLUDED.failed_at,"
+		    " failed_host = EXCLUDED.failed_host, failed_status ="
+		    " EXCLUDED.failed_status", table);
+	}
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
+	    NULL)
+		return -1;
+	if (PQresultStatus(res) == PGRES_COMMAND_OK)
+		rc = 0;
+	else
+		conn_result_error(res, err, errlen);
+	PQclear(res);
+	return rc;
+}
+
+int
+runs_forget(PGconn *c, const char *table, const char *key, char *err,
+    size_t errlen)
+{
+	char sql[640];
+	const char *params[2] = { key, NULL };
+	PGresult *res;
+	int rc = -1;
+
+	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE key = $1", table);
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
+	    NULL)
+		return -1;
+	if (PQresultStatus(res) == PGRES_COMMAND_OK)
+		rc = strcmp(PQcmdTuples(res), "0") != 0;
+	else if (no_table(res))
+		rc = 0;
+	else
+		conn_result_error(res, err, errlen);
+	PQclear(res);
+	return rc;
+}

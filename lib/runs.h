@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * runs: the record of a key's runs (--once, --once-per, --record): one row
+ * a key in one table, written by the database that holds the lock, dated
+ * by its clock.
+ */
+#ifndef PGLOCK_RUNS_H
+#define PGLOCK_RUNS_H
+
+#include <stddef.h>
+
+#include <libpq-fe.h>
+
+/* A key's record as read, and the server's clock when it was read. */
+struct runs_row {
+	double now_ms;		/* the server's clock, ms since the epoch */
+	int has_ok;		/* a success is recorded: */
+	char ok_at[40];		/* ISO 8601 */
+	double ok_ms;		/* the same, ms since the epoch */
+	char ok_host[256];
+	double ok_seconds;
+	long long ok_slot;	/* -1: none (--record) */
+	int has_failed;		/* a failure is recorded: */
+	char failed_at[40];
+	char failed_host[256];
+	int failed_status;
+};
+
+/*
+ * Make sure table (quoted, as counter_table_sql() writes it) exists,
+ * creating it on first use. Returns 0, or -1 with the reason in err (for
+ * a role that may not create it, the statements to run).
+ */
+int runs_table(PGconn *c, const char *table, char *err, size_t errlen);
+
+/*
+ * Read key's record into *row (zeroed when there is none, or no table
+ * yet), with the server's clock. Returns 0, or -1 with the reason.
+ */
+int runs_read(PGconn *c, const char *table, const char *key,
+    struct runs_row *row, char *err, size_t errlen);
+
+/* One outcome of a run, to record. */
+struct runs_outcome {
+	const char *key;
+	const char *id;		/* the lock id, as PGLOCK_ID shows it */
+	int status;		/* 0: success; else the exit status */
+	double seconds;		/* how long the command ran */
+	long long slot;		/* the slot a success counts for; -1: none */
+};
+
+/*
+ * Record o for its key: a success as the last success (at the server's
+ * clock, with this host's name), a failure as the last failure. In the
+ * lock's transaction, if it has one. Returns 0, or -1 with the reason.
+ */
+int runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
+    char *err, size_t errlen);
+
+/* Delete key's record: 1 when there was one, 0 none, -1 error (err). */
+int runs_forget(PGconn *c, const char *table, const char *key, char *err,
+    size_t errlen);
+
+#endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * table: first use creates the table. Concurrent CREATE TABLE IF NOT
+ * EXISTS can still collide in the catalog, so first users queue on a lock
+ * of their own, in a transaction of their own.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "conn.h"
+#include "table.h"
+
+int
+table_create(PGconn *c, const char *q, const char *columns,
+    const char *privs, char *err, size_t errlen)
+{
+	char sql[1024], why[64];
+	const char *params[2] = { q, NULL }, *state;
+	PGresult *res;
+	int rc = -1;
+
+	PQclear(conn_exec(c, "BEGIN", NULL, CONN_ANSWER_MS, err, errlen));
+	PQclear(conn_exec(c, "SELECT pg_catalog.pg_advisory_xact_lock("
+	    "pg_catalog.hashtextextended('pglock-create ' || $1, 0))", params,
+	    CONN_ANSWER_MS, err, errlen));
+	snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s %s", q,
+	    columns);
+	if ((res = conn_exec(c, sql, NULL, CONN_ANSWER_MS, err, errlen)) ==
+	    NULL)
+		return -1;
+	state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+		rc = 0;
+	} else if (state != NULL && strcmp(state, "42501") == 0) {
+		char *role = PQescapeIdentifier(c, PQuser(c),
+		    strlen(PQuser(c)));
+
+		snprintf(err, errlen, "table %s does not exist and this role "
+		    "may not create it; have an administrator run: CREATE "
+		    "TABLE %s %s; GRANT %s ON %s TO %s", q, q, columns, privs, q,
+		    role != NULL ? role : PQuser(c));
+		PQfreemem(role);
+	} else {
+		conn_result_error(res, err, errlen);
+	}
+	PQclear(res);
+	if (rc == 0)
+		return conn_end(c, 1, CONN_ANSWER_MS, err, errlen);
+	(void)conn_end(c, 0, CONN_ANSWER_MS, why, sizeof(why));
+	return rc;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * table: create one of pglock's tables (the version counter's, the runs'
+ * record) on first use, without a race, or say which statements to run.
+ */
+#ifndef PGLOCK_TABLE_H
+#define PGLOCK_TABLE_H
+
+#include <stddef.h>
+
+#include <libpq-fe.h>
+
+/*
+ * Create table q (quoted, as counter_table_sql() writes it) with columns
+ * (SQL, in parentheses) if it does not exist, in a transaction of its own
+ * in which concurrent first users queue on a lock. Returns 0, or -1 with
+ * the reason in err: when the role may not create it, the CREATE TABLE
+ * and the GRANT of privs to run.
+ */
+int table_create(PGconn *c, const char *q, const char *columns,
+    const char *privs, char *err, size_t errlen);
+
+#endif

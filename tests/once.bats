@@ -1,0 +1,192 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# Once: a job that runs once per slot of the server's clock (--once-per),
+# or once ever (--once), across machines, with its record in the database.
+# A long period (1000d: the next slot begins in 2029) keeps a test inside
+# one slot.
+
+load helper
+
+runs() { [ -e "$1" ] && wc -l <"$1" || echo 0; }
+
+# The record of KEY, as the table has it.
+record() {
+	sql "SELECT coalesce(ok_slot::text, '-') || ' ' || coalesce(failed_status::text, '-')
+	     FROM pglock_runs WHERE key = '$1'"
+}
+
+@test "three cron runs of a fast job, 0.8 s apart: one run, and all exit 0" {
+	log=$BATS_TEST_TMPDIR/log
+	for m in 1 2 3; do
+		bg "m$m" pglock --once-per 1000d cron-k sh -c 'echo run >>"$0"; sleep 0.3' "$log"
+		sleep 0.8	# not to synchronise: cron on machines whose clocks differ
+	done
+	for m in 1 2 3; do
+		bgwait "m$m" 20
+		[ "$bg_status" -eq 0 ]
+	done
+	[ "$(runs "$log")" -eq 1 ]
+}
+
+# eight SCOPE-ARGS...: 8 runs at once of a job that takes 0.5 s, all
+# blocking; exactly one runs it, all exit 0.
+eight() {
+	local key=$1 i
+	shift
+	log=$BATS_TEST_TMPDIR/$key.log
+	for i in 1 2 3 4 5 6 7 8; do
+		bg "$key$i" pglock "$@" --once-per 1000d "$key" sh -c 'echo run >>"$0"; sleep 0.5' "$log"
+	done
+	for i in 1 2 3 4 5 6 7 8; do
+		bgwait "$key$i" 30
+		[ "$bg_status" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/$key$i.err"; false; }
+	done
+	[ "$(runs "$log")" -eq 1 ]
+}
+
+@test "8 concurrent blocking runs: one run, all exit 0" {
+	eight eight-k
+}
+
+@test "8 concurrent blocking runs holding the lock in a transaction: one run, all exit 0" {
+	eight eight-x --scope transaction
+	[ "$(record eight-x)" = "$(sql "SELECT floor(extract(epoch FROM now()) / 86400000)::bigint") -" ]
+}
+
+@test "8 concurrent blocking runs through PgBouncer: one run, all exit 0" {
+	start_pgbouncer transaction
+	eight eight-p -h 127.0.0.1 -p "$PGB_PORT"
+	stop_pgbouncer
+}
+
+@test "a failed run consumes nothing: it is recorded as failed, and the next run in the slot runs" {
+	log=$BATS_TEST_TMPDIR/log
+	run -3 pglock --once-per 1000d fail-k sh -c 'echo run >>"$0"; exit 3' "$log"
+	[ "$(record fail-k)" = "- 3" ]
+	run -0 pglock --once-per 1000d fail-k sh -c 'echo run >>"$0"' "$log"
+	run -0 pglock --once-per 1000d fail-k sh -c 'echo run >>"$0"' "$log"
+	[ "$(runs "$log")" -eq 2 ]
+	[[ "$(record fail-k)" =~ ^[0-9]+\ 3$ ]]
+}
+
+@test "through PgBouncer, a failed run is recorded in the lock's transaction and consumes nothing" {
+	start_pgbouncer transaction
+	log=$BATS_TEST_TMPDIR/log
+	run -4 pglock -h 127.0.0.1 -p "$PGB_PORT" --once pfail-k sh -c 'echo run >>"$0"; exit 4' "$log"
+	[ "$(record pfail-k)" = "- 4" ]
+	run -0 pglock -h 127.0.0.1 -p "$PGB_PORT" --once pfail-k sh -c 'echo run >>"$0"' "$log"
+	run -0 pglock -h 127.0.0.1 -p "$PGB_PORT" --once pfail-k sh -c 'echo run >>"$0"' "$log"
+	[ "$(runs "$log")" -eq 2 ]
+	[ "$(record pfail-k)" = "0 4" ]
+	stop_pgbouncer
+}
+
+@test "--once: waiters return 0 only after the first run finished, without running" {
+	d=$BATS_TEST_TMPDIR
+	mkfifo "$d/fifo"
+	bg first pglock --once once-k sh -c 'echo run >>"$0/log"; read x <"$0/fifo"; echo done >"$0/done"' "$d"
+	wait_until 10 held "$(sha_id once-k)"
+	for i in 1 2 3; do
+		bg "w$i" bash -c '"$PGLOCK" --once once-k sh -c "echo run >>\"\$0/log\"" "$1"; rc=$?; [ -e "$1/done" ] && echo "after $rc"' w "$d"
+	done
+	wait_until 10 waiting "$(sha_id once-k)" 3
+	echo go >"$d/fifo"
+	bgwait first 20
+	[ "$bg_status" -eq 0 ]
+	for i in 1 2 3; do
+		bgwait "w$i" 20
+		[ "$(cat "$d/w$i.out")" = "after 0" ]
+	done
+	[ "$(runs "$d/log")" -eq 1 ]
+}
+
+@test "--forget: exit 0 and --once runs again; 1 when there is no record" {
+	log=$BATS_TEST_TMPDIR/log
+	run -0 pglock --once forget-k sh -c 'echo run >>"$0"' "$log"
+	run -0 pglock --once forget-k sh -c 'echo run >>"$0"' "$log"
+	[ "$(runs "$log")" -eq 1 ]
+	run -0 --separate-stderr pglock --forget forget-k
+	assert_output ''
+	run -0 pglock --once forget-k sh -c 'echo run >>"$0"' "$log"
+	[ "$(runs "$log")" -eq 2 ]
+	run -0 pglock --forget forget-k
+	run -1 --separate-stderr pglock --forget forget-k
+	assert_equal "$stderr" "pglock: forget-k: no record to forget"
+}
+
+@test "a SIGKILLed run is not recorded and leaves no lock: the next run runs" {
+	for scope in session transaction; do
+		key=kill-$scope
+		log=$BATS_TEST_TMPDIR/$key.log
+		bg runner pglock --scope "$scope" --once "$key" sh -c 'echo run >>"$0"; sleep 60' "$log"
+		wait_until 10 held "$(sha_id "$key")"
+		wait_until 10 test -s "$log"
+		kill -KILL "$(bgpid runner)"
+		wait_until 10 free "$(sha_id "$key")"
+		[ -z "$(record "$key")" ]
+		run -0 timeout 20 "$PGLOCK" --scope "$scope" --once "$key" sh -c 'echo run >>"$0"' "$log"
+		[ "$(runs "$log")" -eq 2 ]
+		[ "$(record "$key")" = "0 -" ]
+	done
+}
+
+@test "--once-per: the next slot of the server's clock runs again" {
+	log=$BATS_TEST_TMPDIR/log
+	# At the start of a 4 s slot of the server's clock.
+	wait_until 10 bash -c '[ "$(psql -XAtc "SELECT extract(epoch FROM now())::numeric % 4 < 1")" = t ]'
+	run -0 pglock --once-per 4s slot-k sh -c 'echo run >>"$0"' "$log"
+	run -0 --separate-stderr pglock -v --once-per 4s slot-k sh -c 'echo run >>"$0"' "$log"
+	[[ "$stderr" == *"pglock: slot-k: succeeded in this slot already (at "*" on $(hostname)): not run again"* ]]
+	[ "$(runs "$log")" -eq 1 ]
+	slot=$(record slot-k)
+	wait_until 10 bash -c '[ "$(psql -XAtc "SELECT floor(extract(epoch FROM now()) / 4)::bigint || '"' -'"'")" != "'"$slot"'" ]'
+	run -0 pglock --once-per 4s slot-k sh -c 'echo run >>"$0"' "$log"
+	[ "$(runs "$log")" -eq 2 ]
+}
+
+@test "--status KEY shows the last success and failure; --json as objects; --ok-within is a dead-man check" {
+	run -0 pglock --record st-k sh -c 'sleep 0.2'
+	run -5 pglock --record st-k sh -c 'exit 5'
+	host=$(hostname)
+	run -1 --separate-stderr pglock --status st-k
+	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope"
+	assert_line --index 1 --regexp "^st-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]+	$host	0\.[2-9][0-9]*$"
+	assert_line --index 2 --regexp "^st-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]+	$host	5$"
+	run -1 --separate-stderr pglock --status --json st-k
+	"$PYTHON" -c '
+import json, sys
+runs = json.loads(sys.argv[1])["runs"]
+assert len(runs) == 1 and runs[0]["key"] == "st-k", runs
+ok, failed = runs[0]["last_ok"], runs[0]["last_failed"]
+assert sorted(ok) == ["at", "host", "seconds"] and ok["host"] == sys.argv[2] and 0.2 <= ok["seconds"] < 5, ok
+assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, failed' "$output" "$host"
+	run -0 pglock --status --ok-within 1h st-k
+	run -1 pglock --status --ok-within 0.001 st-k
+	run -1 pglock --status --ok-within 1d never-k
+	run -1 --separate-stderr pglock --status --json never-k
+	[[ "$output" == *'"runs": ['*'{"key": "never-k", "last_ok": null, "last_failed": null}'* ]]
+}
+
+@test "a role that may not create the runs table gets one line naming the statements: 69" {
+	sql "DROP ROLE IF EXISTS pglock_o_nocreate; CREATE ROLE pglock_o_nocreate LOGIN"
+	run -69 --separate-stderr pglock -U pglock_o_nocreate --runs-table pglock_o_private --once priv-k touch "$BATS_TEST_TMPDIR/ran"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "pglock: priv-k: table \"pglock_o_private\" does not exist and this role may not create it; have an administrator run: CREATE TABLE \"pglock_o_private\" (key text PRIMARY KEY, "*"; GRANT SELECT, INSERT, UPDATE, DELETE ON \"pglock_o_private\" TO \"pglock_o_nocreate\"" ]]
+}
+
+@test "--once and --once-per refuse -s, --slots, -F and --hold; --ok-within needs --status and one KEY: 64" {
+	run -64 pglock --once -s k true
+	run -64 pglock --once-per 1h --slots 2 k true
+	run -64 pglock --once -F k true
+	run -64 pglock --once --hold k
+	run -64 pglock --record --version-counter t true
+	run -64 pglock --ok-within 1h k true
+	run -64 pglock --status --ok-within 1h a b
+	run -64 --separate-stderr pglock --once-per 0 k true
+	assert_equal "$stderr" "pglock: --once-per: must be more than 0 (see pglock --help)"
+	run -64 --separate-stderr pglock --once-per 5x k true
+	assert_equal "$stderr" "pglock: --once-per: '5x' is not a duration (SECS, or a number with s, m, h or d) (see pglock --help)"
+	run -64 pglock --forget
+	run -64 pglock --forget k true
+}
