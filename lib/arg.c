@@ -129,10 +129,7 @@ arg_period_ms(const char *s, long long *ms, char *err, size_t errlen)
 	/* SECS as -w takes them, or with a unit: 90s, 5m, 1.5h, 1d. */
 	if (u != NULL)
 		n--;
-	if (n < sizeof(num)) {
-		memcpy(num, s, n);
-		num[n] = '\0';
-	}
+	snprintf(num, sizeof(num), "%.*s", (int)(n < sizeof(num) ? n : 0), s);
 	if (n >= sizeof(num) || arg_duration_ms(num, &part, err, errlen) == -1) {
 		snprintf(err, errlen, "'%s' is not a duration (SECS, or a "
 		    "number with s, m, h or d)", s);
