@@ -91,6 +91,7 @@ bench: pglock bench/floor bench/rmw
 	bench/run.sh
 	bench/counter.sh
 	bench/fleet.sh
+	bench/once.sh
 
 # Every mutant of tests/mutants.txt must fail the tests that claim its
 # promise (tests/mutants.sh); bounded, as CI runs it.
