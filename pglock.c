@@ -1645,7 +1645,8 @@ acquire_or_err(const struct opts *o, PGconn *c, struct lock_req *lk,
 	}
 	if (r == LOCK_ACQUIRED && lk->slots == 0) {
 		export_lock_env_or_err(o, lk, *backend_pid);
-		if (!o->no_fork && !o->fence)
+		/* Nor under --once*: a skipped run forks nothing. */
+		if (!o->no_fork && !o->fence && !o->once)
 			spawn_or_err(o, ch);
 		r = lock_verify(c, lk, *backend_pid, &sig, why, sizeof(why));
 	}
@@ -1696,7 +1697,11 @@ once_done_or_err(const struct opts *o, PGconn *c, long long *slot)
 	struct runs_row row;
 	char why[1024];
 
-	if (runs_read(c, o->runs_sql, o->key, &row, why, sizeof(why)) == -1)
+	/* First use: no table, so no server clock read yet either. */
+	if (runs_read(c, o->runs_sql, o->key, &row, why, sizeof(why)) == -1 ||
+	    (row.no_table && (runs_table(c, o->runs_sql, why, sizeof(why)) ==
+	    -1 || runs_read(c, o->runs_sql, o->key, &row, why, sizeof(why)) ==
+	    -1)))
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	*slot = o->period_ms > 0 ? (long long)(row.now_ms /
 	    (double)o->period_ms) : 0;
@@ -1750,12 +1755,18 @@ lock_and_run(const struct opts *o, PGconn *c)
 	long since;
 	int backend_pid = 0, status;
 
-	/* The record's table, before the lock: first use creates it. */
-	if (o->record && runs_table(c, o->runs_sql, why, sizeof(why)) == -1)
-		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	lk.wait_ms = wait_left(o);
 	lk.lease_ms = lease_ms(o);
 	choose_scope(o, c, &lk);
+	/*
+	 * The record's table, before the lock: first use creates it, which a
+	 * transaction's lock cannot do in its own transaction. Under a
+	 * session's lock, --once* finds it missing when it reads the record,
+	 * and creates it then: a round trip saved on every other run.
+	 */
+	if (o->record && (lk.xact || !o->once) && runs_table(c, o->runs_sql,
+	    why, sizeof(why)) == -1)
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	if (o->verbose && lk.wait_ms != 0)
 		report_holder(o, c);
 	t0 = w.start = mono_seconds();

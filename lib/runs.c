@@ -70,7 +70,7 @@ runs_read(PGconn *c, const char *table, const char *key,
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
 	    PQnfields(res) != 11) {
 		/* No table yet: no record. */
-		if (!no_table(res)) {
+		if ((row->no_table = no_table(res)) == 0) {
 			conn_result_error(res, err, errlen);
 			rc = -1;
 		}
@@ -142,6 +142,14 @@ runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
 	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
 	    NULL)
 		return -1;
+	/* First use, outside a transaction: create the table, write again. */
+	if (no_table(res) && PQtransactionStatus(c) == PQTRANS_IDLE) {
+		PQclear(res);
+		if (runs_table(c, table, err, errlen) == -1 || (res =
+		    conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
+		    NULL)
+			return -1;
+	}
 	if (PQresultStatus(res) == PGRES_COMMAND_OK)
 		rc = 0;
 	else

@@ -13,6 +13,7 @@
 
 /* A key's record as read, and the server's clock when it was read. */
 struct runs_row {
+	int no_table;		/* the table does not exist (yet) */
 	double now_ms;		/* the server's clock, ms since the epoch */
 	int has_ok;		/* a success is recorded: */
 	char ok_at[40];		/* ISO 8601 */
@@ -34,8 +35,9 @@ struct runs_row {
 int runs_table(PGconn *c, const char *table, char *err, size_t errlen);
 
 /*
- * Read key's record into *row (zeroed when there is none, or no table
- * yet), with the server's clock. Returns 0, or -1 with the reason.
+ * Read key's record into *row (zeroed when there is none; no_table set
+ * when there is no table yet), with the server's clock. Returns 0, or -1
+ * with the reason.
  */
 int runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, char *err, size_t errlen);
@@ -52,7 +54,8 @@ struct runs_outcome {
 /*
  * Record o for its key: a success as the last success (at the server's
  * clock, with this host's name), a failure as the last failure. In the
- * lock's transaction, if it has one. Returns 0, or -1 with the reason.
+ * lock's transaction, if it has one; outside one, a missing table is
+ * created first. Returns 0, or -1 with the reason.
  */
 int runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
     char *err, size_t errlen);
