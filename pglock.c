@@ -1297,7 +1297,9 @@ print_runs(const struct opts *o, PGconn *c, const char *key, int n)
 	struct runs_row r;
 	char why[1024], k[1024], host[512];
 
-	if (runs_read(c, o->runs_sql, key, &r, why, sizeof(why)) == -1)
+	/* Another role's table this one may not read: no record shown. */
+	if (runs_read(c, o->runs_sql, key, &r, why, sizeof(why)) == -1 ||
+	    (r.denied && o->ok_within_ms >= 0))
 		die(EXIT_UNAVAILABLE, "--status: %s", why);
 	if (!o->json) {
 		if (r.has_ok)
@@ -1701,7 +1703,7 @@ once_done_or_err(const struct opts *o, PGconn *c, long long *slot)
 	if (runs_read(c, o->runs_sql, o->key, &row, why, sizeof(why)) == -1 ||
 	    (row.no_table && (runs_table(c, o->runs_sql, why, sizeof(why)) ==
 	    -1 || runs_read(c, o->runs_sql, o->key, &row, why, sizeof(why)) ==
-	    -1)))
+	    -1)) || row.denied)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	*slot = o->period_ms > 0 ? (long long)(row.now_ms /
 	    (double)o->period_ms) : 0;

@@ -20,13 +20,20 @@
 
 #define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSOF'"
 
-/* Is the error "no such table" (42P01)? */
+/* Is res's error this SQLSTATE? */
 static int
-no_table(const PGresult *res)
+is_state(const PGresult *res, const char *state)
 {
 	const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
-	return s != NULL && strcmp(s, "42P01") == 0;
+	return s != NULL && strcmp(s, state) == 0;
+}
+
+/* "No such table" (42P01). */
+static int
+no_table(const PGresult *res)
+{
+	return is_state(res, "42P01");
 }
 
 int
@@ -69,10 +76,12 @@ runs_read(PGconn *c, const char *table, const char *key,
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
 	    PQnfields(res) != 11) {
-		/* No table yet: no record. */
-		if ((row->no_table = no_table(res)) == 0) {
+		/* No table yet, or not this role's to read: no record. */
+		row->no_table = no_table(res);
+		row->denied = is_state(res, "42501");
+		if (!row->no_table) {
 			conn_result_error(res, err, errlen);
-			rc = -1;
+			rc = row->denied ? 0 : -1;
 		}
 		PQclear(res);
 		return rc;

@@ -14,6 +14,7 @@
 /* A key's record as read, and the server's clock when it was read. */
 struct runs_row {
 	int no_table;		/* the table does not exist (yet) */
+	int denied;		/* this role may not read it */
 	double now_ms;		/* the server's clock, ms since the epoch */
 	int has_ok;		/* a success is recorded: */
 	char ok_at[40];		/* ISO 8601 */
@@ -36,8 +37,9 @@ int runs_table(PGconn *c, const char *table, char *err, size_t errlen);
 
 /*
  * Read key's record into *row (zeroed when there is none; no_table set
- * when there is no table yet), with the server's clock. Returns 0, or -1
- * with the reason.
+ * when there is no table yet, denied when this role may not read it, with
+ * the reason in err), with the server's clock. Returns 0, or -1 with the
+ * reason.
  */
 int runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, char *err, size_t errlen);
