@@ -896,6 +896,22 @@ spawn_or_err(const struct opts *o, struct child *ch)
 }
 
 /*
+ * --hold: one line on stdout, KEY, id and fence, tab-separated, for the
+ * script that waits for it before it goes on.
+ */
+static void
+hold_line_or_err(const struct opts *o, const struct lock_req *lk)
+{
+	const char *fence = getenv("PGLOCK_FENCE");
+	char id[48];
+
+	key_format(&lk->key, id, sizeof(id));
+	printf("%s\t%s%s%s\n", o->label, id, o->fence ? "\t" : "",
+	    o->fence ? fence : "");
+	flush_stdout_or_err();
+}
+
+/*
  * Run the command while lk, granted at since (mono_ms()), is held on c,
  * watching for its loss; ch is its watchdog (and maybe the command at its
  * gate) forked already, to be reaped by the caller. Returns the command's
@@ -928,6 +944,9 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	switch (child_go(ch, o->argv != NULL ? o->argv[0] : "--hold", &status,
 	    why, sizeof(why))) {
 	case CHILD_STARTED:
+		/* Said once the watchdog is armed: a SIGKILL then tells the script. */
+		if (o->mode == MODE_HOLD)
+			hold_line_or_err(o, lk);
 		break;
 	case CHILD_NOEXEC:
 		say("%s", why);
@@ -1584,21 +1603,6 @@ fence_or_err(const struct opts *o, PGconn *c, int xact)
 	return 0;
 }
 
-/*
- * --hold: one line on stdout, KEY, id and fence, tab-separated, for the
- * script that waits for it before it goes on.
- */
-static void
-hold_line_or_err(const struct opts *o, const struct lock_req *lk)
-{
-	const char *fence = getenv("PGLOCK_FENCE");
-	char id[48];
-
-	key_format(&lk->key, id, sizeof(id));
-	printf("%s\t%s%s%s\n", o->label, id, o->fence ? "\t" : "",
-	    o->fence ? fence : "");
-	flush_stdout_or_err();
-}
 
 /* A session lock only where no pooler can hand the session on. */
 static void
@@ -1797,8 +1801,6 @@ lock_and_run(const struct opts *o, PGconn *c)
 		child_abort(&ch);
 		status = 0;
 	} else {
-		if (o->mode == MODE_HOLD)
-			hold_line_or_err(o, &lk);
 		ran = mono_seconds();
 		status = run_command_or_err(o, c, &lk, since, &ch);
 		if (o->no_fork)

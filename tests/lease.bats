@@ -151,7 +151,7 @@ frozen_waiter() {
 	sleep 20 & wait $!
 	echo "not signalled"
 	EOF
-	run -3 timeout 60 bash "$BATS_TEST_TMPDIR/script"
+	run -3 --separate-stderr timeout 60 bash "$BATS_TEST_TMPDIR/script"
 	assert_output "script got TERM"
 	wait_until 10 free "$(sha_id hold-kill)"
 }

@@ -115,11 +115,13 @@ PGLOCK_SCOPE=session"
 # raw_free FILE: no byte that steers a terminal or a reader: ESC, BEL, a C1
 # control (U+009B) or a bidirectional override (U+202E).
 raw_free() {
-	! grep -qaP '\x1b|\x07|\xc2\x9b|\xe2\x80\xae' "$1"
+	! LC_ALL=C grep -qaP '\x1b|\x07|\xc2\x9b|\xe2\x80\xae' "$1"
 }
 
 @test "a role's name from the server reaches the terminal escaped: no ESC, BEL, C1, override or forged line" {
-	role=$'ev\e[2J\e]0;pwned\ail\nFAKE: line\u009b\u202e'
+	# U+009B and U+202E as UTF-8 bytes: bash writes $'\u...' so only
+	# in a UTF-8 locale, which a minimal system lacks.
+	role=$'ev\e[2J\e]0;pwned\ail\nFAKE: line\xc2\x9b\xe2\x80\xae'
 	printf 'DROP ROLE IF EXISTS :"r";\nCREATE ROLE :"r" LOGIN;\n' | psql -XAtq -v ON_ERROR_STOP=1 -v r="$role"
 	id=$(sha_id inj-k)
 	bg holder psql -XAtq -U "$role" -c "SELECT pg_advisory_lock($id), pg_sleep(60)"
@@ -144,11 +146,11 @@ raw_free() {
 }
 
 @test "control bytes and overrides in KEY and in an option's value are escaped in messages" {
-	run -64 --separate-stderr pglock --scope $'\e]0;x\a\u202e' k true
+	run -64 --separate-stderr pglock --scope $'\e]0;x\a\xe2\x80\xae' k true
 	assert_equal "$stderr" 'pglock: --scope: '\''\x1b]0;x\x07\u202e'\'' is not session, transaction or auto (see pglock --help)'
-	bg holder pglock $'k\e[31m\u009b' sleep 60
-	wait_until 10 held "$(sha_id $'k\e[31m\u009b')"
-	run -1 --separate-stderr timeout 20 "$PGLOCK" -n $'k\e[31m\u009b' true
+	bg holder pglock $'k\e[31m\xc2\x9b' sleep 60
+	wait_until 10 held "$(sha_id $'k\e[31m\xc2\x9b')"
+	run -1 --separate-stderr timeout 20 "$PGLOCK" -n $'k\e[31m\xc2\x9b' true
 	[[ "$stderr" == 'pglock: k\x1b[31m\u009b: the lock is held by pid '* ]]
 }
 
