@@ -63,16 +63,18 @@ beats='trap "" TERM; while :; do echo $(( $(date +%s%N) / 1000000 )) >"$0.tmp"; 
 	bg holder pglock --check-interval 1 stopped-k sh -c "$beats" "$BATS_TEST_TMPDIR/beat"
 	wait_until 10 held "$id"
 	wait_until 10 test -s "$BATS_TEST_TMPDIR/beat"
+	bg waiter pglock stopped-k sh -c 'echo $(( $(date +%s%N) / 1000000 )) >"$0"' "$BATS_TEST_TMPDIR/started"
+	wait_until 10 waiting "$id"
 	pid=$(bgpid holder)
 	CLEANUP="kill -CONT $pid"
 	kill -STOP "$pid"
 	stopped=$(now_ms)
 	# --check-interval 1: S = 4 s, the command KILLed 3 s after the last check.
-	wait_until 10 free "$id"
-	freed=$(now_ms)
-	last=$(cat "$BATS_TEST_TMPDIR/beat")
-	echo "stopped at 0; command's last beat +$((last - stopped)) ms; lock free +$((freed - stopped)) ms" >&3
-	[ "$last" -lt "$freed" ]
+	bgwait waiter 20
+	[ "$bg_status" -eq 0 ]
+	last=$(cat "$BATS_TEST_TMPDIR/beat") started=$(cat "$BATS_TEST_TMPDIR/started")
+	echo "stopped at 0; command's last beat +$((last - stopped)) ms; waiter's command +$((started - stopped)) ms" >&3
+	[ "$last" -lt "$started" ]
 	[ $((last - stopped)) -le 3500 ]
 	kill -CONT "$pid"
 	bgwait holder 10
