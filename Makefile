@@ -16,7 +16,7 @@ SRC = pglock.c lib/arg.c lib/child.c lib/conn.c lib/counter.c lib/hash.c lib/key
 	lib/lock.c lib/runs.c lib/sig.c lib/table.c
 HDR = lib/arg.h lib/child.h lib/clock.h lib/conn.h lib/counter.h lib/exits.h lib/hash.h lib/key.h lib/lease.h lib/lock.h lib/runs.h lib/sig.h lib/table.h
 UNIT = tests/unit_arg tests/unit_key
-BATS = timeout 600 bats
+BATS = timeout 1500 bats
 FUZZ_CHECK_SECONDS = 30
 
 all: pglock

@@ -1658,6 +1658,8 @@ acquire_or_err(const struct opts *o, PGconn *c, struct lock_req *lk,
 	}
 	if (r != LOCK_ACQUIRED && !o->no_fork)
 		child_abort(ch);
+	/* -w's bound was for the wait: what follows has its own. */
+	conn_deadline(-1, 0);
 	if (w->shown)
 		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
 	switch (r) {
@@ -1783,7 +1785,6 @@ lock_and_run(const struct opts *o, PGconn *c)
 	if ((status = acquire_or_err(o, c, &lk, &ch, &w, &backend_pid)) != 0)
 		return status;
 	since = mono_ms();
-	conn_deadline(-1, 0);
 	if (lk.slots > 0)
 		snprintf(slot, sizeof(slot), "slot %d of %d ", lk.slot,
 		    lk.slots);
@@ -1821,6 +1822,20 @@ lock_and_run(const struct opts *o, PGconn *c)
 	if (o->verbose)
 		say("%s: released after %.2fs", o->label, mono_seconds() - t0);
 	return status;
+}
+
+/*
+ * -w by pglock's own clock too, a second after the server's lock_timeout;
+ * -n, CONN_ANSWER_MS: a frozen or unreachable server ends the wait all
+ * the same.
+ */
+static void
+bound_wait(const struct opts *o)
+{
+	if (o->lock.wait_ms > 0)
+		conn_deadline(o->conn.deadline_ms + 1000, o->lock.wait_ms);
+	else if (o->lock.wait_ms == 0)
+		conn_deadline(mono_ms() + CONN_ANSWER_MS, CONN_ANSWER_MS);
 }
 
 /* Connect, and refuse a standby; exits 69 when that fails. */
@@ -1901,15 +1916,7 @@ main(int argc, char **argv)
 	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
 	o.retry_until = start + o.conn.connect_ms;
 	c = connect_or_err(&o);
-	/*
-	 * -w by pglock's own clock too, a second after the server's
-	 * lock_timeout; -n, CONN_ANSWER_MS: a frozen or unreachable server
-	 * ends the wait all the same.
-	 */
-	if (o.lock.wait_ms > 0)
-		conn_deadline(o.conn.deadline_ms + 1000, o.lock.wait_ms);
-	else if (o.lock.wait_ms == 0)
-		conn_deadline(mono_ms() + CONN_ANSWER_MS, CONN_ANSWER_MS);
+	bound_wait(&o);
 	/* A query that only reads or breaks dies by signal, as psql. */
 	if (o.mode != MODE_STATUS && o.mode != MODE_BREAK &&
 	    o.mode != MODE_FORGET && !o.peek && sig_init(why, sizeof(why)) == -1)
@@ -1933,6 +1940,7 @@ main(int argc, char **argv)
 			PQfinish(c);
 			o.conn.connect_ms = o.retry_until - mono_ms();
 			c = connect_or_err(&o);
+			bound_wait(&o);
 		}
 	}
 	/* Closing the session releases whatever is still held. */

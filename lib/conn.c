@@ -34,6 +34,12 @@
 /* The last message the server sent outside a query, e.g. why it hung up. */
 static char server_said[512];
 
+/*
+ * conn_deadline(): when waits give up (-1: never; 0: they gave up
+ * already, and cancelled), and the bound in ms, for the message.
+ */
+static long wait_by = -1, wait_bound_ms;
+
 /* The SQLSTATE of the last error the server sent, for conn_cut(). */
 static char last_state[6];
 
@@ -445,6 +451,12 @@ conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
 	long by = mono_ms() + ms;
 	int n = 0;
 
+	/* Before the lock, -w (conn_deadline) bounds these too. */
+	if (wait_by > 0 && wait_by < by) {
+		by = wait_by;
+		ms = wait_bound_ms;
+	}
+
 	while (params != NULL && params[n] != NULL)
 		n++;
 	/* Left in a pipeline or busy (a query not read to its end): not now. */
@@ -519,17 +531,12 @@ conn_reason(PGconn *c, char *err, size_t errlen)
 		conn_oneline(PQerrorMessage(c), err, errlen);
 }
 
-/*
- * conn_deadline(): when waits give up (-1: never; 0: they gave up
- * already, and cancelled), and the bound in ms, for the message.
- */
-static long wait_by = -1, wait_ms;
 
 void
 conn_deadline(long by, long ms)
 {
 	wait_by = by;
-	wait_ms = ms;
+	wait_bound_ms = ms;
 }
 
 /*
@@ -594,6 +601,12 @@ conn_cancel(PGconn *c)
 	 * ends it (PQcancel() is safe in a forked child, as in a handler).
 	 */
 	if ((pid = fork()) == 0) {
+		sigset_t alrm;
+
+		/* Even if the caller runs pglock with SIGALRM blocked. */
+		sigemptyset(&alrm);
+		sigaddset(&alrm, SIGALRM);
+		(void)sigprocmask(SIG_UNBLOCK, &alrm, NULL);
 		(void)signal(SIGALRM, SIG_DFL);
 		(void)alarm(2);
 		(void)PQcancel(cn, buf, sizeof(buf));
@@ -741,7 +754,7 @@ conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
 				conn_cancel(c);
 			wait_by = 0;
 			snprintf(err, errlen, "the server did not answer within "
-			    "%.3gs", (double)wait_ms / 1000.0);
+			    "%.3gs", (double)wait_bound_ms / 1000.0);
 			*failed = 1;
 			return NULL;
 		} else if (s == -1) {

@@ -19,10 +19,15 @@ table_create(PGconn *c, const char *q, const char *columns,
 	PGresult *res;
 	int rc = -1;
 
-	PQclear(conn_exec(c, "BEGIN", NULL, CONN_ANSWER_MS, err, errlen));
-	PQclear(conn_exec(c, "SELECT pg_catalog.pg_advisory_xact_lock("
+	if ((res = conn_exec(c, "BEGIN", NULL, CONN_ANSWER_MS, err, errlen)) ==
+	    NULL)
+		return -1;
+	PQclear(res);
+	if ((res = conn_exec(c, "SELECT pg_catalog.pg_advisory_xact_lock("
 	    "pg_catalog.hashtextextended('pglock-create ' || $1, 0))", params,
-	    CONN_ANSWER_MS, err, errlen));
+	    CONN_ANSWER_MS, err, errlen)) == NULL)
+		return -1;
+	PQclear(res);
 	snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s %s", q,
 	    columns);
 	if ((res = conn_exec(c, sql, NULL, CONN_ANSWER_MS, err, errlen)) ==
