@@ -1797,7 +1797,13 @@ lock_and_run(const struct opts *o, PGconn *c)
 			child_abort(&ch);
 		return status;
 	}
-	/* Looked at only now, under the lock: a run that ends meanwhile counts. */
+	/*
+	 * Looked at only now, under the lock: a run that ends meanwhile
+	 * counts. A read that is answered renewed the session (an expired one
+	 * would have been ended): the lease runs from it.
+	 */
+	if (o->once)
+		since = mono_ms();
 	if (o->once && once_done_or_err(o, c, &run_slot)) {
 		child_abort(&ch);
 		status = 0;

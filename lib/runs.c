@@ -136,7 +136,8 @@ runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
 		    " nullif($5::bigint, -1)) ON CONFLICT (key) DO UPDATE SET"
 		    " lock_id = EXCLUDED.lock_id, ok_at = EXCLUDED.ok_at,"
 		    " ok_host = EXCLUDED.ok_host, ok_seconds ="
-		    " EXCLUDED.ok_seconds, ok_slot = EXCLUDED.ok_slot", table);
+		    " EXCLUDED.ok_seconds, ok_slot = coalesce(EXCLUDED.ok_slot,"
+		    " r.ok_slot)", table);
 	} else {
 		snprintf(num[0], sizeof(num[0]), "%d", o->status);
 		params[4] = NULL;

@@ -152,4 +152,9 @@ cpu_ms() { echo $(( $(cut -d' ' -f1 "/proc/$1/schedstat") / 1000000 )); }
 	run -0 faketime -f '+40m' "$PGLOCK" --once-per 1h skew-k sh -c 'echo "run at $(date +%H:%M)" >>"$0"' "$log"
 	run -0 cat "$log"
 	[ "${#lines[@]}" -eq 1 ]
+	# faketime did move the clock: the commands see times 80 minutes apart.
+	run -0 faketime -f '+40m' date +%s
+	late=$output
+	run -0 faketime -f '-40m' date +%s
+	[ $((late - output)) -ge 4790 ]
 }
