@@ -1306,6 +1306,34 @@ print_locks(const struct opts *o, PGconn *c, const struct key *k,
 }
 
 /*
+ * The name KEY's record goes by: the lock's, so that another scheme or
+ * namespace for the same text is another job, and --id 42 and 042 one.
+ * KEY itself under the default scheme; the caller frees it.
+ */
+static char *
+record_key(const struct opts *o, const char *text)
+{
+	size_t len = strlen(text) + 64;
+	char *name = malloc(len), id[48];
+	struct key k;
+
+	if (name == NULL)
+		die_errno(EXIT_OSERR, "malloc");
+	if (o->raw_id) {
+		resolve_key_or_err(o, text, &k);
+		key_format(&k, id, sizeof(id));
+		snprintf(name, len, "id:%s", id);
+	} else if (o->has_ns) {
+		snprintf(name, len, "namespace %d:%s", (int)o->ns, text);
+	} else if (o->hash != NULL && strcmp(o->hash, "sha256") != 0) {
+		snprintf(name, len, "%s:%s", o->hash, text);
+	} else {
+		snprintf(name, len, "%s", text);
+	}
+	return name;
+}
+
+/*
  * --status KEY: KEY's recorded runs, after its locks: a line for the last
  * success and one for the last failure (--json: an object of "runs").
  * Returns whether KEY succeeded within --ok-within.
@@ -1314,12 +1342,16 @@ static int
 print_runs(const struct opts *o, PGconn *c, const char *key, int n)
 {
 	struct runs_row r;
-	char why[1024], k[1024], host[512];
+	char why[1024], k[1024], host[512], *name = record_key(o, key);
 
 	/* Another role's table this one may not read: no record shown. */
-	if (runs_read(c, o->runs_sql, key, &r, why, sizeof(why)) == -1 ||
+	if (runs_read(c, o->runs_sql, name, &r, why, sizeof(why)) == -1 ||
 	    (r.denied && o->ok_within_ms >= 0))
 		die(EXIT_UNAVAILABLE, "--status: %s", why);
+	free(name);
+	if (r.denied && n == 0 && !o->quiet)
+		say("--status: this role may not read the record of runs (%s): "
+		    "none is shown", why);
 	if (!o->json) {
 		if (r.has_ok)
 			printf("%s	last_ok	%s	%s	%.3f\n", field(key, k,
@@ -1471,8 +1503,10 @@ static int
 forget(const struct opts *o, PGconn *c)
 {
 	char why[1024];
-	int rc = runs_forget(c, o->runs_sql, o->key, why, sizeof(why));
+	char *name = record_key(o, o->key);
+	int rc = runs_forget(c, o->runs_sql, name, why, sizeof(why));
 
+	free(name);
 	if (rc == -1)
 		die(EXIT_UNAVAILABLE, "%s: --forget: %s", o->label, why);
 	if (rc == 0 && !o->quiet)
@@ -1703,14 +1737,18 @@ static int
 once_done_or_err(const struct opts *o, PGconn *c, long long *slot)
 {
 	struct runs_row row;
-	char why[1024];
+	char why[1024], *name = record_key(o, o->key);
 
 	/* First use: no table, so no server clock read yet either. */
-	if (runs_read(c, o->runs_sql, o->key, &row, why, sizeof(why)) == -1 ||
+	if (runs_read(c, o->runs_sql, name, &row, why, sizeof(why)) == -1 ||
 	    (row.no_table && (runs_table(c, o->runs_sql, why, sizeof(why)) ==
-	    -1 || runs_read(c, o->runs_sql, o->key, &row, why, sizeof(why)) ==
+	    -1 || runs_read(c, o->runs_sql, name, &row, why, sizeof(why)) ==
 	    -1)) || row.denied)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	if (row.no_table)	/* dropped meanwhile: no clock read */
+		die(EXIT_UNAVAILABLE, "%s: table %s went away", o->label,
+		    o->runs_sql);
+	free(name);
 	*slot = o->period_ms > 0 ? (long long)(row.now_ms /
 	    (double)o->period_ms) : 0;
 	if (!row.has_ok || row.ok_slot != *slot)
@@ -1725,29 +1763,34 @@ once_done_or_err(const struct opts *o, PGconn *c, long long *slot)
 /*
  * Record the command's outcome (status, after seconds; a success counts
  * for slot) for KEY, before the lock is released: in the lock's own
- * transaction if it has one. A success not recorded counts as not done.
+ * transaction if it has one. A success not recorded counts as not done
+ * (exit 75); a failure not recorded is said, and -1 returned.
  */
-static void
+static int
 record_run_or_err(const struct opts *o, PGconn *c, const struct lock_req *lk,
     int status, double seconds, long long slot)
 {
 	struct runs_outcome out;
-	char why[1024], id[48];
+	char why[1024], id[48], *name;
+	int rc;
 
 	key_format(&lk->key, id, sizeof(id));
-	out.key = o->key;
+	out.key = name = record_key(o, o->key);
 	out.id = id;
 	out.status = status;
 	out.seconds = seconds;
 	out.slot = slot;
-	if (runs_write(c, o->runs_sql, &out, why, sizeof(why)) == 0)
-		return;
+	rc = runs_write(c, o->runs_sql, &out, why, sizeof(why));
+	free(name);
+	if (rc == 0)
+		return 0;
 	if (status == 0)
 		die(EXIT_LOST, "%s: the command succeeded, but its success could "
 		    "not be recorded (%s): it counts as not done", o->label,
 		    why);
 	say("%s: the command's failure could not be recorded (%s)", o->label,
 	    why);
+	return -1;
 }
 
 /* pglock KEY COMMAND, and --hold: the lock runner. */
@@ -1816,10 +1859,17 @@ lock_and_run(const struct opts *o, PGconn *c)
 		if (o->mode == MODE_HOLD && (status == 128 + SIGTERM ||
 		    status == 128 + SIGINT))
 			status = 0;
-		/* Known only now: the outcome, recorded before the release. */
-		if (o->record)
-			record_run_or_err(o, c, &lk, status, mono_seconds() -
-			    ran, run_slot);
+		/*
+		 * Known only now: the outcome, recorded before the release.
+		 * A failed write aborted a transaction's lock: roll it back,
+		 * and the command's status stands.
+		 */
+		if (o->record && record_run_or_err(o, c, &lk, status,
+		    mono_seconds() - ran, run_slot) == -1 && lk.xact) {
+			(void)conn_end(c, 0, answer_ms(o), why, sizeof(why));
+			child_reap(&ch);
+			return status;
+		}
 	}
 	if (lock_release(c, &lk, answer_ms(o), why, sizeof(why)) == -1)
 		die(EXIT_LOST, "%s: the release does not show the lock held "

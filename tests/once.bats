@@ -196,3 +196,35 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	run -64 pglock --forget
 	run -64 pglock --forget k true
 }
+
+@test "an outcome that cannot be recorded: a success is 75 and counts as not done; a failure keeps its status, in a transaction too" {
+	run -0 pglock --record rw-k true
+	sql "DROP ROLE IF EXISTS pglock_o_ro; CREATE ROLE pglock_o_ro LOGIN; GRANT SELECT ON pglock_runs TO pglock_o_ro"
+	for scope in session transaction; do
+		run -75 --separate-stderr pglock -U pglock_o_ro --scope "$scope" --once ro-k true
+		assert_equal "$stderr" "pglock: ro-k: the command succeeded, but its success could not be recorded (permission denied for table pglock_runs): it counts as not done"
+		run -3 --separate-stderr pglock -U pglock_o_ro --scope "$scope" --once ro-k sh -c 'exit 3'
+		assert_equal "$stderr" "pglock: ro-k: the command's failure could not be recorded (permission denied for table pglock_runs)"
+	done
+	[ -z "$(record ro-k)" ]
+	free "$(sha_id ro-k)"
+}
+
+@test "the record is the lock's: another namespace or scheme for one KEY text is another job; --id 42 and 042 are one" {
+	log=$BATS_TEST_TMPDIR/log
+	run -0 pglock --namespace 1 --once sch-k sh -c 'echo ns1 >>"$0"' "$log"
+	run -0 pglock --namespace 2 --once sch-k sh -c 'echo ns2 >>"$0"' "$log"
+	run -0 pglock --hash hashtext --once sch-k sh -c 'echo hashtext >>"$0"' "$log"
+	run -0 pglock --once sch-k sh -c 'echo sha256 >>"$0"' "$log"
+	run -0 pglock --namespace 1 --once sch-k sh -c 'echo ns1-again >>"$0"' "$log"
+	run -0 pglock --id --once 4242 sh -c 'echo id >>"$0"' "$log"
+	run -0 pglock --id --once 04242 sh -c 'echo id-again >>"$0"' "$log"
+	run -0 cat "$log"
+	assert_output "ns1
+ns2
+hashtext
+sha256
+id"
+	run -0 pglock --id --forget 04242
+	[ "$(sql "SELECT string_agg(key, ' ' ORDER BY key) FROM pglock_runs WHERE key LIKE '%sch-k'")" = "hashtext:sch-k namespace 1:sch-k namespace 2:sch-k sch-k" ]
+}
