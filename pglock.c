@@ -1654,6 +1654,25 @@ choose_scope(const struct opts *o, PGconn *c, struct lock_req *lk)
 #define RUN_AGAIN (-1)
 
 /*
+ * The session failed before anything ran (why): was it cut by the server
+ * (a restart), and is there time to connect again, within
+ * --connect-timeout and -w? Then say so under -v: the caller tries again.
+ */
+static int
+may_run_again(const struct opts *o, PGconn *c, const char *why)
+{
+	/* Read what came last (a FATAL, or end of file) to know. */
+	if (PQconsumeInput(c))
+		(void)PQisBusy(c);
+	if (!conn_cut(c) || mono_ms() >= o->retry_until ||
+	    (o->conn.deadline_ms >= 0 && mono_ms() >= o->conn.deadline_ms))
+		return 0;
+	if (o->verbose)
+		say("%s: %s; connecting again", o->label, why);
+	return 1;
+}
+
+/*
  * Take lk for KEY: 0 once held (the watchdog forked, and the command too
  * unless later), else the exit status of a lock not got, or RUN_AGAIN;
  * dies on errors.
@@ -1672,8 +1691,11 @@ acquire_or_err(const struct opts *o, PGconn *c, struct lock_req *lk,
 	 * at its gate until the check has passed (not under --fence: its
 	 * environment is not complete until then). --slots waits its own way.
 	 */
-	if (lk->slots == 0 && lock_send(c, lk, why, sizeof(why)) == -1)
+	if (lk->slots == 0 && lock_send(c, lk, why, sizeof(why)) == -1) {
+		if (may_run_again(o, c, why))
+			return RUN_AGAIN;
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	}
 	if (!o->no_fork)
 		guard_or_err(o, ch);
 	if (lk->slots > 0) {
@@ -1717,12 +1739,8 @@ acquire_or_err(const struct opts *o, PGconn *c, struct lock_req *lk,
 		 * refused connection, it is tried again, within
 		 * --connect-timeout and -w.
 		 */
-		if (conn_cut(c) && mono_ms() < o->retry_until &&
-		    (o->conn.deadline_ms < 0 || mono_ms() < o->conn.deadline_ms)) {
-			if (o->verbose)
-				say("%s: %s; connecting again", o->label, why);
+		if (may_run_again(o, c, why))
 			return RUN_AGAIN;
-		}
 		break;
 	}
 	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);

@@ -169,7 +169,8 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	cat "$d"/rc.* | sort | uniq -c >&3
 	run grep -cvE '^(0|75)$' <(cat "$d"/rc.*)
 	assert_output 0
-	[ "$(cat "$d"/rc.* | grep -c '^0$')" -gt 20 ]
+	# Runs did happen (a second or two each under valgrind).
+	[ "$(cat "$d"/rc.* | grep -c '^0$')" -gt "$([ -z "${PGLOCK_VG_DIR:-}" ] && echo 20 || echo 6)" ]
 	# No line of libpq's own (its notice processor's FATAL, LOCATION).
 	run grep -hv '^pglock: ' "$d"/err.*
 	assert_output ''
