@@ -708,6 +708,21 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	}
 }
 
+/* --once, --once-per, --record and --ok-within: where each applies. */
+static void
+check_once_or_err(const struct opts *o, int argc)
+{
+	if (o->record && (o->mode != MODE_RUN || o->no_fork))
+		usage_err("%s", "--once, --once-per and --record record a "
+		    "COMMAND's outcome: not with -F, --hold, --status, "
+		    "--explain, --break, --forget or --version-counter");
+	if (o->once && (o->lock.shared || o->lock.slots > 0))
+		usage_err("%s", "--once and --once-per run one COMMAND for KEY: "
+		    "no -s or --slots");
+	if (o->ok_within_ms >= 0 && (o->mode != MODE_STATUS || argc != 1))
+		usage_err("%s", "--ok-within is for --status with one KEY");
+}
+
 /* The arguments after the options, and what may not go together. */
 static void
 check_or_err(struct opts *o, int argc, char **argv)
@@ -729,15 +744,7 @@ check_or_err(struct opts *o, int argc, char **argv)
 	    o->mode == MODE_COUNTER))
 		usage_err("%s", "--slots counts holders of a KEY: no -s, "
 		    "--explain or --version-counter");
-	if (o->record && (o->mode != MODE_RUN || o->no_fork))
-		usage_err("%s", "--once, --once-per and --record record a "
-		    "COMMAND's outcome: not with -F, --hold, --status, "
-		    "--explain, --break, --forget or --version-counter");
-	if (o->once && (o->lock.shared || o->lock.slots > 0))
-		usage_err("%s", "--once and --once-per run one COMMAND for KEY: "
-		    "no -s or --slots");
-	if (o->ok_within_ms >= 0 && (o->mode != MODE_STATUS || argc != 1))
-		usage_err("%s", "--ok-within is for --status with one KEY");
+	check_once_or_err(o, argc);
 	if (o->mode == MODE_STATUS) {
 		o->keys = argv;		/* every argument is a KEY */
 		return;
@@ -1811,6 +1818,20 @@ record_run_or_err(const struct opts *o, PGconn *c, const struct lock_req *lk,
 	return -1;
 }
 
+/* -v: the lock is held, after how long, by which server process. */
+static void
+say_acquired(const struct opts *o, const struct lock_req *lk, double secs,
+    int backend_pid)
+{
+	char slot[32] = "";
+
+	if (lk->slots > 0)
+		snprintf(slot, sizeof(slot), "slot %d of %d ", lk->slot,
+		    lk->slots);
+	say("%s: acquired %safter %.2fs (server pid %d, %s lock)", o->label,
+	    slot, secs, backend_pid, lk->xact ? "transaction" : "session");
+}
+
 /* pglock KEY COMMAND, and --hold: the lock runner. */
 static int
 lock_and_run(const struct opts *o, PGconn *c)
@@ -1818,7 +1839,7 @@ lock_and_run(const struct opts *o, PGconn *c)
 	struct child ch = { .pid = -1 };	/* unused under -F */
 	struct lock_req lk = o->lock;
 	struct waiting w = { o->label, 0, 0 };
-	char why[1024], slot[32] = "";
+	char why[1024];
 	double t0, ran;
 	long long run_slot = -1;
 	long since;
@@ -1846,13 +1867,8 @@ lock_and_run(const struct opts *o, PGconn *c)
 	if ((status = acquire_or_err(o, c, &lk, &ch, &w, &backend_pid)) != 0)
 		return status;
 	since = mono_ms();
-	if (lk.slots > 0)
-		snprintf(slot, sizeof(slot), "slot %d of %d ", lk.slot,
-		    lk.slots);
 	if (o->verbose)
-		say("%s: acquired %safter %.2fs (server pid %d, %s lock)",
-		    o->label, slot, mono_seconds() - t0, backend_pid,
-		    lk.xact ? "transaction" : "session");
+		say_acquired(o, &lk, mono_seconds() - t0, backend_pid);
 	if (o->fence && (status = fence_or_err(o, c, lk.xact)) != 0) {
 		if (!o->no_fork)
 			child_abort(&ch);
