@@ -68,6 +68,14 @@ on_notice(void *arg, const PGresult *res)
 	}
 }
 
+int
+conn_is_state(const PGresult *res, const char *state)
+{
+	const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+	return s != NULL && strcmp(s, state) == 0;
+}
+
 void
 conn_oneline(const char *msg, char *err, size_t errlen)
 {

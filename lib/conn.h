@@ -149,6 +149,9 @@ int conn_check(const char *conninfo, char *err, size_t errlen);
  */
 void conn_hide_password(char *conninfo);
 
+/* Is res an error with this SQLSTATE? */
+int conn_is_state(const PGresult *res, const char *state);
+
 /* Copy a libpq message into err as one line, without the trailing newline. */
 void conn_oneline(const char *msg, char *err, size_t errlen);
 

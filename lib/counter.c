@@ -100,14 +100,6 @@ counter_lock(const char *table, const char *tenant, long wait_ms,
 	return rc;
 }
 
-static int
-is_state(const PGresult *res, const char *state)
-{
-	const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-
-	return s != NULL && strcmp(s, state) == 0;
-}
-
 int
 counter_peek(PGconn *c, const char *table, const char *tenant,
     long long *version, char *err, size_t errlen)
@@ -126,7 +118,7 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
 		*version = PQntuples(res) == 1 ?
 		    strtoll(PQgetvalue(res, 0, 0), NULL, 10) : 0;
 		rc = 0;
-	} else if (is_state(res, "42P01")) {
+	} else if (conn_is_state(res, "42P01")) {
 		*version = 0;	/* no table yet: nobody has a version */
 		rc = 0;
 	} else {
@@ -191,9 +183,9 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 		} else if (PQresultStatus(res) == PGRES_FATAL_ERROR &&
 		    !errors++) {
 			/* The first error is the one that matters. */
-			if (is_state(res, "55P03"))
+			if (conn_is_state(res, "55P03"))
 				out = COUNTER_BUSY;
-			else if (is_state(res, "42P01"))
+			else if (conn_is_state(res, "42P01"))
 				b->no_table = 1;
 			else
 				conn_result_error(res, err,

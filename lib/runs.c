@@ -20,22 +20,6 @@
 
 #define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSOF'"
 
-/* Is res's error this SQLSTATE? */
-static int
-is_state(const PGresult *res, const char *state)
-{
-	const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-
-	return s != NULL && strcmp(s, state) == 0;
-}
-
-/* "No such table" (42P01). */
-static int
-no_table(const PGresult *res)
-{
-	return is_state(res, "42P01");
-}
-
 int
 runs_table(PGconn *c, const char *table, char *err, size_t errlen)
 {
@@ -77,8 +61,8 @@ runs_read(PGconn *c, const char *table, const char *key,
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
 	    PQnfields(res) != 11) {
 		/* No table yet, or not this role's to read: no record. */
-		row->no_table = no_table(res);
-		row->denied = is_state(res, "42501");
+		row->no_table = conn_is_state(res, "42P01");
+		row->denied = conn_is_state(res, "42501");
 		if (!row->no_table) {
 			conn_result_error(res, err, errlen);
 			rc = row->denied ? 0 : -1;
@@ -153,7 +137,7 @@ runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
 	    NULL)
 		return -1;
 	/* First use, outside a transaction: create the table, write again. */
-	if (no_table(res) && PQtransactionStatus(c) == PQTRANS_IDLE) {
+	if (conn_is_state(res, "42P01") && PQtransactionStatus(c) == PQTRANS_IDLE) {
 		PQclear(res);
 		if (runs_table(c, table, err, errlen) == -1 || (res =
 		    conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
@@ -183,7 +167,7 @@ runs_forget(PGconn *c, const char *table, const char *key, char *err,
 		return -1;
 	if (PQresultStatus(res) == PGRES_COMMAND_OK)
 		rc = strcmp(PQcmdTuples(res), "0") != 0;
-	else if (no_table(res))
+	else if (conn_is_state(res, "42P01"))
 		rc = 0;
 	else
 		conn_result_error(res, err, errlen);

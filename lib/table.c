@@ -15,7 +15,7 @@ table_create(PGconn *c, const char *q, const char *columns,
     const char *privs, char *err, size_t errlen)
 {
 	char sql[1024], why[64];
-	const char *params[2] = { q, NULL }, *state;
+	const char *params[2] = { q, NULL };
 	PGresult *res;
 	int rc = -1;
 
@@ -33,10 +33,9 @@ table_create(PGconn *c, const char *q, const char *columns,
 	if ((res = conn_exec(c, sql, NULL, CONN_ANSWER_MS, err, errlen)) ==
 	    NULL)
 		return -1;
-	state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 	if (PQresultStatus(res) == PGRES_COMMAND_OK) {
 		rc = 0;
-	} else if (state != NULL && strcmp(state, "42501") == 0) {
+	} else if (conn_is_state(res, "42501")) {
 		char *role = PQescapeIdentifier(c, PQuser(c),
 		    strlen(PQuser(c)));
 
