@@ -19,7 +19,7 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
 fi
 # Installing the package would replace, and removing it delete, a pglock
 # this script did not put there.
-dpkg-query -W -f '${Status}' pglock 2>/dev/null | grep -q 'installed$' &&
+dpkg-query -W -f '${Status}' pglock 2>/dev/null | grep -qx 'install ok installed' &&
 	fail "the pglock package is installed already: dpkg -r pglock first"
 [ -e /usr/bin/pglock ] && fail "/usr/bin/pglock exists already"
 
@@ -56,7 +56,7 @@ export DEBIAN_FRONTEND=noninteractive
 need=
 for p in dpkg-dev debhelper fakeroot lintian postgresql bash-completion \
     zsh fish; do
-	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'installed$' ||
+	dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -qx 'install ok installed' ||
 		need="$need $p"
 done
 if [ -n "$need" ] || ! (cd "$tmp/src" && dpkg-checkbuilddeps) 2>/dev/null; then
@@ -99,7 +99,7 @@ echo "deb.sh: dpkg -i" >&2
 installed=1
 timeout 300 dpkg -i "$deb" >/dev/null 2>&1 ||
 	timeout 600 apt-get -f install -y -qq --no-install-recommends >/dev/null
-dpkg-query -W -f '${Status}' pglock | grep -q 'install ok installed$' ||
+dpkg-query -W -f '${Status}' pglock | grep -qx 'install ok installed' ||
 	fail "the package did not install"
 for f in /usr/bin/pglock /usr/share/man/man1/pglock.1.gz \
     /usr/share/bash-completion/completions/pglock \
