@@ -13,10 +13,11 @@ WARN = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra \
 	-Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wcast-qual -Wwrite-strings
 SRC = pglock.c lib/arg.c lib/child.c lib/conn.c lib/counter.c lib/hash.c lib/key.c \
-	lib/lock.c lib/runs.c lib/sig.c lib/table.c
+	lib/lease.c lib/lock.c lib/runs.c lib/sig.c lib/table.c
 HDR = lib/arg.h lib/child.h lib/clock.h lib/conn.h lib/counter.h lib/exits.h lib/hash.h lib/key.h lib/lease.h lib/lock.h lib/runs.h lib/sig.h lib/table.h
 UNIT = tests/unit_arg tests/unit_key
-BATS = timeout 1500 bats
+# BATS_FLAGS=--timing (as CI passes) times each test in the log.
+BATS = timeout 1500 bats $(BATS_FLAGS)
 FUZZ_CHECK_SECONDS = 30
 
 all: pglock
@@ -72,7 +73,7 @@ sanitize: deps-check $(SAN_BIN)
 valgrind: deps-valgrind pglock
 	rm -rf tests/.vg && mkdir -p tests/.vg
 	PGLOCK=$(CURDIR)/tests/valgrind.sh PGLOCK_VG_DIR=$(CURDIR)/tests/.vg \
-	timeout 1500 bats `ls tests/*.bats | grep -v '/native.bats$$'`
+	$(BATS) `ls tests/*.bats | grep -v '/native.bats$$'`
 	@if find tests/.vg -type f -size +0 | grep -q .; then \
 	cat tests/.vg/*; echo "valgrind: reports above"; exit 1; fi
 

@@ -513,12 +513,9 @@ set_mode(struct opts *o, enum mode m)
 	o->mode = m;
 }
 
-/*
- * Record one option (c, as getopt_long returns it; name as written, for
- * messages). One flat case per option, so it is long.
- */
-static void
-record_or_err(struct opts *o, int c, char *arg, const char *name)
+/* The lock's options: which lock, how it is taken. 1 if c is one of them. */
+static int
+lock_option_or_err(struct opts *o, int c, char *arg)
 {
 	char why[1024];
 	long n;
@@ -542,37 +539,6 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 			usage_err("-E: %s", why);
 		o->conflict_exit = (int)n;
 		break;
-	case 'c':
-		o->shell_cmd = arg;
-		break;
-	case 'F':
-		o->no_fork = 1;
-		break;
-	case 'v':
-		o->verbose = 1;
-		o->quiet = 0;
-		break;
-	case 'q':
-		o->quiet = 1;
-		o->verbose = 0;
-		break;
-	case 'd':
-		if (conn_check(arg, why, sizeof(why)) == -1)
-			usage_err("-d: %s", why);
-		/* Connect with a copy; ps shows the masked original. */
-		if ((o->conn.dbname = strdup(arg)) == NULL)
-			die_errno(EXIT_OSERR, "strdup");
-		conn_hide_password(arg);
-		break;
-	case 'h':
-		o->conn.host = arg;
-		break;
-	case 'p':
-		o->conn.port = arg;
-		break;
-	case 'U':
-		o->conn.user = arg;
-		break;
 	case OPT_ID:
 		o->raw_id = 1;
 		break;
@@ -591,6 +557,79 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	case OPT_FENCE:
 		o->fence = 1;
 		break;
+	case OPT_SCOPE:
+		for (n = 2; n >= 0 && strcmp(arg, scope_names[n]) != 0; n--)
+			;
+		if (n < 0)
+			usage_err("--scope: '%s' is not session, transaction "
+			    "or auto", arg);
+		o->scope = (int)n;
+		break;
+	case OPT_SLOTS:
+		if (arg_long(arg, 2, 1000, &n, why, sizeof(why)) == -1)
+			usage_err("--slots: %s", why);
+		o->lock.slots = (int)n;
+		break;
+	default:
+		return 0;
+	}
+	return 1;
+}
+
+/* The connection's options. 1 if c is one of them. */
+static int
+conn_option_or_err(struct opts *o, int c, char *arg)
+{
+	char why[1024];
+
+	switch (c) {
+	case 'd':
+		if (conn_check(arg, why, sizeof(why)) == -1)
+			usage_err("-d: %s", why);
+		/* Connect with a copy; ps shows the masked original. */
+		if ((o->conn.dbname = strdup(arg)) == NULL)
+			die_errno(EXIT_OSERR, "strdup");
+		conn_hide_password(arg);
+		break;
+	case 'h':
+		o->conn.host = arg;
+		break;
+	case 'p':
+		o->conn.port = arg;
+		break;
+	case 'U':
+		o->conn.user = arg;
+		break;
+	case OPT_CONNECT_TIMEOUT:
+		o->conn.connect_ms = duration_or_err("--connect-timeout", arg);
+		break;
+	default:
+		return 0;
+	}
+	return 1;
+}
+
+/* How the command runs, is watched and recorded. 1 if c is one of them. */
+static int
+run_option_or_err(struct opts *o, int c, char *arg)
+{
+	char why[1024];
+
+	switch (c) {
+	case 'c':
+		o->shell_cmd = arg;
+		break;
+	case 'F':
+		o->no_fork = 1;
+		break;
+	case 'v':
+		o->verbose = 1;
+		o->quiet = 0;
+		break;
+	case 'q':
+		o->quiet = 1;
+		o->verbose = 0;
+		break;
 	case OPT_CHECK:
 		o->check_ms = duration_or_err("--check-interval", arg);
 		if (o->check_ms == 0)
@@ -608,14 +647,45 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	case OPT_KILL_AFTER:
 		o->kill_after_ms = duration_or_err("--kill-after", arg);
 		break;
-	case OPT_SCOPE:
-		for (n = 2; n >= 0 && strcmp(arg, scope_names[n]) != 0; n--)
-			;
-		if (n < 0)
-			usage_err("--scope: '%s' is not session, transaction "
-			    "or auto", arg);
-		o->scope = (int)n;
+	case OPT_MAX_TIME:
+		o->max_ms = duration_or_err("--max-time", arg);
+		if (o->max_ms == 0)
+			usage_err("%s", "--max-time: must be more than 0");
 		break;
+	case OPT_ONCE_PER:
+		if (arg_period_ms(arg, &o->period_ms, why, sizeof(why)) == -1)
+			usage_err("--once-per: %s", why);
+		if (o->period_ms == 0)
+			usage_err("%s", "--once-per: must be more than 0");
+		o->once = o->record = 1;
+		break;
+	case OPT_ONCE:
+		o->period_ms = 0;
+		o->once = o->record = 1;
+		break;
+	case OPT_RECORD:
+		o->record = 1;
+		break;
+	case OPT_RUNS_TABLE:
+		if (counter_table_sql(arg, o->runs_sql, sizeof(o->runs_sql)) ==
+		    -1)
+			usage_err("--runs-table: '%s' is not a table name "
+			    "([schema.]table, as in SQL: \"Quoted\" keeps its "
+			    "case)", printable(arg));
+		break;
+	default:
+		return 0;
+	}
+	return 1;
+}
+
+/* The modes but running a command, and their options: 1 if c is one. */
+static int
+mode_option_or_err(struct opts *o, int c, char *arg)
+{
+	char why[1024];
+
+	switch (c) {
 	case OPT_COUNTER:
 		set_mode(o, MODE_COUNTER);
 		break;
@@ -635,57 +705,40 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	case OPT_EXPLAIN:
 		set_mode(o, MODE_EXPLAIN);
 		break;
-	case OPT_CONNECT_TIMEOUT:
-		o->conn.connect_ms = duration_or_err("--connect-timeout", arg);
-		break;
 	case OPT_HOLD:
 		set_mode(o, MODE_HOLD);
 		break;
 	case OPT_BREAK:
 		set_mode(o, MODE_BREAK);
 		break;
-	case OPT_MAX_TIME:
-		o->max_ms = duration_or_err("--max-time", arg);
-		if (o->max_ms == 0)
-			usage_err("%s", "--max-time: must be more than 0");
-		break;
 	case OPT_JSON:
 		o->json = 1;
 		break;
-	case OPT_ONCE_PER:
-		if (arg_period_ms(arg, &o->period_ms, why, sizeof(why)) == -1)
-			usage_err("--once-per: %s", why);
-		if (o->period_ms == 0)
-			usage_err("%s", "--once-per: must be more than 0");
-		o->once = o->record = 1;
-		break;
-	case OPT_ONCE:
-		o->period_ms = 0;
-		o->once = o->record = 1;
-		break;
-	case OPT_RECORD:
-		o->record = 1;
-		break;
 	case OPT_FORGET:
 		set_mode(o, MODE_FORGET);
-		break;
-	case OPT_RUNS_TABLE:
-		if (counter_table_sql(arg, o->runs_sql, sizeof(o->runs_sql)) ==
-		    -1)
-			usage_err("--runs-table: '%s' is not a table name "
-			    "([schema.]table, as in SQL: \"Quoted\" keeps its "
-			    "case)", printable(arg));
 		break;
 	case OPT_OK_WITHIN:
 		if (arg_period_ms(arg, &o->ok_within_ms, why, sizeof(why)) ==
 		    -1)
 			usage_err("--ok-within: %s", why);
 		break;
-	case OPT_SLOTS:
-		if (arg_long(arg, 2, 1000, &n, why, sizeof(why)) == -1)
-			usage_err("--slots: %s", why);
-		o->lock.slots = (int)n;
-		break;
+	default:
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Record one option (c, as getopt_long returns it; name as written, for
+ * messages), by its group; one flat case per option in each.
+ */
+static void
+record_or_err(struct opts *o, int c, char *arg, const char *name)
+{
+	if (lock_option_or_err(o, c, arg) || conn_option_or_err(o, c, arg) ||
+	    run_option_or_err(o, c, arg) || mode_option_or_err(o, c, arg))
+		return;
+	switch (c) {
 	case OPT_HELP:
 		usage(stdout);
 		flush_stdout_or_err();
@@ -928,6 +981,7 @@ static int
 run_command_or_err(const struct opts *o, PGconn *c,
     const struct lock_req *lk, long since, struct child *ch)
 {
+	struct lease_check check;
 	struct child_watch w;
 	char why[1024];
 	int status = 0;
@@ -945,9 +999,8 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	}
 	if (ch->pid == -1)
 		spawn_or_err(o, ch);
-	w.lease = lease_of(o->check_ms);
-	w.since = since;
-	ch->kill_by = since + w.lease.dead_ms;
+	lease_start(&check, c, lk, o->check_ms, since);
+	ch->kill_by = lease_end(&check);
 	switch (child_go(ch, o->argv != NULL ? o->argv[0] : "--hold", &status,
 	    why, sizeof(why))) {
 	case CHILD_STARTED:
@@ -961,8 +1014,10 @@ run_command_or_err(const struct opts *o, PGconn *c,
 	case CHILD_OSERR:
 		die(EXIT_OSERR, "%s", why);
 	}
-	w.conn = c;
-	w.lock = lk;
+	w.fd = PQsocket(c);
+	w.step = lease_step;
+	w.finish = lease_finish;
+	w.arg = &check;
 	w.max_ms = o->max_ms;
 	switch (child_wait(ch, &w, &status, why, sizeof(why))) {
 	case CHILD_EXITED:
@@ -1645,12 +1700,16 @@ fence_or_err(const struct opts *o, PGconn *c, int xact)
 }
 
 
-/* A session lock only where no pooler can hand the session on. */
+/*
+ * A session lock only where no pooler can hand the session on. TCP is
+ * proven only for auto: --scope session takes the user's word (and the
+ * lock check in the lock's pipeline proves the lock held).
+ */
 static void
 choose_scope(const struct opts *o, PGconn *c, struct lock_req *lk)
 {
 	enum conn_path path = o->scope == SCOPE_TRANSACTION ? CONN_UNPROVEN :
-	    conn_direct(c);
+	    conn_direct(c, o->scope == SCOPE_AUTO);
 
 	lk->xact = o->scope == SCOPE_TRANSACTION ||
 	    (o->scope == SCOPE_AUTO && path == CONN_UNPROVEN);

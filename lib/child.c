@@ -21,7 +21,6 @@
 
 #include "child.h"
 #include "clock.h"
-#include "conn.h"
 #include "exits.h"
 #include "sig.h"
 
@@ -465,164 +464,142 @@ child_exec(char *const argv[], int *status, char *err, size_t errlen)
 	exec_error(argv[0], errno, status, err, errlen);
 }
 
+/* How long poll() may wait: until the first of n times (-1: none). */
+static int
+poll_ms(long t, const long *at, int n)
+{
+	long m = -1;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (at[i] >= 0 && (m < 0 || at[i] - t < m))
+			m = at[i] - t;
+	}
+	return m < 0 ? -1 : m > 0 ? (int)m : 0;
+}
+
 /*
- * The check in flight when the command exited: is the lock still held?
- * 1, or 0 with the reason in err. Waited for no longer than by.
+ * Wait for a signal, input on fd (-1: none), the watchdog's end, or the
+ * first of the times at[0..2] (at NULL: just look), in p[0..2]. Returns 0,
+ * or -1 with the reason in err.
  */
 static int
-last_check(PGconn *c, long by, long answer_ms, char *err, size_t errlen)
+wait_events(const struct child *ch, int fd, const long *at,
+    struct pollfd p[3], char *err, size_t errlen)
 {
-	switch (conn_await(c, by)) {
-	case -1:
-		snprintf(err, errlen, "the server did not answer the lock check "
-		    "within %.3g s", (double)answer_ms / 1000.0);
-		return 0;
-	case -2:
-		conn_reason(c, err, errlen);
-		return 0;
-	default:
-		return lock_check_read(c, err, errlen) == 1;
+	/* After EINTR poll() leaves revents alone: clear them first. */
+	memset(p, 0, 3 * sizeof(p[0]));
+	p[0].fd = sig_fd();
+	p[1].fd = fd;
+	/* End of file: the watchdog died. */
+	p[2].fd = ch->dog != -1 ? ch->watchdog : -1;
+	p[0].events = p[1].events = p[2].events = POLLIN;
+	if (poll(p, 3, at == NULL ? 0 : poll_ms(mono_ms(), at, 3)) == -1 &&
+	    errno != EINTR) {
+		snprintf(err, errlen, "poll: %s", strerror(errno));
+		return -1;
 	}
+	return 0;
 }
 
 /*
- * A check sent at sent was answered: the lease runs from then, in pglock
- * and in the watchdog.
+ * Pass the signals that came on to the group, and look at the command:
+ * 1 if it exited (*st says how), else 0; -1 if waitpid failed (reason in
+ * err). A terminal's stop of the command stops pglock too, unless the
+ * lock is lost: then only the KILL is due.
+ */
+static int
+forward_and_reap(struct child *ch, int lost, int *st, char *err,
+    size_t errlen)
+{
+	pid_t r;
+	int sig;
+
+	while ((sig = sig_take()) != 0) {
+		if (sig_forwarded(sig))
+			signal_group(ch->pgrp, sig);
+	}
+	r = waitpid(ch->pid, st, WNOHANG | (ch->foreground ? WUNTRACED : 0));
+	if (r == ch->pid && WIFSTOPPED(*st)) {
+		if (!lost)
+			suspend(ch);
+		return 0;
+	}
+	if (r == -1 && errno != EINTR) {
+		snprintf(err, errlen, "waitpid: %s", strerror(errno));
+		return -1;
+	}
+	return r == ch->pid;
+}
+
+/*
+ * The lock is lost: stop the whole group, and KILL it later (*kill_at),
+ * but by end, before the server may give the lock to another.
  */
 static void
-renew(struct child *ch, const struct lease *l, long sent, long *answered)
+stop_group(struct child *ch, long end, long *kill_at)
 {
-	*answered = sent;
-	ch->kill_by = sent + l->dead_ms;
-	(void)arm_watchdog(ch);
+	long t = mono_ms();
+
+	ch->stopped = 1;
+	signal_group(ch->pgrp, ch->lost_sig);
+	if (*kill_at < 0 || t + ch->kill_after_ms < *kill_at)
+		*kill_at = t + ch->kill_after_ms;
+	if (end < *kill_at)
+		*kill_at = end;
 }
 
 /*
- * One poll() loop over the signals, the connection, the watchdog and the
- * timers; long, but its state (what is due when) is shared by every arm,
- * and split it would travel through a struct of its own.
+ * One poll() loop over the signals, the check's socket, the watchdog and
+ * the timers (the check's, the KILL's, --max-time's).
  */
 enum child_end
 child_wait(struct child *ch, const struct child_watch *w, int *status,
     char *err, size_t errlen)
 {
-	const struct lease *l = &w->lease;
 	struct pollfd p[3];
-	long t, next_check, sent = -1, answer_by = -1, kill_at = -1, timeout;
-	long answered = w->since, end_at;
-	int watching = w->conn != NULL, lost = 0, late = 0, sig, st, held;
+	long t, due = -1, end = ch->kill_by, kill_at = -1, at[3];
+	long end_at = w->max_ms > 0 ? mono_ms() + w->max_ms : -1;
+	int watching = w->fd != -1, lost = 0, late = 0, st = 0, r;
 	/*
 	 * Look once before waiting: a SIGCHLD that came while the command
 	 * sat at its gate may have been taken by the lock's wait already.
+	 * The check's first step, which tells when it is due, comes then.
 	 */
 	int look = 1;
-	pid_t r;
 
 	ch->stopped = 0;
-	next_check = w->since + l->check_ms;
-	end_at = w->max_ms > 0 ? mono_ms() + w->max_ms : -1;
 	for (;;) {
-		t = mono_ms();
-		timeout = -1;
-		if (watching && w->lock != NULL)
-			timeout = (answer_by >= 0 ? answer_by : next_check) - t;
-		if (kill_at >= 0 && (timeout < 0 || kill_at - t < timeout))
-			timeout = kill_at - t;
-		if (end_at >= 0 && (timeout < 0 || end_at - t < timeout))
-			timeout = end_at - t;
-		/* After EINTR poll() leaves revents alone: clear them first. */
-		p[0].fd = sig_fd();
-		p[0].events = POLLIN;
-		p[0].revents = 0;
-		p[1].fd = watching ? PQsocket(w->conn) : -1;
-		p[1].events = POLLIN;
-		p[1].revents = 0;
-		/* End of file: the watchdog died. */
-		p[2].fd = ch->dog != -1 ? ch->watchdog : -1;
-		p[2].events = POLLIN;
-		p[2].revents = 0;
-		if (look)
-			timeout = 0;
-		if (poll(p, 3, timeout < 0 ? -1 : (int)(timeout > 0 ?
-		    timeout : 0)) == -1 && errno != EINTR) {
-			snprintf(err, errlen, "poll: %s", strerror(errno));
+		at[0] = watching ? due : -1;
+		at[1] = kill_at;
+		at[2] = end_at;
+		if (wait_events(ch, watching ? w->fd : -1, look ? NULL : at, p,
+		    err, errlen) == -1)
 			return CHILD_FAILED;
-		}
 
 		if (p[2].revents & (POLLIN | POLLHUP))
 			replace_watchdog(ch);
 		if ((p[0].revents & POLLIN) || look) {
 			look = 0;
-			while ((sig = sig_take()) != 0) {
-				if (sig_forwarded(sig))
-					signal_group(ch->pgrp, sig);
-			}
-			r = waitpid(ch->pid, &st, WNOHANG |
-			    (ch->foreground ? WUNTRACED : 0));
-			if (r == ch->pid && WIFSTOPPED(st)) {
-				/* Once the lock is lost, only the KILL is due. */
-				if (!lost)
-					suspend(ch);
-				continue;
-			}
-			if (r == ch->pid)
-				break;
-			if (r == -1 && errno != EINTR) {
-				snprintf(err, errlen, "waitpid: %s",
-				    strerror(errno));
+			if ((r = forward_and_reap(ch, lost, &st, err,
+			    errlen)) == -1)
 				return CHILD_FAILED;
-			}
+			if (r == 1)
+				break;
 		}
-
-		held = 1;
-		if (watching && (p[1].revents & (POLLIN | POLLERR | POLLHUP))) {
-			/* PQisBusy parses what came, such as a FATAL notice. */
-			if (!PQconsumeInput(w->conn)) {
-				(void)PQisBusy(w->conn);
-				conn_reason(w->conn, err, errlen);
-				held = 0;
-			} else if (!PQisBusy(w->conn) && answer_by >= 0) {
-				held = lock_check_read(w->conn, err, errlen);
-				answer_by = -1;
-				if (held == 1)
-					renew(ch, l, sent, &answered);
+		if (watching && w->step(w->arg, (p[1].revents & (POLLIN |
+		    POLLERR | POLLHUP)) != 0, &due, &end, err, errlen)) {
+			/* An answered check: the watchdog's lease too. */
+			if (end != ch->kill_by) {
+				ch->kill_by = end;
+				(void)arm_watchdog(ch);
 			}
-		}
-		t = mono_ms();
-		if (watching && held == 1 && w->lock != NULL) {
-			if (t >= answered + l->dead_ms) {
-				/* pglock itself was stopped that long. */
-				snprintf(err, errlen, "no check was answered "
-				    "for %.3g s", (double)l->dead_ms / 1000.0);
-				held = 0;
-			} else if (answer_by >= 0 && t >= answer_by) {
-				snprintf(err, errlen, "the server did not "
-				    "answer the lock check within %.3g s",
-				    (double)l->answer_ms / 1000.0);
-				held = 0;
-			} else if (answer_by < 0 && t >= next_check) {
-				if (lock_check_send(w->conn, w->lock, err,
-				    errlen) == -1)
-					held = 0;
-				sent = t;
-				answer_by = t + l->answer_ms;
-				next_check = t + l->check_ms;
-			}
-		}
-		if (watching && held != 1) {
-			/*
-			 * Lost: stop the whole group, and KILL it later, but
-			 * before the server may give the lock to another.
-			 */
+		} else if (watching) {
 			watching = 0;
 			lost = 1;
-			ch->stopped = 1;
-			signal_group(ch->pgrp, ch->lost_sig);
-			if (kill_at < 0 || t + ch->kill_after_ms < kill_at)
-				kill_at = t + ch->kill_after_ms;
-			if (w->lock != NULL && answered + l->dead_ms < kill_at)
-				kill_at = answered + l->dead_ms;
+			stop_group(ch, end, &kill_at);
 		}
+		t = mono_ms();
 		if (end_at >= 0 && t >= end_at) {
 			/* --max-time: as timeout(1) does, then KILL later. */
 			end_at = -1;
@@ -644,9 +621,8 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	 * the release then, and a lock it finds gone was lost while the
 	 * command ran.
 	 */
-	if (watching && answer_by >= 0)
-		lost = !last_check(w->conn, answer_by, l->answer_ms, err,
-		    errlen);
+	if (watching && !w->finish(w->arg, err, errlen))
+		lost = 1;
 	/* Leave nothing of the command running without the lock. */
 	if (lost)
 		(void)kill(-ch->pgrp, SIGKILL);

@@ -1,18 +1,13 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * child: start the command in a process group of its own, pass signals on
- * to it, and watch it and the lock's connection until it exits.
+ * to it, and watch it, and the lock's check (a callback), until it exits.
  */
 #ifndef PGLOCK_CHILD_H
 #define PGLOCK_CHILD_H
 
 #include <stddef.h>
 #include <sys/types.h>
-
-#include <libpq-fe.h>
-
-#include "lease.h"
-#include "lock.h"
 
 struct child {
 	/* Set by the caller before child_guard(): */
@@ -79,12 +74,23 @@ void child_abort(struct child *ch);
  */
 void child_exec(char *const argv[], int *status, char *err, size_t errlen);
 
+/*
+ * What child_wait() watches beside the command: the lock's periodic check
+ * (lib/lease.c's), which it drives without knowing what it checks.
+ */
 struct child_watch {
-	PGconn *conn;			/* the session that holds the lock */
-	const struct lock_req *lock;	/* checked as lease says; NULL: no */
-	struct lease lease;
-	long since;			/* mono_ms() when the lock was granted */
-	long max_ms;			/* lost_sig when it runs longer; 0: no */
+	int fd;		/* polled for the check's input; -1: no check */
+	/*
+	 * Called with arg when fd is readable (readable 1) or a time it set
+	 * in *due has come: 1 while the lock is held, 0 when lost (reason in
+	 * err); *end: by when the command must be dead, renewed as it goes.
+	 */
+	int (*step)(void *arg, int readable, long *due, long *end, char *err,
+	    size_t errlen);
+	/* After the command exited: 1 held to the end, 0 lost (err). */
+	int (*finish)(void *arg, char *err, size_t errlen);
+	void *arg;
+	long max_ms;	/* lost_sig when it runs longer; 0: no limit */
 };
 
 enum child_end {
@@ -97,11 +103,10 @@ enum child_end {
 
 /*
  * Wait for the child while forwarding signals to its process group and
- * watching the connection: if the lock is lost, signal the group with
- * ch->lost_sig, then KILL after ch->kill_after_ms or at the lease's end,
+ * stepping w's check: if the lock is lost, signal the group with
+ * ch->lost_sig, then KILL after ch->kill_after_ms or at the check's end,
  * whichever comes first, and return CHILD_LOST (reason in err) once the
- * child is reaped. Each answered check renews the lease, and the
- * watchdog's kill_by with it.
+ * child is reaped. A later end renews the watchdog's kill_by.
  */
 enum child_end child_wait(struct child *ch, const struct child_watch *w,
     int *status, char *err, size_t errlen);

@@ -425,6 +425,13 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, int xact, char *err,
 }
 
 int
+conn_queue(PGconn *c, const char *sql, int n, const char *const *params)
+{
+	return PQenterPipelineMode(c) &&
+	    PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0) ? 0 : -1;
+}
+
+int
 conn_setup_standby(const PGresult *res)
 {
 	return PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
@@ -872,7 +879,7 @@ tcp_direct(PGconn *c, const struct sockaddr *sa, socklen_t len)
 }
 
 enum conn_path
-conn_direct(PGconn *c)
+conn_direct(PGconn *c, int ask)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -881,6 +888,6 @@ conn_direct(PGconn *c)
 		return CONN_UNPROVEN;
 	if (ss.ss_family == AF_UNIX)
 		return unix_direct(c) ? CONN_DIRECT_LOCAL : CONN_UNPROVEN;
-	return tcp_direct(c, (struct sockaddr *)&ss, len) ? CONN_DIRECT_TCP :
-	    CONN_UNPROVEN;
+	return ask && tcp_direct(c, (struct sockaddr *)&ss, len) ?
+	    CONN_DIRECT_TCP : CONN_UNPROVEN;
 }

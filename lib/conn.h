@@ -44,6 +44,13 @@ PGconn *conn_open(const struct conn_opts *o, char *err, size_t errlen);
 int conn_send_setup(PGconn *c, long wait_ms, long lease_ms, int xact,
     char *err, size_t errlen);
 
+/*
+ * Queue sql with its n params on c, in pipeline mode (entered if need
+ * be), for a conn_next() reader. Returns 0, or -1 with the reason in
+ * PQerrorMessage(c).
+ */
+int conn_queue(PGconn *c, const char *sql, int n, const char *const *params);
+
 /* Does the answer to conn_send_setup()'s statement say "a standby"? */
 int conn_setup_standby(const PGresult *res);
 
@@ -101,8 +108,9 @@ enum conn_path {
  * between? Over TCP (one round trip) the backend sees pglock's own address
  * and port; over a Unix socket (Linux, no round trip) the backend pid
  * libpq was given is a child of the process listening on the socket.
+ * Without ask, TCP is not proven (the round trip is left out).
  */
-enum conn_path conn_direct(PGconn *c);
+enum conn_path conn_direct(PGconn *c, int ask);
 
 /*
  * Was c's session ended by the server, not refused: a shutdown, a crash,

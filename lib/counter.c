@@ -162,7 +162,7 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 	    r->table);
 	if (!PQenterPipelineMode(c) ||
 	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, 1, err, errlen) == -1 ||
-	    !PQsendQueryParams(c, sql, 2, NULL, params, NULL, NULL, 0) ||
+	    conn_queue(c, sql, 2, params) == -1 ||
 	    !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return COUNTER_ERROR;

@@ -90,8 +90,7 @@ send_portal_closer(PGconn *c, const struct lock_req *r)
 
 	snprintf(sql, sizeof(sql), "SET LOCAL "
 	    "idle_in_transaction_session_timeout = %ld", r->lease_ms);
-	return !r->xact || PQsendQueryParams(c, sql, 0, NULL, NULL, NULL,
-	    NULL, 0);
+	return !r->xact || conn_queue(c, sql, 0, NULL) == 0;
 }
 
 /* Queue the check's query on a connection in pipeline mode. */
@@ -113,7 +112,7 @@ send_check(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	    " l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()"
 	    " AND l.granted AND l.mode = '%s' AND %s)",
 	    r->shared ? "ShareLock" : "ExclusiveLock", tag);
-	if (!PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0) ||
+	if (conn_queue(c, sql, a.n, a.params) == -1 ||
 	    !send_portal_closer(c, r)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return -1;
@@ -364,7 +363,7 @@ lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	if (!PQenterPipelineMode(c) ||
 	    conn_send_setup(c, r->wait_ms, r->lease_ms, r->xact, err,
 	    errlen) == -1 ||
-	    !PQsendQueryParams(c, sql, a.n, NULL, a.params, NULL, NULL, 0) ||
+	    conn_queue(c, sql, a.n, a.params) == -1 ||
 	    !PQsendFlushRequest(c) ||
 	    (!r->local && send_check(c, r, err, errlen) == -1) ||
 	    !PQpipelineSync(c)) {
@@ -598,7 +597,7 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 	if (!PQenterPipelineMode(s->c) || (first &&
 	    conn_send_setup(s->c, r->wait_ms, r->lease_ms, r->xact, s->err,
 	    s->errlen) == -1) ||
-	    !PQsendQueryParams(s->c, sql, n, NULL, params, NULL, NULL, 0) ||
+	    conn_queue(s->c, sql, n, params) == -1 ||
 	    !PQpipelineSync(s->c)) {
 		conn_oneline(PQerrorMessage(s->c), s->err, s->errlen);
 		return NULL;
@@ -627,28 +626,69 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 	return res;
 }
 
-/* The slot statement's answer: 2 got (r->slot), 0 none free, -1 error. */
-static int
+/* Where the slots' loop stands after a round. */
+enum slot_state {
+	SLOT_FAILED = -1,	/* the reason is in err */
+	SLOT_NONE,		/* none free: done for -n, or at -w's end */
+	SLOT_WAITING,		/* in the queue: try the slots (again) */
+	SLOT_GOT		/* r->slot is this session's */
+};
+
+/* The slot statement's answer: SLOT_GOT, SLOT_NONE or SLOT_FAILED. */
+static enum slot_state
 slot_answer(PGresult *res, struct lock_req *r, int *pid, char *err,
     size_t errlen)
 {
-	int got = -1;
+	enum slot_state got = SLOT_FAILED;
 
 	if (res == NULL)
-		return -1;
+		return SLOT_FAILED;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		conn_result_error(res, err, errlen);
 	else if (PQntuples(res) == 0)
-		got = 0;
+		got = SLOT_NONE;
 	else if (PQnfields(res) != 3 || strcmp(PQgetvalue(res, 0, 2), "t") != 0)
 		snprintf(err, errlen, "the server's answer to the slot call is "
 		    "not PostgreSQL's");
 	else if (result_pid(res, 1, pid, err, errlen) == 0) {
 		r->slot = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
-		got = 2;
+		got = SLOT_GOT;
 	}
 	PQclear(res);
 	return got;
+}
+
+/*
+ * Waiters queue in arrival order on the queue's lock, a session's even in
+ * a transaction (which pins a pooler's server connection until it is
+ * unlocked): SLOT_WAITING once in it, SLOT_NONE if -w ran out first.
+ */
+static enum slot_state
+join_queue(const struct slotter *s, const char **qparams, int *pid)
+{
+	PGresult *res = exchange(s, "SELECT true FROM pg_catalog."
+	    "pg_advisory_lock($1::bigint)", qparams, 1);
+	enum slot_state got = res == NULL ? SLOT_FAILED :
+	    PQresultStatus(res) == PGRES_TUPLES_OK ? SLOT_WAITING :
+	    lock_result(res, s->r, pid, s->err, s->errlen) == LOCK_BUSY ?
+	    SLOT_NONE : SLOT_FAILED;
+
+	PQclear(res);
+	return got;
+}
+
+/* A tenth of a second between two tries, on the server: 0, or -1. */
+static int
+nap(const struct slotter *s)
+{
+	const char *none[1] = { NULL };
+	PGresult *res = exchange(s, "SELECT pg_catalog.pg_sleep(0.1)", none, 0);
+	int rc = res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : -1;
+
+	if (res != NULL && rc == -1)
+		conn_result_error(res, s->err, s->errlen);
+	PQclear(res);
+	return rc;
 }
 
 /*
@@ -700,8 +740,8 @@ lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	long until = r->wait_ms > 0 ? mono_ms() + r->wait_ms : -1;
 	char qid[24], ids[2][24], sql[512], *list;
 	const char *qparams[2] = { qid, NULL }, *params[3];
-	PGresult *res;
-	int got, queued = 0, rounds = 0;
+	enum slot_state got;
+	int queued, rounds = 0;
 
 	*sig = 0;
 	lock_slot_key(&r->key, 0, &k);
@@ -720,53 +760,34 @@ lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	    " u(id, i) WHERE %s(id) LIMIT 1) t", r->wait_ms == 0 ? "true" :
 	    "pg_catalog.pg_advisory_unlock($2::bigint)",
 	    lock_fn[r->xact][1][0]);
-	if (r->wait_ms == 0) {
-		/* -n: a free slot now, or none; no queue to wait in. */
-		got = slot_answer(exchange(&s, sql, params, 1), r, backend_pid,
-		    err, errlen);
-	} else {
-		/*
-		 * Waiters queue in arrival order on the queue's lock, a
-		 * session's even in a transaction (which pins a pooler's
-		 * server connection until it is unlocked). Only its holder
-		 * tries the slots: at once, then every 100 ms.
-		 */
-		res = exchange(&s, "SELECT true FROM pg_catalog."
-		    "pg_advisory_lock($1::bigint)", qparams, 1);
-		got = res == NULL ? -1 : PQresultStatus(res) ==
-		    PGRES_TUPLES_OK ? 1 : lock_result(res, r, backend_pid, err,
-		    errlen) == LOCK_BUSY ? 0 : -1;
-		queued = got == 1;
-		PQclear(res);
-	}
-	while (got == 1 && *sig == 0) {
+	/* -n: a free slot now, or none; no queue to wait in. */
+	got = r->wait_ms == 0 ? slot_answer(exchange(&s, sql, params, 1), r,
+	    backend_pid, err, errlen) : join_queue(&s, qparams, backend_pid);
+	queued = got == SLOT_WAITING;
+	/* Only the queue's holder tries the slots: at once, then every 0.1 s. */
+	while (got == SLOT_WAITING && *sig == 0) {
 		if (rounds++ > 0) {
-			res = exchange(&s, "SELECT pg_catalog.pg_sleep(0.1)",
-			    params + 2, 0);
-			got = res != NULL && PQresultStatus(res) ==
-			    PGRES_TUPLES_OK ? 1 : -1;
-			if (res != NULL && got == -1)
-				conn_result_error(res, err, errlen);
-			PQclear(res);
-			if (got == -1)
+			if (nap(&s) == -1) {
+				got = SLOT_FAILED;
 				break;
+			}
 			if (r->waiting != NULL && rounds % 10 == 0)
 				r->waiting(r->waiting_arg);
 		}
 		got = slot_answer(exchange(&s, sql, params, 0), r, backend_pid,
 		    err, errlen);
-		if (got == 2)
+		if (got == SLOT_GOT)
 			queued = 0;
-		else if (got == 0 && (until < 0 || mono_ms() < until))
-			got = 1;
+		else if (got == SLOT_NONE && (until < 0 || mono_ms() < until))
+			got = SLOT_WAITING;
 	}
 	free(list);
 	if (queued)
 		leave_queue(c, r, qparams);
 	if (*sig != 0)
 		return LOCK_INTERRUPTED;
-	if (got != 2)
-		return got == 0 ? LOCK_BUSY : LOCK_ERROR;
+	if (got != SLOT_GOT)
+		return got == SLOT_NONE ? LOCK_BUSY : LOCK_ERROR;
 	lock_slot_key(&r->key, r->slot, &r->key);
 	/* As lock_verify: held by this very backend (and no snapshot kept). */
 	if (r->local && !r->xact)

@@ -79,13 +79,15 @@ beats='trap "" TERM; while :; do echo $(( $(date +%s%N) / 1000000 )) >"$0.tmp"; 
 	# --check-interval 1: S = 4 s, the command KILLed 3 s after the last check.
 	bgwait waiter 20
 	[ "$bg_status" -eq 0 ]
+	# Its command is dead once pglock, let go on, exits: the last beat is
+	# final then (read before, it could be one that had yet to come).
+	kill -CONT "$pid"
+	bgwait holder 10
+	[ "$bg_status" -eq 75 ]
 	last=$(cat "$BATS_TEST_TMPDIR/beat") started=$(cat "$BATS_TEST_TMPDIR/started")
 	echo "stopped at 0; command's last beat +$((last - stopped)) ms; waiter's command +$((started - stopped)) ms" >&3
 	[ "$last" -lt "$started" ]
 	[ $((last - stopped)) -le 3500 ]
-	kill -CONT "$pid"
-	bgwait holder 10
-	[ "$bg_status" -eq 75 ]
 }
 
 # A holder that lets go of KEY when told, and a waiter whose backend the

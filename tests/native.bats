@@ -5,7 +5,8 @@
 # descriptor 1 or 2 (valgrind's log takes it), a failed execve (valgrind
 # cannot go on after one) and a --hold stopped by SIGTTIN (under valgrind
 # the read is retried, the process never stops), a wall clock that
-# faketime's LD_PRELOAD moves (not through valgrind). `make valgrind` runs
+# faketime's LD_PRELOAD moves (not through valgrind), its round trips as
+# strace sees them (valgrind's would be counted). `make valgrind` runs
 # every suite but this one.
 
 load helper
@@ -157,4 +158,34 @@ cpu_ms() { echo $(( $(cut -d' ' -f1 "/proc/$1/schedstat") / 1000000 )); }
 	late=$output
 	run -0 faketime -f '-40m' date +%s
 	[ $((late - output)) -ge 4790 ]
+}
+
+# round_trips ARGS...: how many times `pglock ARGS rt-k true` waits for the
+# server, as strace sees its socket: bursts of sends that an answer ends
+# (the last, Terminate, has none). libpq's defaults: an SSL probe over TCP.
+round_trips() {
+	local log=$BATS_TEST_TMPDIR/rt.strace
+	PGSSLMODE=prefer PGGSSENCMODE=disable timeout 20 strace -o "$log" \
+	    -e trace=sendto,recvfrom "$PGLOCK" "$@" rt-k true || return 1
+	awk '/^(sendto|recvfrom)\(/ {
+		split($0, a, /[(,]/)
+		if (a[1] == "sendto" && fd == "") fd = a[2]
+		if (a[2] != fd || $0 ~ /= -1 /) next
+		if (a[1] == "sendto") sending = 1
+		else if (sending) { n++; sending = 0 }
+	} END { print n + 0 }' "$log"
+}
+
+@test "a plain run waits for the server 3 times over a Unix socket, 4 over TCP, 5 when auto proves TCP direct" {
+	# Connect (and, over TCP, the SSL probe before it), the settings and
+	# the lock in one pipeline, the unlock.
+	run -0 round_trips
+	assert_output 3
+	run -0 round_trips -h 127.0.0.1 --scope session
+	assert_output 4
+	run -0 round_trips -h 127.0.0.1 --scope transaction
+	assert_output 4
+	# The proof that no pooler is between costs its own round trip.
+	run -0 round_trips -h 127.0.0.1
+	assert_output 5
 }

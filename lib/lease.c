@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * lease: the periodic check that keeps a held lock's lease, one step at a
+ * time, for the poll loop that watches the command (lib/child.c).
+ */
+#include <stdio.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "lease.h"
+
+void
+lease_start(struct lease_check *k, PGconn *c, const struct lock_req *lk,
+    long check_ms, long since)
+{
+	k->conn = c;
+	k->lock = lk;
+	k->lease = lease_of(check_ms);
+	k->sent = -1;
+	k->next = since + check_ms;
+	k->answered = since;
+}
+
+long
+lease_end(const struct lease_check *k)
+{
+	return k->answered + k->lease.dead_ms;
+}
+
+/* The message for a check left unanswered. */
+static void
+unanswered(const struct lease *l, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "the server did not answer the lock check "
+	    "within %.3g s", (double)l->answer_ms / 1000.0);
+}
+
+/* Read what came: 1 held (an answer renews the lease), else 0. */
+static int
+take_answer(struct lease_check *k, char *err, size_t errlen)
+{
+	/* PQisBusy parses what came, such as a FATAL notice. */
+	if (!PQconsumeInput(k->conn)) {
+		(void)PQisBusy(k->conn);
+		conn_reason(k->conn, err, errlen);
+		return 0;
+	}
+	if (PQisBusy(k->conn) || k->sent < 0)
+		return 1;
+	if (lock_check_read(k->conn, err, errlen) != 1)
+		return 0;
+	/* The lease runs from the answered check's sending. */
+	k->answered = k->sent;
+	k->sent = -1;
+	return 1;
+}
+
+int
+lease_step(void *arg, int readable, long *due, long *end, char *err,
+    size_t errlen)
+{
+	struct lease_check *k = arg;
+	const struct lease *l = &k->lease;
+	int held = !readable || take_answer(k, err, errlen);
+	long t;
+
+	*end = lease_end(k);
+	if (!held)
+		return 0;
+	t = mono_ms();
+	if (t >= k->answered + l->dead_ms) {
+		/* pglock itself was stopped that long. */
+		snprintf(err, errlen, "no check was answered for %.3g s",
+		    (double)l->dead_ms / 1000.0);
+		return 0;
+	}
+	if (k->sent >= 0 && t >= k->sent + l->answer_ms) {
+		unanswered(l, err, errlen);
+		return 0;
+	}
+	if (k->sent < 0 && t >= k->next) {
+		if (lock_check_send(k->conn, k->lock, err, errlen) == -1)
+			return 0;
+		k->sent = t;
+		k->next = t + l->check_ms;
+	}
+	*due = k->sent >= 0 ? k->sent + l->answer_ms : k->next;
+	return 1;
+}
+
+int
+lease_finish(void *arg, char *err, size_t errlen)
+{
+	struct lease_check *k = arg;
+
+	if (k->sent < 0)
+		return 1;
+	switch (conn_await(k->conn, k->sent + k->lease.answer_ms)) {
+	case -1:
+		unanswered(&k->lease, err, errlen);
+		return 0;
+	case -2:
+		conn_reason(k->conn, err, errlen);
+		return 0;
+	default:
+		return lock_check_read(k->conn, err, errlen) == 1;
+	}
+}

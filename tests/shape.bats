@@ -1,0 +1,39 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# The code's shape, as the house style (and issue 21) wants it: one path
+# to the server, process mechanics apart from the lock, short functions.
+# Read from the sources; no server.
+
+load helper
+
+SRC_DIR=$BATS_TEST_DIRNAME/..
+
+# Each function of FILE... longer than 80 lines, as "file: name lines": in
+# KNF a definition's name starts its line and its body ends at "}".
+long_functions() {
+	awk '/^[a-z_][a-z0-9_]*\(/ { name = $1; sub(/\(.*/, "", name); start = FNR }
+	    /^}/ && start { if (FNR - start > 80) print FILENAME ": " name " " FNR - start; start = 0 }' "$@"
+}
+
+@test "every query goes through lib/conn.c: no PQexec or PQsendQuery elsewhere" {
+	cd "$SRC_DIR"
+	run grep -l 'PQexec\|PQsendQuery\|PQsendPrepare' pglock.c lib/*.c
+	assert_success
+	assert_output 'lib/conn.c'
+}
+
+@test "lib/child.c knows processes only: it includes neither lock.h, conn.h nor libpq" {
+	cd "$SRC_DIR"
+	run grep -h '#include' lib/child.c lib/child.h
+	assert_success
+	assert_output --partial '"sig.h"'
+	run grep -c '"lock\.h"\|"conn\.h"\|"lease\.h"\|libpq' lib/child.c lib/child.h
+	assert_output "$(printf 'lib/child.c:0\nlib/child.h:0')"
+}
+
+@test "no function is over 80 lines but usage" {
+	cd "$SRC_DIR"
+	run long_functions pglock.c lib/*.c
+	assert_success
+	assert_output 'pglock.c: usage 97'
+}
