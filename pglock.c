@@ -9,14 +9,15 @@
  * in its own process group and watch it, the signals and the connection in
  * one poll() loop (lib/child). The lock lives exactly as long as the
  * session: if the session goes, the command is stopped and pglock exits 75.
- * The lib/ modules return errors; only this file prints and exits.
+ * The modes that only look (--status, --explain, --break, --forget) are
+ * in inspect.c. The lib/ modules return errors; only pglock.c and
+ * inspect.c print and exit.
  *
  * Copyright (c) 2026 The pglock authors. Permission to use, copy, modify
  * and distribute this software for any purpose is granted under the terms
  * of the ISC licence in COPYING.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -40,57 +41,15 @@
 #include "lib/lock.h"
 #include "lib/runs.h"
 #include "lib/sig.h"
+#include "inspect.h"
+#include "pglock.h"
 
 #define PGLOCK_VERSION "0.1.0"
 
-/* --scope: where the lock lives; auto proves the connection direct first. */
-enum { SCOPE_AUTO, SCOPE_SESSION, SCOPE_TRANSACTION };
-static const char *const scope_names[] = { "auto", "session", "transaction" };
+const char *const scope_names[3] = { "auto", "session", "transaction" };
 
 /* pglock's parent when it started: --hold's script. */
 static pid_t caller;
-
-/* What pglock does: one of the usage lines. */
-enum mode {
-	MODE_RUN, MODE_HOLD, MODE_STATUS, MODE_EXPLAIN, MODE_BREAK,
-	MODE_COUNTER, MODE_FORGET
-};
-
-/* The command line, as parsed and checked; main() resolves lock.key. */
-struct opts {
-	enum mode mode;
-	struct lock_req lock;	/* the key, -s, and -n/-w's wait */
-	struct conn_opts conn;
-	const char *key;	/* KEY, or TENANT */
-	const char *label;	/* KEY for messages: control bytes escaped */
-	char **keys;		/* --status: the KEYs, NULL-terminated */
-	char **argv;		/* COMMAND [ARG ...], or $SHELL -c STRING */
-	char *shell_cmd;	/* -c */
-	int raw_id;		/* --id: KEY is a lock id */
-	const char *hash;	/* --hash SCHEME; NULL: sha256 */
-	int has_ns;		/* --namespace N */
-	int32_t ns;
-	int scope;		/* SCOPE_*: --scope */
-	int conflict_exit;
-	int no_fork;
-	int verbose;
-	int quiet;
-	long check_ms;
-	int lost_sig;
-	long kill_after_ms;
-	long max_ms;		/* --max-time; 0: none */
-	long retry_until;	/* mono_ms(): --connect-timeout's end */
-	int json;
-	int peek;
-	int fence;
-	char table_sql[300];	/* --counter-table as SQL: "schema"."table" */
-	int once;		/* --once or --once-per: skip a slot's second
-				   success */
-	long long period_ms;	/* --once-per; 0: one slot for ever (--once) */
-	int record;		/* record the outcome (--record, --once*) */
-	char runs_sql[300];	/* --runs-table, as table_sql */
-	long long ok_within_ms;	/* --status --ok-within; -1: none */
-};
 
 static const char usage_text[] =
     "usage: pglock [options] KEY COMMAND [ARG ...]\n"
@@ -207,9 +166,6 @@ usage(FILE *f)
 	    "/not found.\nSee pglock(1).\n", f);
 }
 
-static void usage_err(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
-
 /*
  * A code point that would steer a terminal or a reader rather than show:
  * a C1 control, or a mark or override of bidirectional text.
@@ -290,14 +246,8 @@ vline(const char *lead, const char *fmt, va_list ap, int errnum,
 		    (size_t)n : sizeof(buf) - 1);
 }
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void die(int status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3), noreturn));
-static void die_errno(int status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3), noreturn));
-
 /* A diagnostic line on stderr. */
-static void
+void
 say(const char *fmt, ...)
 {
 	va_list ap;
@@ -308,7 +258,8 @@ say(const char *fmt, ...)
 }
 
 /* The terminal's live line: rewritten in place, ended by the next say(). */
-static void live_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void live_line(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 
 static void
 live_line(const char *fmt, ...)
@@ -321,7 +272,7 @@ live_line(const char *fmt, ...)
 }
 
 /* A diagnostic line, then exit status. */
-static void
+void
 die(int status, const char *fmt, ...)
 {
 	va_list ap;
@@ -333,7 +284,7 @@ die(int status, const char *fmt, ...)
 }
 
 /* The same, with errno's reason, as err(3). */
-static void
+void
 die_errno(int status, const char *fmt, ...)
 {
 	va_list ap;
@@ -363,7 +314,7 @@ lost_signal_or_err(const char *arg, int sig)
 }
 
 /* KEY (or an option's value) as messages show it: escape()d, kept. */
-static const char *
+const char *
 printable(const char *s)
 {
 	size_t len = 6 * strlen(s) + 1;
@@ -375,7 +326,7 @@ printable(const char *s)
 }
 
 /* A field for tab-separated output: escape()d, so no tab inside. */
-static const char *
+const char *
 field(const char *s, char *buf, size_t len)
 {
 	return escape(s, buf, len);
@@ -386,7 +337,7 @@ field(const char *s, char *buf, size_t len)
  * any) are written as the code points of the same value, so that the
  * document stays valid.
  */
-static void
+void
 json_str(const char *s)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -405,7 +356,7 @@ json_str(const char *s)
 }
 
 /* A usage error: one line on stderr, exit 64. */
-static void
+void
 usage_err(const char *fmt, ...)
 {
 	va_list ap;
@@ -471,7 +422,7 @@ static const struct option longopts[] = {
 };
 
 /* A write error on stdout fails the program, as in flock(1). */
-static void
+void
 flush_stdout_or_err(void)
 {
 	if (fflush(stdout) == EOF || ferror(stdout))
@@ -738,11 +689,13 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	if (lock_option_or_err(o, c, arg) || conn_option_or_err(o, c, arg) ||
 	    run_option_or_err(o, c, arg) || mode_option_or_err(o, c, arg))
 		return;
-	switch (c) {
-	case OPT_HELP:
+	/* '?': getopt sets optopt to what it could not use; -? is help. */
+	if (c == OPT_HELP || (c == '?' && optopt == '?')) {
 		usage(stdout);
 		flush_stdout_or_err();
 		exit(0);
+	}
+	switch (c) {
 	case 'V':
 		printf("pglock %s (libpq %d.%d)\n", PGLOCK_VERSION,
 		    PQlibVersion() / 10000, PQlibVersion() % 10000);
@@ -751,9 +704,6 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	case ':':
 		usage_err("%s: needs a value", name);
 	default:
-		/* '?': getopt sets optopt to what it could not use. */
-		if (optopt == '?')
-			record_or_err(o, OPT_HELP, NULL, name);
 		if (optopt == 0 || optopt >= 256)
 			usage_err("%s: %s", name, optopt == 0 ?
 			    "unknown option" : "takes no value");
@@ -922,7 +872,7 @@ export_lock_env_or_err(const struct opts *o, const struct lock_req *lk,
  * hold's script); if pglock stops renewing the lease, it KILLs it.
  */
 static void
-guard_or_err(const struct opts *o, struct child *ch)
+fork_watchdog_or_err(const struct opts *o, struct child *ch)
 {
 	char why[1024];
 
@@ -930,7 +880,7 @@ guard_or_err(const struct opts *o, struct child *ch)
 	ch->kill_after_ms = o->kill_after_ms;
 	ch->notify = o->mode == MODE_HOLD ? caller : 0;
 	ch->kill_by = -1;
-	if (child_guard(ch, why, sizeof(why)) == -1)
+	if (child_fork_watchdog(ch, why, sizeof(why)) == -1)
 		die(EXIT_OSERR, "%s", why);
 }
 
@@ -1001,7 +951,7 @@ run_command_or_err(const struct opts *o, PGconn *c,
 		spawn_or_err(o, ch);
 	lease_start(&check, c, lk, o->check_ms, since);
 	ch->kill_by = lease_end(&check);
-	switch (child_go(ch, o->argv != NULL ? o->argv[0] : "--hold", &status,
+	switch (child_open_gate(ch, o->argv != NULL ? o->argv[0] : "--hold", &status,
 	    why, sizeof(why))) {
 	case CHILD_STARTED:
 		/* Said once the watchdog is armed: a SIGKILL then tells the script. */
@@ -1150,7 +1100,7 @@ version_counter(const struct opts *o, PGconn *c)
 	snprintf(num, sizeof(num), "%lld", v);
 	setenv_or_err("PGLOCK_VERSION", num);
 	setenv_or_err("PGLOCK_TENANT", o->key);
-	guard_or_err(o, &ch);
+	fork_watchdog_or_err(o, &ch);
 	status = run_command_or_err(o, c, &r.lock, since, &ch);
 	/* A failed command consumes no number. */
 	if (conn_end(c, status == 0, answer_ms(o), why, sizeof(why)) == -1 &&
@@ -1162,7 +1112,7 @@ version_counter(const struct opts *o, PGconn *c)
 }
 
 /* KEY -> lock id under --id, --namespace or --hash; bad input exits 64. */
-static void
+void
 resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 {
 	char why[1024];
@@ -1183,196 +1133,12 @@ resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 		    o->hash);
 }
 
-/* Write s as an SQL string literal: quotes doubled. */
-static void
-put_literal(FILE *f, const char *s)
-{
-	putc('\'', f);
-	for (; *s != '\0'; s++) {
-		if (*s == '\'')
-			putc('\'', f);
-		putc(*s, f);
-	}
-	putc('\'', f);
-}
-
-/* The SQL that takes k, for --explain: sql[0], and sql[1] or NULL. */
-static void
-explain_sql(const struct opts *o, const struct key *k, const char *id,
-    char *sql[2])
-{
-	size_t len;
-	FILE *f;
-	int i;
-
-	sql[0] = sql[1] = NULL;
-	for (i = 0; i < 2; i++) {
-		if ((f = open_memstream(&sql[i], &len)) == NULL)
-			die_errno(EXIT_OSERR, "open_memstream");
-		if (i == 0 && k->sql == NULL) {
-			/* Only the id: the same lock, whatever computes it. */
-			fprintf(f, "SELECT pg_advisory_lock(%s);", id);
-		} else if (i == 0) {
-			fputs("SELECT pg_advisory_lock(", f);
-			if (k->space == KEY_PAIR)
-				fprintf(f, "%" PRId32 ", ", k->a);
-			fprintf(f, "%.*s", (int)(strchr(k->sql, '$') - k->sql),
-			    k->sql);
-			put_literal(f, o->key);
-			fprintf(f, "%s);", strchr(k->sql, '$') + 2);
-		} else if (!o->raw_id && !o->has_ns && o->hash == NULL) {
-			fputs("SELECT pg_advisory_lock(('x' || left(encode("
-			    "sha256(convert_to(", f);
-			put_literal(f, o->key);
-			fputs(", 'UTF8')), 'hex'), 16))::bit(64)::bigint);", f);
-		}
-		if (fclose(f) == EOF)
-			die_errno(EXIT_OSERR, "open_memstream");
-	}
-	if (*sql[1] == '\0') {
-		free(sql[1]);
-		sql[1] = NULL;
-	}
-}
-
-/* --explain KEY: the id, where pg_locks shows it, the SQL to take it. */
-static int
-explain(const struct opts *o)
-{
-	static const char *const scopes[] = { "auto: held by the session on "
-	    "a connection proven direct, else by a transaction left open",
-	    "session: held by the session",
-	    "transaction: held by a transaction left open" };
-	struct key k;
-	char id[48], scheme[512], *sql[2];
-	const char *name = o->raw_id ? "id" : o->has_ns ? "namespace" :
-	    o->hash != NULL ? o->hash : "sha256";
-	const char *space;
-	uint32_t classid, objid;
-	int objsubid, i;
-
-	resolve_key_or_err(o, o->key, &k);
-	key_format(&k, id, sizeof(id));
-	key_locktag(&k, &classid, &objid, &objsubid);
-	space = k.space == KEY_BIGINT ? "bigint" : "int4 pair";
-	explain_sql(o, &k, id, sql);
-	if (o->raw_id)
-		snprintf(scheme, sizeof(scheme), "--id: the key is the lock id");
-	else if (o->has_ns)
-		snprintf(scheme, sizeof(scheme), "--namespace %" PRId32 ": the "
-		    "pair (%" PRId32 ", hashtext(key)), as pg_advisory_lock(%"
-		    PRId32 ", hashtext(key)) takes it", o->ns, o->ns, o->ns);
-	else
-		snprintf(scheme, sizeof(scheme), "%s: %s", name,
-		    key_scheme_describe(o->hash));
-	if (o->json) {
-		printf("{\"key\": ");
-		json_str(o->key);
-		printf(", \"scheme\": \"%s\", ", name);
-		if (o->has_ns)
-			printf("\"namespace\": %" PRId32 ", ", o->ns);
-		printf("\"space\": \"%s\", \"scope\": \"%s\", \"id\": \"%s\", "
-		    "\"server_computed\": %s, \"classid\": %lu, \"objid\": %lu, "
-		    "\"objsubid\": %d, \"sql\": [", space, scope_names[o->scope],
-		    id, k.sql != NULL ? "true" : "false",
-		    (unsigned long)classid, (unsigned long)objid, objsubid);
-		for (i = 0; i < 2 && sql[i] != NULL; i++) {
-			printf(i > 0 ? ", " : "");
-			json_str(sql[i]);
-		}
-		printf("]}\n");
-	} else {
-		printf("key\t%s\nscheme\t%s\nspace\t%s\nscope\t%s\n",
-		    o->label, scheme, space, scopes[o->scope]);
-		printf("id\t%s%s\n", id, k.sql == NULL ? "" : " (computed by "
-		    "the server; this value assumes a little-endian server "
-		    "and a UTF8 database)");
-		printf("pg_locks\tlocktype=advisory classid=%lu objid=%lu "
-		    "objsubid=%d\n", (unsigned long)classid,
-		    (unsigned long)objid, objsubid);
-		for (i = 0; i < 2 && sql[i] != NULL; i++)
-			printf("sql\t%s\n", sql[i]);
-	}
-	free(sql[0]);
-	free(sql[1]);
-	flush_stdout_or_err();
-	return 0;
-}
-
-/* The locks on k (all locks when NULL), from lock_status(); dies on error. */
-static int
-locks_or_err(const char *what, PGconn *c, const struct key *k,
-    struct lock_row **rows)
-{
-	char why[512];
-	int n;
-
-	if ((n = lock_status(c, k, rows, why, sizeof(why))) == -1)
-		die(EXIT_UNAVAILABLE, "%s: %s", what, why);
-	return n;
-}
-
-/* One lock for --status, as a line or (--json) an object after sep. */
-static void
-print_lock(const struct opts *o, const struct lock_row *r, const char *sep)
-{
-	const char *mode = r->shared ? "shared" : "exclusive";
-	const char *state = r->held ? "held" : "waiting";
-	const char *scope = r->xact < 0 ? "?" : r->xact ? "transaction" :
-	    "session";
-	char user[256], app[256];
-
-	if (!o->json) {
-		printf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r->id, mode,
-		    state, r->pid, field(r->user, user, sizeof(user)),
-		    r->client, field(r->app, app, sizeof(app)), r->since,
-		    scope);
-		return;
-	}
-	printf("%s{\"id\": \"%s\", \"mode\": \"%s\", \"state\": \"%s\", "
-	    "\"pid\": %d, \"user\": ", sep, r->id, mode, state, r->pid);
-	json_str(r->user);
-	printf(", \"client\": ");
-	if (r->hidden)
-		printf("null");		/* unknown, not "local" */
-	else
-		json_str(r->client);
-	printf(", \"application_name\": ");
-	json_str(r->app);
-	if (r->hidden)
-		printf(", \"since\": null, \"seconds\": null, \"scope\": null}");
-	else
-		printf(", \"since\": \"%s\", \"seconds\": %ld, \"scope\": "
-		    "\"%s\"}", r->since, r->seconds, scope);
-}
-
-/* Did --status print a row the server hid from this role? */
-static int hidden;
-
-/* Print the locks on k (all locks when NULL); is any of them held? */
-static int
-print_locks(const struct opts *o, PGconn *c, const struct key *k,
-    int *printed)
-{
-	struct lock_row *rows;
-	int i, n, held = 0;
-
-	n = locks_or_err("--status", c, k, &rows);
-	for (i = 0; i < n; i++, (*printed)++) {
-		print_lock(o, &rows[i], *printed > 0 ? ",\n  " : "\n  ");
-		held |= rows[i].held;
-		hidden |= rows[i].hidden;
-	}
-	free(rows);
-	return held;
-}
-
 /*
  * The name KEY's record goes by: the lock's, so that another scheme or
  * namespace for the same text is another job, and --id 42 and 042 one.
  * KEY itself under the default scheme; the caller frees it.
  */
-static char *
+char *
 record_key(const struct opts *o, const char *text)
 {
 	size_t len = strlen(text) + 64;
@@ -1393,187 +1159,6 @@ record_key(const struct opts *o, const char *text)
 		snprintf(name, len, "%s", text);
 	}
 	return name;
-}
-
-/*
- * --status KEY: KEY's recorded runs, after its locks: a line for the last
- * success and one for the last failure (--json: an object of "runs").
- * Returns whether KEY succeeded within --ok-within.
- */
-static int
-print_runs(const struct opts *o, PGconn *c, const char *key, int n)
-{
-	struct runs_row r;
-	char why[1024], k[1024], host[512], *name = record_key(o, key);
-
-	/* Another role's table this one may not read: no record shown. */
-	if (runs_read(c, o->runs_sql, name, &r, why, sizeof(why)) == -1 ||
-	    (r.denied && o->ok_within_ms >= 0))
-		die(EXIT_UNAVAILABLE, "--status: %s", why);
-	free(name);
-	if (r.denied && n == 0 && !o->quiet)
-		say("--status: this role may not read the record of runs (%s): "
-		    "none is shown", why);
-	if (!o->json) {
-		if (r.has_ok)
-			printf("%s	last_ok	%s	%s	%.3f\n", field(key, k,
-			    sizeof(k)), r.ok_at, field(r.ok_host, host,
-			    sizeof(host)), r.ok_seconds);
-		if (r.has_failed)
-			printf("%s	last_failed	%s	%s	%d\n", field(key, k,
-			    sizeof(k)), r.failed_at, field(r.failed_host, host,
-			    sizeof(host)), r.failed_status);
-	} else {
-		printf("%s{\"key\": ", n > 0 ? ",\n  " : "\n  ");
-		json_str(key);
-		printf(", \"last_ok\": ");
-		if (r.has_ok) {
-			printf("{\"at\": \"%s\", \"host\": ", r.ok_at);
-			json_str(r.ok_host);
-			printf(", \"seconds\": %.3f}", r.ok_seconds);
-		} else {
-			printf("null");
-		}
-		printf(", \"last_failed\": ");
-		if (r.has_failed) {
-			printf("{\"at\": \"%s\", \"host\": ", r.failed_at);
-			json_str(r.failed_host);
-			printf(", \"status\": %d}}", r.failed_status);
-		} else {
-			printf("null}");
-		}
-	}
-	/* The server's now: a dead-man check that host clocks cannot fool. */
-	return r.has_ok && r.ok_ms >= r.now_ms - (double)o->ok_within_ms;
-}
-
-/*
- * --status [KEY ...]: a header line, then one tab-separated line a lock
- * (--json: one object, its array "locks"), then each KEY's recorded runs.
- * With KEYs, exit 0 only if every one of them is held; with --ok-within,
- * only if KEY succeeded within it.
- */
-static int
-show_status(const struct opts *o, PGconn *c)
-{
-	struct key k, slot;
-	int i, j, held, all_held = 1, printed = 0, ok = 0;
-
-	if (o->json)
-		printf("{\"locks\": [");
-	else
-		puts("id\tmode\tstate\tpid\tuser\tclient\tapplication_name"
-		    "\tsince\tscope");
-	if (o->keys[0] == NULL)
-		(void)print_locks(o, c, NULL, &printed);
-	for (i = 0; o->keys[i] != NULL; i++) {
-		resolve_key_or_err(o, o->keys[i], &k);
-		if (o->lock.slots == 0) {
-			all_held &= print_locks(o, c, &k, &printed);
-			continue;
-		}
-		/* --slots N: KEY is held when one of its slots is. */
-		for (j = 1, held = 0; j <= o->lock.slots; j++) {
-			lock_slot_key(&k, j, &slot);
-			held |= print_locks(o, c, &slot, &printed);
-		}
-		all_held &= held;
-	}
-	if (o->json)
-		printf("%s]%s", printed > 0 ? "\n" : "", o->keys[0] != NULL ?
-		    ", \"runs\": [" : "}\n");
-	for (i = 0; o->keys[i] != NULL; i++)
-		ok = print_runs(o, c, o->keys[i], i);
-	if (o->json && o->keys[0] != NULL)
-		printf("\n]}\n");
-	flush_stdout_or_err();
-	if (hidden && !o->quiet)
-		say("--status: the server hides some sessions' client, start "
-		    "and scope from this role (shown as ?%s): grant it "
-		    "pg_read_all_stats to see them", o->json ? ", null" : "");
-	if (o->ok_within_ms >= 0)
-		return ok ? 0 : 1;
-	return all_held ? 0 : 1;
-}
-
-/*
- * --break KEY: end every server session that holds KEY, and wait (up to
- * 5 s, on PostgreSQL 14 and later) until each has gone. One line a
- * session ended: pid, user, client, application_name, since. Exit 1 when
- * nobody held KEY, 77 when this role may not end a holder.
- */
-static int
-break_holders(const struct opts *o, PGconn *c)
-{
-	const char *sql = PQserverVersion(c) >= 140000 ?
-	    "SELECT pg_catalog.pg_terminate_backend($1::int, 5000)" :
-	    "SELECT pg_catalog.pg_terminate_backend($1::int)";
-	char pid[16], why[512], user[256], app[256];
-	const char *params[2] = { pid, NULL };
-	const char *state;
-	struct lock_row *rows;
-	struct key k = o->lock.key;
-	PGresult *res;
-	int i, j, n, held = 0, status = 0;
-
-	/* --slots N: each of KEY's slots, 1 to N. */
-	for (j = o->lock.slots > 0 ? 1 : 0; j <= o->lock.slots; j++) {
-		if (o->lock.slots > 0)
-			lock_slot_key(&o->lock.key, j, &k);
-		n = locks_or_err("--break", c, &k, &rows);
-		for (i = 0; i < n; i++) {
-			if (!rows[i].held)
-				continue;
-			held++;
-			snprintf(pid, sizeof(pid), "%d", rows[i].pid);
-			if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS,
-			    why, sizeof(why))) == NULL)
-				die(EXIT_UNAVAILABLE, "%s: --break: %s",
-				    o->label, why);
-			state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-			conn_result_error(res, why, sizeof(why));
-			if (PQresultStatus(res) == PGRES_TUPLES_OK &&
-			    strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
-				printf("%d\t%s\t%s\t%s\t%s\n", rows[i].pid,
-				    field(rows[i].user, user, sizeof(user)),
-				    rows[i].client, field(rows[i].app, app,
-				    sizeof(app)), rows[i].since);
-			} else if (PQresultStatus(res) == PGRES_TUPLES_OK) {
-				say("%s: pid %d did not end within 5 s (or had "
-				    "ended already)", o->label, rows[i].pid);
-				status = EXIT_UNAVAILABLE;
-			} else if (state != NULL && strcmp(state, "42501") == 0) {
-				say("%s: may not end pid %d of user %s: %s",
-				    o->label, rows[i].pid, rows[i].user, why);
-				status = EXIT_NOPERM;
-			} else {
-				die(EXIT_UNAVAILABLE, "%s: --break: %s",
-				    o->label, why);
-			}
-			PQclear(res);
-		}
-		free(rows);
-	}
-	flush_stdout_or_err();
-	if (held == 0 && !o->quiet)
-		say("%s: nobody holds the lock", o->label);
-	return held == 0 ? 1 : status;
-}
-
-/* --forget KEY: delete its record, so that --once runs it again. */
-static int
-forget(const struct opts *o, PGconn *c)
-{
-	char why[1024];
-	char *name = record_key(o, o->key);
-	int rc = runs_forget(c, o->runs_sql, name, why, sizeof(why));
-
-	free(name);
-	if (rc == -1)
-		die(EXIT_UNAVAILABLE, "%s: --forget: %s", o->label, why);
-	if (rc == 0 && !o->quiet)
-		say("%s: no record to forget", o->label);
-	return rc == 1 ? 0 : 1;
 }
 
 /* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
@@ -1699,7 +1284,6 @@ fence_or_err(const struct opts *o, PGconn *c, int xact)
 	return 0;
 }
 
-
 /*
  * A session lock only where no pooler can hand the session on. TCP is
  * proven only for auto: --scope session takes the user's word (and the
@@ -1763,7 +1347,7 @@ acquire_or_err(const struct opts *o, PGconn *c, struct lock_req *lk,
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	}
 	if (!o->no_fork)
-		guard_or_err(o, ch);
+		fork_watchdog_or_err(o, ch);
 	if (lk->slots > 0) {
 		r = lock_slot(c, lk, backend_pid, &sig, why, sizeof(why));
 		if (r == LOCK_ACQUIRED)

@@ -204,7 +204,7 @@ cloexec_pair(int type, int sv[2], char *err, size_t errlen)
 static int
 arm_watchdog(const struct child *ch)
 {
-	return send(ch->watchdog, &ch->kill_by, sizeof(ch->kill_by),
+	return send(ch->watchdog_fd, &ch->kill_by, sizeof(ch->kill_by),
 	    MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(ch->kill_by) ?
 	    0 : -1;
 }
@@ -213,8 +213,8 @@ arm_watchdog(const struct child *ch)
 static void
 dismiss_watchdog(struct child *ch)
 {
-	if (ch->dog != -1)
-		(void)kill(ch->dog, SIGKILL);
+	if (ch->watchdog_pid != -1)
+		(void)kill(ch->watchdog_pid, SIGKILL);
 	child_reap(ch);
 }
 
@@ -265,11 +265,11 @@ suspend(const struct child *ch)
 static int
 fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
 {
-	int dog[2];
+	int ends[2];
 	sigset_t mask;
 	pid_t pid;
 
-	if (cloexec_pair(SOCK_SEQPACKET, dog, err, errlen) == -1)
+	if (cloexec_pair(SOCK_SEQPACKET, ends, err, errlen) == -1)
 		return -1;
 	sig_block(&mask);
 	pid = fork();
@@ -278,13 +278,13 @@ fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
 			_exit(0);	/* the group is gone: nothing to guard */
 		sig_ignore(ch->lost_sig);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
-		watchdog(dog[0], ch);
+		watchdog(ends[0], ch);
 	}
 	sigprocmask(SIG_SETMASK, &mask, NULL);
-	close(dog[0]);
+	close(ends[0]);
 	if (pid == -1) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
-		close(dog[1]);
+		close(ends[1]);
 		return -1;
 	}
 	/*
@@ -296,24 +296,24 @@ fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
 		snprintf(err, errlen, "setpgid: %s", strerror(errno));
 		(void)kill(pid, SIGKILL);
 		(void)waitpid(pid, NULL, 0);
-		close(dog[1]);
+		close(ends[1]);
 		return -1;
 	}
-	ch->dog = pid;
-	ch->watchdog = dog[1];
+	ch->watchdog_pid = pid;
+	ch->watchdog_fd = ends[1];
 	return 0;
 }
 
 int
-child_guard(struct child *ch, char *err, size_t errlen)
+child_fork_watchdog(struct child *ch, char *err, size_t errlen)
 {
 	ch->foreground = 0;
 	ch->pid = -1;
 	ch->gate = -1;
-	ch->dog = -1;
+	ch->watchdog_pid = -1;
 	if (fork_watchdog(ch, 0, err, errlen) == -1)
 		return -1;
-	ch->pgrp = ch->dog;
+	ch->pgrp = ch->watchdog_pid;
 	return 0;
 }
 
@@ -408,7 +408,7 @@ child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
 }
 
 enum child_start
-child_go(struct child *ch, const char *cmd, int *status, char *err,
+child_open_gate(struct child *ch, const char *cmd, int *status, char *err,
     size_t errlen)
 {
 	ssize_t n;
@@ -492,7 +492,7 @@ wait_events(const struct child *ch, int fd, const long *at,
 	p[0].fd = sig_fd();
 	p[1].fd = fd;
 	/* End of file: the watchdog died. */
-	p[2].fd = ch->dog != -1 ? ch->watchdog : -1;
+	p[2].fd = ch->watchdog_pid != -1 ? ch->watchdog_fd : -1;
 	p[0].events = p[1].events = p[2].events = POLLIN;
 	if (poll(p, 3, at == NULL ? 0 : poll_ms(mono_ms(), at, 3)) == -1 &&
 	    errno != EINTR) {
@@ -627,18 +627,18 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	if (lost)
 		(void)kill(-ch->pgrp, SIGKILL);
 	/* Dismissed; child_reap() waits for it, once the lock is released. */
-	if (ch->dog != -1)
-		(void)kill(ch->dog, SIGKILL);
+	if (ch->watchdog_pid != -1)
+		(void)kill(ch->watchdog_pid, SIGKILL);
 	return lost ? CHILD_LOST : late ? CHILD_LATE : CHILD_EXITED;
 }
 
 void
 child_reap(struct child *ch)
 {
-	if (ch->dog == -1)
+	if (ch->watchdog_pid == -1)
 		return;		/* reaped already, after an exec error */
-	(void)waitpid(ch->dog, NULL, 0);
-	close(ch->watchdog);
-	ch->dog = -1;
-	ch->watchdog = -1;
+	(void)waitpid(ch->watchdog_pid, NULL, 0);
+	close(ch->watchdog_fd);
+	ch->watchdog_pid = -1;
+	ch->watchdog_fd = -1;
 }

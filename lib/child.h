@@ -10,7 +10,7 @@
 #include <sys/types.h>
 
 struct child {
-	/* Set by the caller before child_guard(): */
+	/* Set by the caller before child_fork_watchdog(): */
 	int lost_sig;		/* for the command if pglock dies */
 	long kill_after_ms;	/* then KILL, this much later */
 	pid_t notify;		/* also gets lost_sig then (--hold's script);
@@ -21,10 +21,10 @@ struct child {
 	/* Kept by the functions below: */
 	pid_t pid;		/* the command */
 	pid_t pgrp;		/* its process group: the first watchdog's pid */
-	pid_t dog;		/* the watchdog now; -1 once reaped */
-	int watchdog;		/* pglock's end of the watchdog's socket */
+	pid_t watchdog_pid;	/* the watchdog now; -1 once reaped */
+	int watchdog_fd;	/* pglock's end of the watchdog's socket */
 	int foreground;		/* the group was handed the terminal */
-	int gate;		/* child_go() lets the command exec */
+	int gate;		/* child_open_gate() lets the command exec */
 	int stopped;		/* child_wait stopped it: the lock was lost */
 };
 
@@ -36,17 +36,17 @@ enum child_start {
 
 /*
  * Fork the watchdog that will lead the command's process group: once
- * armed by child_go(), if pglock dies (even by SIGKILL), it sends lost_sig
+ * armed by child_open_gate(), if pglock dies (even by SIGKILL), it sends lost_sig
  * to the whole group (and to notify), and SIGKILL kill_after_ms later, or
  * at kill_by if sooner; and if pglock lives but stops renewing the lease
  * (it was stopped itself), it KILLs the group at kill_by. Unarmed, it just
  * exits. Returns 0, or -1 with the reason in err.
  */
-int child_guard(struct child *ch, char *err, size_t errlen);
+int child_fork_watchdog(struct child *ch, char *err, size_t errlen);
 
 /*
- * After child_guard(): fork the command (argv, searched in PATH) into the
- * watchdog's group, held at a gate before exec until child_go() or
+ * After child_fork_watchdog(): fork the command (argv, searched in PATH) into the
+ * watchdog's group, held at a gate before exec until child_open_gate() or
  * child_abort(); a command at the gate exits without running if pglock
  * dies. With argv NULL (--hold) the "command" waits for end of file on
  * standard input, then exits 0. Returns 0, or -1 with the reason in err.
@@ -59,7 +59,7 @@ int child_spawn(char *const argv[], struct child *ch, char *err,
  * it. Exec errors (named after cmd) are reported here, with the reason in
  * err; the command is then reaped.
  */
-enum child_start child_go(struct child *ch, const char *cmd, int *status,
+enum child_start child_open_gate(struct child *ch, const char *cmd, int *status,
     char *err, size_t errlen);
 
 /*

@@ -438,7 +438,7 @@ conn_setup_standby(const PGresult *res)
 	    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 }
 
-int
+enum conn_ready
 conn_await(PGconn *c, long by)
 {
 	struct pollfd p;
@@ -446,16 +446,16 @@ conn_await(PGconn *c, long by)
 
 	while (PQisBusy(c)) {
 		if ((t = mono_ms()) >= by)
-			return -1;
+			return CONN_LATE;
 		p.fd = PQsocket(c);
 		p.events = POLLIN;
 		p.revents = 0;
 		if (poll(&p, 1, (int)(by - t)) == -1 && errno != EINTR)
-			return -2;
+			return CONN_BROKEN;
 		if (p.revents != 0 && !PQconsumeInput(c))
-			return -2;
+			return CONN_BROKEN;
 	}
-	return 0;
+	return CONN_READY;
 }
 
 PGresult *
@@ -487,15 +487,17 @@ conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
 	/* Each result, and the end after them, may come later: wait for each. */
 	for (;;) {
 		switch (conn_await(c, by)) {
-		case -1:
+		case CONN_LATE:
 			snprintf(err, errlen, "the server did not answer within "
 			    "%ld s", ms / 1000);
 			PQclear(res);
 			return NULL;
-		case -2:
+		case CONN_BROKEN:
 			conn_reason(c, err, errlen);
 			PQclear(res);
 			return NULL;
+		case CONN_READY:
+			break;
 		}
 		if ((next = PQgetResult(c)) == NULL)
 			break;
@@ -554,19 +556,27 @@ conn_deadline(long by, long ms)
 	wait_bound_ms = ms;
 }
 
+/* What ended a conn_wait(). */
+enum conn_event {
+	EV_READY,		/* a result can be read without blocking */
+	EV_SIGNAL,		/* a signal to forward came (in *sig) */
+	EV_BROKEN,		/* the connection failed */
+	EV_TICK,		/* tick_ms passed */
+	EV_DEADLINE		/* conn_deadline()'s time came */
+};
+
 /*
- * Wait until a result can be read without blocking. Returns 0 when ready,
- * a forwarded signal (unless cancelled: a cancel was sent, so wait at most
- * 5 s for its answer), -1 when the connection failed, -2 when tick_ms
- * passed first (-1: no tick), or -3 at conn_deadline()'s time.
+ * Wait until a result can be read without blocking, or something else
+ * comes first. Once cancelled (a cancel was sent) signals are not
+ * returned, and the answer is waited for 5 s at most.
  */
-static int
-conn_wait(PGconn *c, int cancelled, int tick_ms)
+static enum conn_event
+conn_wait(PGconn *c, int cancelled, int tick_ms, int *sig)
 {
 	struct pollfd p[2];
 	double give_up = mono_seconds() + 5;
 	long t;
-	int sig, n, ms;
+	int n, ms;
 
 	while (PQisBusy(c)) {
 		p[0].fd = PQsocket(c);
@@ -579,26 +589,26 @@ conn_wait(PGconn *c, int cancelled, int tick_ms)
 		ms = cancelled ? 1000 : tick_ms;
 		t = mono_ms();
 		if (wait_by >= 0 && t >= wait_by)
-			return -3;
+			return EV_DEADLINE;
 		if (wait_by >= 0 && (ms < 0 || wait_by - t < ms))
 			ms = (int)(wait_by - t);
 		n = poll(p, 2, ms);
 		if (n == -1 && errno != EINTR)
-			return -1;
+			return EV_BROKEN;
 		if (cancelled && mono_seconds() > give_up)
-			return -1;
+			return EV_BROKEN;
 		if (n == 0 && !cancelled && tick_ms >= 0)
-			return -2;
+			return EV_TICK;
 		if (p[1].revents & POLLIN) {
-			while ((sig = sig_take()) != 0)
-				if (!cancelled && sig_forwarded(sig))
-					return sig;
+			while ((*sig = sig_take()) != 0)
+				if (!cancelled && sig_forwarded(*sig))
+					return EV_SIGNAL;
 		}
 		if ((p[0].revents & (POLLIN | POLLERR | POLLHUP)) &&
 		    !PQconsumeInput(c))
-			return -1;
+			return EV_BROKEN;
 	}
-	return 0;
+	return EV_READY;
 }
 
 void
@@ -754,16 +764,19 @@ conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
 
 	*failed = 0;
 	for (;;) {
-		s = conn_wait(c, *sig != 0, tick != NULL ? 1000 : -1);
-		if (s == 0)
+		switch (conn_wait(c, *sig != 0, tick != NULL ? 1000 : -1, &s)) {
+		case EV_READY:
 			return PQgetResult(c);
-		if (s == -2 && tick != NULL) {
-			tick(arg);
-		} else if (s > 0) {
+		case EV_TICK:	/* only with a tick */
+			if (tick != NULL)
+				tick(arg);
+			break;
+		case EV_SIGNAL:
 			/* Cancel once; the server then forgets the waiter. */
 			*sig = s;
 			conn_cancel(c);
-		} else if (s == -3) {
+			break;
+		case EV_DEADLINE:
 			/* Once: later waits fail at once, with no cancel. */
 			if (wait_by > 0)
 				conn_cancel(c);
@@ -772,7 +785,7 @@ conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
 			    "%.3gs", (double)wait_bound_ms / 1000.0);
 			*failed = 1;
 			return NULL;
-		} else if (s == -1) {
+		case EV_BROKEN:
 			conn_reason(c, err, errlen);
 			*failed = 1;
 			return NULL;

@@ -69,12 +69,14 @@ void conn_deadline(long by, long ms);
  */
 #define CONN_ANSWER_MS 10000L
 
-/*
- * Wait, until mono_ms() reaches by, until an answer on c can be read
- * without blocking: 0 when it can, -1 when the time ran out, -2 when the
- * connection failed.
- */
-int conn_await(PGconn *c, long by);
+enum conn_ready {
+	CONN_READY,		/* an answer can be read without blocking */
+	CONN_LATE,		/* the time ran out first */
+	CONN_BROKEN		/* the connection failed */
+};
+
+/* Wait, until mono_ms() reaches by, until an answer on c can be read. */
+enum conn_ready conn_await(PGconn *c, long by);
 
 /*
  * Run sql with params (NULL-terminated; NULL for none) and wait at most

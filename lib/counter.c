@@ -157,8 +157,8 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 	    " WHERE l.got ON CONFLICT (tenant) DO UPDATE"
 	    " SET version = t.version + 1 RETURNING t.version",
 	    lk->wait_ms == 0 ?
-	    "SELECT pg_try_advisory_xact_lock($2::bigint) AS got" :
-	    "SELECT true AS got FROM pg_advisory_xact_lock($2::bigint)",
+	    "SELECT pg_catalog.pg_try_advisory_xact_lock($2::bigint) AS got" :
+	    "SELECT true AS got FROM pg_catalog.pg_advisory_xact_lock($2::bigint)",
 	    r->table);
 	if (!PQenterPipelineMode(c) ||
 	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, 1, err, errlen) == -1 ||

@@ -96,13 +96,14 @@ lease_finish(void *arg, char *err, size_t errlen)
 	if (k->sent < 0)
 		return 1;
 	switch (conn_await(k->conn, k->sent + k->lease.answer_ms)) {
-	case -1:
+	case CONN_LATE:
 		unanswered(&k->lease, err, errlen);
 		return 0;
-	case -2:
+	case CONN_BROKEN:
 		conn_reason(k->conn, err, errlen);
 		return 0;
-	default:
-		return lock_check_read(k->conn, err, errlen) == 1;
+	case CONN_READY:
+		break;
 	}
+	return lock_check_read(k->conn, err, errlen) == 1;
 }

@@ -503,18 +503,20 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	    /* Held inside an open transaction, or waited for by an xact call. */
 	    " (l.granted AND a.xact_start IS NOT NULL) OR"
 	    " (NOT l.granted AND a.query LIKE '%%advisory_xact_lock%%'),"
-	    " coalesce(round(extract(epoch FROM now() - %s))::bigint, 0),"
+	    " coalesce(pg_catalog.round(extract(epoch FROM"
+	    " pg_catalog.now() - %s))::bigint, 0),"
 	    " coalesce(a.usename::text, ''),"
-	    " coalesce(host(a.client_addr), 'local'),"
+	    " coalesce(pg_catalog.host(a.client_addr), 'local'),"
 	    " coalesce(a.application_name, ''),"
-	    " coalesce(to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'), '') AS since,"
+	    " coalesce(pg_catalog.to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'),"
+	    " '') AS since,"
 	    /* What a role without pg_read_all_stats may not see. */
 	    " a.backend_start IS NULL"
 	    " FROM pg_catalog.pg_locks l"
 	    " LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
-	    " WHERE l.locktype = 'advisory' AND l.pid <> pg_backend_pid()"
+	    " WHERE l.locktype = 'advisory' AND l.pid <> pg_catalog.pg_backend_pid()"
 	    " AND l.database = (SELECT oid FROM pg_catalog.pg_database"
-	    " WHERE datname = current_database()) AND %s"
+	    " WHERE datname = pg_catalog.current_database()) AND %s"
 	    " ORDER BY 1, l.granted DESC, since, l.pid", since, since, tag);
 	params[0] = a.n > 0 ? a.params[0] : NULL;
 	params[1] = a.n > 1 ? a.params[1] : NULL;
@@ -756,7 +758,7 @@ lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	params[2] = NULL;
 	/* The first free slot, in order; waiters also unlock the queue. */
 	snprintf(sql, sizeof(sql), "SELECT t.i, pg_catalog.pg_backend_pid(), %s"
-	    " FROM (SELECT i FROM unnest($1::bigint[]) WITH ORDINALITY AS"
+	    " FROM (SELECT i FROM pg_catalog.unnest($1::bigint[]) WITH ORDINALITY AS"
 	    " u(id, i) WHERE %s(id) LIMIT 1) t", r->wait_ms == 0 ? "true" :
 	    "pg_catalog.pg_advisory_unlock($2::bigint)",
 	    lock_fn[r->xact][1][0]);

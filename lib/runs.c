@@ -50,9 +50,10 @@ runs_read(PGconn *c, const char *table, const char *key,
 	row->ok_slot = -1;
 	snprintf(sql, sizeof(sql), "SELECT extract(epoch FROM"
 	    " pg_catalog.statement_timestamp()) * 1000, r.ok_at IS NOT NULL,"
-	    " to_char(r.ok_at, " ISO "), extract(epoch FROM r.ok_at) * 1000,"
+	    " pg_catalog.to_char(r.ok_at, " ISO "),"
+	    " extract(epoch FROM r.ok_at) * 1000,"
 	    " r.ok_host, r.ok_seconds, coalesce(r.ok_slot, -1),"
-	    " r.failed_at IS NOT NULL, to_char(r.failed_at, " ISO "),"
+	    " r.failed_at IS NOT NULL, pg_catalog.to_char(r.failed_at, " ISO "),"
 	    " r.failed_host, r.failed_status"
 	    " FROM (SELECT 1) n LEFT JOIN %s r ON r.key = $1", table);
 	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==

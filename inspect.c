@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * inspect: --explain, --status, --break and --forget, the modes that look
+ * at locks (and end their holders) rather than take one, with their
+ * tab-separated and JSON output.
+ *
+ * Copyright (c) 2026 The pglock authors. Permission to use, copy, modify
+ * and distribute this software for any purpose is granted under the terms
+ * of the ISC licence in COPYING.
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "lib/conn.h"
+#include "lib/exits.h"
+#include "lib/key.h"
+#include "lib/lock.h"
+#include "lib/runs.h"
+#include "inspect.h"
+#include "pglock.h"
+
+/* Write s as an SQL string literal: quotes doubled. */
+static void
+put_literal(FILE *f, const char *s)
+{
+	putc('\'', f);
+	for (; *s != '\0'; s++) {
+		if (*s == '\'')
+			putc('\'', f);
+		putc(*s, f);
+	}
+	putc('\'', f);
+}
+
+/* The SQL that takes k, for --explain: sql[0], and sql[1] or NULL. */
+static void
+explain_sql(const struct opts *o, const struct key *k, const char *id,
+    char *sql[2])
+{
+	size_t len;
+	FILE *f;
+	int i;
+
+	sql[0] = sql[1] = NULL;
+	for (i = 0; i < 2; i++) {
+		if ((f = open_memstream(&sql[i], &len)) == NULL)
+			die_errno(EXIT_OSERR, "open_memstream");
+		if (i == 0 && k->sql == NULL) {
+			/* Only the id: the same lock, whatever computes it. */
+			fprintf(f, "SELECT pg_advisory_lock(%s);", id);
+		} else if (i == 0) {
+			fputs("SELECT pg_advisory_lock(", f);
+			if (k->space == KEY_PAIR)
+				fprintf(f, "%" PRId32 ", ", k->a);
+			fprintf(f, "%.*s", (int)(strchr(k->sql, '$') - k->sql),
+			    k->sql);
+			put_literal(f, o->key);
+			fprintf(f, "%s);", strchr(k->sql, '$') + 2);
+		} else if (!o->raw_id && !o->has_ns && o->hash == NULL) {
+			fputs("SELECT pg_advisory_lock(('x' || left(encode("
+			    "sha256(convert_to(", f);
+			put_literal(f, o->key);
+			fputs(", 'UTF8')), 'hex'), 16))::bit(64)::bigint);", f);
+		}
+		if (fclose(f) == EOF)
+			die_errno(EXIT_OSERR, "open_memstream");
+	}
+	if (*sql[1] == '\0') {
+		free(sql[1]);
+		sql[1] = NULL;
+	}
+}
+
+/* --explain KEY: the id, where pg_locks shows it, the SQL to take it. */
+int
+explain(const struct opts *o)
+{
+	static const char *const scopes[] = { "auto: held by the session on "
+	    "a connection proven direct, else by a transaction left open",
+	    "session: held by the session",
+	    "transaction: held by a transaction left open" };
+	struct key k;
+	char id[48], scheme[512], *sql[2];
+	const char *name = o->raw_id ? "id" : o->has_ns ? "namespace" :
+	    o->hash != NULL ? o->hash : "sha256";
+	const char *space;
+	uint32_t classid, objid;
+	int objsubid, i;
+
+	resolve_key_or_err(o, o->key, &k);
+	key_format(&k, id, sizeof(id));
+	key_locktag(&k, &classid, &objid, &objsubid);
+	space = k.space == KEY_BIGINT ? "bigint" : "int4 pair";
+	explain_sql(o, &k, id, sql);
+	if (o->raw_id)
+		snprintf(scheme, sizeof(scheme), "--id: the key is the lock id");
+	else if (o->has_ns)
+		snprintf(scheme, sizeof(scheme), "--namespace %" PRId32 ": the "
+		    "pair (%" PRId32 ", hashtext(key)), as pg_advisory_lock(%"
+		    PRId32 ", hashtext(key)) takes it", o->ns, o->ns, o->ns);
+	else
+		snprintf(scheme, sizeof(scheme), "%s: %s", name,
+		    key_scheme_describe(o->hash));
+	if (o->json) {
+		printf("{\"key\": ");
+		json_str(o->key);
+		printf(", \"scheme\": \"%s\", ", name);
+		if (o->has_ns)
+			printf("\"namespace\": %" PRId32 ", ", o->ns);
+		printf("\"space\": \"%s\", \"scope\": \"%s\", \"id\": \"%s\", "
+		    "\"server_computed\": %s, \"classid\": %lu, \"objid\": %lu, "
+		    "\"objsubid\": %d, \"sql\": [", space, scope_names[o->scope],
+		    id, k.sql != NULL ? "true" : "false",
+		    (unsigned long)classid, (unsigned long)objid, objsubid);
+		for (i = 0; i < 2 && sql[i] != NULL; i++) {
+			printf(i > 0 ? ", " : "");
+			json_str(sql[i]);
+		}
+		printf("]}\n");
+	} else {
+		printf("key\t%s\nscheme\t%s\nspace\t%s\nscope\t%s\n",
+		    o->label, scheme, space, scopes[o->scope]);
+		printf("id\t%s%s\n", id, k.sql == NULL ? "" : " (computed by "
+		    "the server; this value assumes a little-endian server "
+		    "and a UTF8 database)");
+		printf("pg_locks\tlocktype=advisory classid=%lu objid=%lu "
+		    "objsubid=%d\n", (unsigned long)classid,
+		    (unsigned long)objid, objsubid);
+		for (i = 0; i < 2 && sql[i] != NULL; i++)
+			printf("sql\t%s\n", sql[i]);
+	}
+	free(sql[0]);
+	free(sql[1]);
+	flush_stdout_or_err();
+	return 0;
+}
+
+/* The locks on k (all locks when NULL), from lock_status(); dies on error. */
+static int
+locks_or_err(const char *what, PGconn *c, const struct key *k,
+    struct lock_row **rows)
+{
+	char why[512];
+	int n;
+
+	if ((n = lock_status(c, k, rows, why, sizeof(why))) == -1)
+		die(EXIT_UNAVAILABLE, "%s: %s", what, why);
+	return n;
+}
+
+/* One lock for --status, as a line or (--json) an object after sep. */
+static void
+print_lock(const struct opts *o, const struct lock_row *r, const char *sep)
+{
+	const char *mode = r->shared ? "shared" : "exclusive";
+	const char *state = r->held ? "held" : "waiting";
+	const char *scope = r->xact < 0 ? "?" : r->xact ? "transaction" :
+	    "session";
+	char user[256], app[256];
+
+	if (!o->json) {
+		printf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r->id, mode,
+		    state, r->pid, field(r->user, user, sizeof(user)),
+		    r->client, field(r->app, app, sizeof(app)), r->since,
+		    scope);
+		return;
+	}
+	printf("%s{\"id\": \"%s\", \"mode\": \"%s\", \"state\": \"%s\", "
+	    "\"pid\": %d, \"user\": ", sep, r->id, mode, state, r->pid);
+	json_str(r->user);
+	printf(", \"client\": ");
+	if (r->hidden)
+		printf("null");		/* unknown, not "local" */
+	else
+		json_str(r->client);
+	printf(", \"application_name\": ");
+	json_str(r->app);
+	if (r->hidden)
+		printf(", \"since\": null, \"seconds\": null, \"scope\": null}");
+	else
+		printf(", \"since\": \"%s\", \"seconds\": %ld, \"scope\": "
+		    "\"%s\"}", r->since, r->seconds, scope);
+}
+
+/* Did --status print a row the server hid from this role? */
+static int hidden;
+
+/* Print the locks on k (all locks when NULL); is any of them held? */
+static int
+print_locks(const struct opts *o, PGconn *c, const struct key *k,
+    int *printed)
+{
+	struct lock_row *rows;
+	int i, n, held = 0;
+
+	n = locks_or_err("--status", c, k, &rows);
+	for (i = 0; i < n; i++, (*printed)++) {
+		print_lock(o, &rows[i], *printed > 0 ? ",\n  " : "\n  ");
+		held |= rows[i].held;
+		hidden |= rows[i].hidden;
+	}
+	free(rows);
+	return held;
+}
+
+/*
+ * --status KEY: KEY's recorded runs, after its locks: a line for the last
+ * success and one for the last failure (--json: an object of "runs").
+ * Returns whether KEY succeeded within --ok-within.
+ */
+static int
+print_runs(const struct opts *o, PGconn *c, const char *key, int n)
+{
+	struct runs_row r;
+	char why[1024], k[1024], host[512], *name = record_key(o, key);
+
+	/* Another role's table this one may not read: no record shown. */
+	if (runs_read(c, o->runs_sql, name, &r, why, sizeof(why)) == -1 ||
+	    (r.denied && o->ok_within_ms >= 0))
+		die(EXIT_UNAVAILABLE, "--status: %s", why);
+	free(name);
+	if (r.denied && n == 0 && !o->quiet)
+		say("--status: this role may not read the record of runs (%s): "
+		    "none is shown", why);
+	if (!o->json) {
+		if (r.has_ok)
+			printf("%s	last_ok	%s	%s	%.3f\n", field(key, k,
+			    sizeof(k)), r.ok_at, field(r.ok_host, host,
+			    sizeof(host)), r.ok_seconds);
+		if (r.has_failed)
+			printf("%s	last_failed	%s	%s	%d\n", field(key, k,
+			    sizeof(k)), r.failed_at, field(r.failed_host, host,
+			    sizeof(host)), r.failed_status);
+	} else {
+		printf("%s{\"key\": ", n > 0 ? ",\n  " : "\n  ");
+		json_str(key);
+		printf(", \"last_ok\": ");
+		if (r.has_ok) {
+			printf("{\"at\": \"%s\", \"host\": ", r.ok_at);
+			json_str(r.ok_host);
+			printf(", \"seconds\": %.3f}", r.ok_seconds);
+		} else {
+			printf("null");
+		}
+		printf(", \"last_failed\": ");
+		if (r.has_failed) {
+			printf("{\"at\": \"%s\", \"host\": ", r.failed_at);
+			json_str(r.failed_host);
+			printf(", \"status\": %d}}", r.failed_status);
+		} else {
+			printf("null}");
+		}
+	}
+	/* The server's now: a dead-man check that host clocks cannot fool. */
+	return r.has_ok && r.ok_ms >= r.now_ms - (double)o->ok_within_ms;
+}
+
+/*
+ * --status [KEY ...]: a header line, then one tab-separated line a lock
+ * (--json: one object, its array "locks"), then each KEY's recorded runs.
+ * With KEYs, exit 0 only if every one of them is held; with --ok-within,
+ * only if KEY succeeded within it.
+ */
+int
+show_status(const struct opts *o, PGconn *c)
+{
+	struct key k, slot;
+	int i, j, held, all_held = 1, printed = 0, ok = 0;
+
+	if (o->json)
+		printf("{\"locks\": [");
+	else
+		puts("id\tmode\tstate\tpid\tuser\tclient\tapplication_name"
+		    "\tsince\tscope");
+	if (o->keys[0] == NULL)
+		(void)print_locks(o, c, NULL, &printed);
+	for (i = 0; o->keys[i] != NULL; i++) {
+		resolve_key_or_err(o, o->keys[i], &k);
+		if (o->lock.slots == 0) {
+			all_held &= print_locks(o, c, &k, &printed);
+			continue;
+		}
+		/* --slots N: KEY is held when one of its slots is. */
+		for (j = 1, held = 0; j <= o->lock.slots; j++) {
+			lock_slot_key(&k, j, &slot);
+			held |= print_locks(o, c, &slot, &printed);
+		}
+		all_held &= held;
+	}
+	if (o->json)
+		printf("%s]%s", printed > 0 ? "\n" : "", o->keys[0] != NULL ?
+		    ", \"runs\": [" : "}\n");
+	for (i = 0; o->keys[i] != NULL; i++)
+		ok = print_runs(o, c, o->keys[i], i);
+	if (o->json && o->keys[0] != NULL)
+		printf("\n]}\n");
+	flush_stdout_or_err();
+	if (hidden && !o->quiet)
+		say("--status: the server hides some sessions' client, start "
+		    "and scope from this role (shown as ?%s): grant it "
+		    "pg_read_all_stats to see them", o->json ? ", null" : "");
+	if (o->ok_within_ms >= 0)
+		return ok ? 0 : 1;
+	return all_held ? 0 : 1;
+}
+
+/*
+ * --break KEY: end every server session that holds KEY, and wait (up to
+ * 5 s, on PostgreSQL 14 and later) until each has gone. One line a
+ * session ended: pid, user, client, application_name, since. Exit 1 when
+ * nobody held KEY, 77 when this role may not end a holder.
+ */
+int
+break_holders(const struct opts *o, PGconn *c)
+{
+	const char *sql = PQserverVersion(c) >= 140000 ?
+	    "SELECT pg_catalog.pg_terminate_backend($1::int, 5000)" :
+	    "SELECT pg_catalog.pg_terminate_backend($1::int)";
+	char pid[16], why[512], user[256], app[256];
+	const char *params[2] = { pid, NULL };
+	const char *state;
+	struct lock_row *rows;
+	struct key k = o->lock.key;
+	PGresult *res;
+	int i, j, n, held = 0, status = 0;
+
+	/* --slots N: each of KEY's slots, 1 to N. */
+	for (j = o->lock.slots > 0 ? 1 : 0; j <= o->lock.slots; j++) {
+		if (o->lock.slots > 0)
+			lock_slot_key(&o->lock.key, j, &k);
+		n = locks_or_err("--break", c, &k, &rows);
+		for (i = 0; i < n; i++) {
+			if (!rows[i].held)
+				continue;
+			held++;
+			snprintf(pid, sizeof(pid), "%d", rows[i].pid);
+			if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS,
+			    why, sizeof(why))) == NULL)
+				die(EXIT_UNAVAILABLE, "%s: --break: %s",
+				    o->label, why);
+			state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+			conn_result_error(res, why, sizeof(why));
+			if (PQresultStatus(res) == PGRES_TUPLES_OK &&
+			    strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
+				printf("%d\t%s\t%s\t%s\t%s\n", rows[i].pid,
+				    field(rows[i].user, user, sizeof(user)),
+				    rows[i].client, field(rows[i].app, app,
+				    sizeof(app)), rows[i].since);
+			} else if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+				say("%s: pid %d did not end within 5 s (or had "
+				    "ended already)", o->label, rows[i].pid);
+				status = EXIT_UNAVAILABLE;
+			} else if (state != NULL && strcmp(state, "42501") == 0) {
+				say("%s: may not end pid %d of user %s: %s",
+				    o->label, rows[i].pid, rows[i].user, why);
+				status = EXIT_NOPERM;
+			} else {
+				die(EXIT_UNAVAILABLE, "%s: --break: %s",
+				    o->label, why);
+			}
+			PQclear(res);
+		}
+		free(rows);
+	}
+	flush_stdout_or_err();
+	if (held == 0 && !o->quiet)
+		say("%s: nobody holds the lock", o->label);
+	return held == 0 ? 1 : status;
+}
+
+/* --forget KEY: delete its record, so that --once runs it again. */
+int
+forget(const struct opts *o, PGconn *c)
+{
+	char why[1024];
+	char *name = record_key(o, o->key);
+	int rc = runs_forget(c, o->runs_sql, name, why, sizeof(why));
+
+	free(name);
+	if (rc == -1)
+		die(EXIT_UNAVAILABLE, "%s: --forget: %s", o->label, why);
+	if (rc == 0 && !o->quiet)
+		say("%s: no record to forget", o->label);
+	return rc == 1 ? 0 : 1;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * inspect: the modes that look at locks rather than take one: --explain,
+ * --status, --break and --forget, with their text and JSON output.
+ */
+#ifndef PGLOCK_INSPECT_H
+#define PGLOCK_INSPECT_H
+
+#include <libpq-fe.h>
+
+#include "pglock.h"
+
+/* --explain KEY: the id, where pg_locks shows it, the SQL to take it. */
+int explain(const struct opts *o);
+
+/*
+ * --status [KEY ...]: the locks, then each KEY's recorded runs. With KEYs,
+ * 0 only if every one is held; with --ok-within, only if KEY succeeded
+ * within it; else 1.
+ */
+int show_status(const struct opts *o, PGconn *c);
+
+/*
+ * --break KEY: end every session that holds KEY. 0, 1 when nobody held
+ * it, 77 when this role may not end a holder, 69 when one did not end.
+ */
+int break_holders(const struct opts *o, PGconn *c);
+
+/* --forget KEY: delete its record of runs; 0, or 1 when there was none. */
+int forget(const struct opts *o, PGconn *c);
+
+#endif

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * pglock.h: what the command line (pglock.c) shares with the modes that
+ * only look (inspect.c): the options as parsed, and the ways to print
+ * and to exit. Only these two files print or exit.
+ */
+#ifndef PGLOCK_H
+#define PGLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/conn.h"
+#include "lib/key.h"
+#include "lib/lock.h"
+
+/* --scope: where the lock lives; auto proves the connection direct first. */
+enum { SCOPE_AUTO, SCOPE_SESSION, SCOPE_TRANSACTION };
+/* By SCOPE_*, as --scope takes them. */
+extern const char *const scope_names[3];
+
+/* What pglock does: one of the usage lines. */
+enum mode {
+	MODE_RUN, MODE_HOLD, MODE_STATUS, MODE_EXPLAIN, MODE_BREAK,
+	MODE_COUNTER, MODE_FORGET
+};
+
+/* The command line, as parsed and checked; main() resolves lock.key. */
+struct opts {
+	enum mode mode;
+	struct lock_req lock;	/* the key, -s, and -n/-w's wait */
+	struct conn_opts conn;
+	const char *key;	/* KEY, or TENANT */
+	const char *label;	/* KEY for messages: control bytes escaped */
+	char **keys;		/* --status: the KEYs, NULL-terminated */
+	char **argv;		/* COMMAND [ARG ...], or $SHELL -c STRING */
+	char *shell_cmd;	/* -c */
+	int raw_id;		/* --id: KEY is a lock id */
+	const char *hash;	/* --hash SCHEME; NULL: sha256 */
+	int has_ns;		/* --namespace N */
+	int32_t ns;
+	int scope;		/* SCOPE_*: --scope */
+	int conflict_exit;
+	int no_fork;
+	int verbose;
+	int quiet;
+	long check_ms;
+	int lost_sig;
+	long kill_after_ms;
+	long max_ms;		/* --max-time; 0: none */
+	long retry_until;	/* mono_ms(): --connect-timeout's end */
+	int json;
+	int peek;
+	int fence;
+	char table_sql[300];	/* --counter-table as SQL: "schema"."table" */
+	int once;		/* --once or --once-per: skip a slot's second
+				   success */
+	long long period_ms;	/* --once-per; 0: one slot for ever (--once) */
+	int record;		/* record the outcome (--record, --once*) */
+	char runs_sql[300];	/* --runs-table, as table_sql */
+	long long ok_within_ms;	/* --status --ok-within; -1: none */
+};
+
+/* A diagnostic line on stderr, as "pglock: ...", written at once. */
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A diagnostic line, then exit with status. */
+void die(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+/* The same, with errno's reason, as err(3). */
+void die_errno(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+/* A usage error: one line on stderr, exit 64. */
+void usage_err(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
+/* s as messages show it: control bytes and the like escaped; kept. */
+const char *printable(const char *s);
+
+/* s as a tab-separated field, escaped into buf (len bytes). */
+const char *field(const char *s, char *buf, size_t len);
+
+/* Print s as a JSON string, valid even where s is not UTF-8. */
+void json_str(const char *s);
+
+/* Flush stdout; a write error exits 71, as in flock(1). */
+void flush_stdout_or_err(void);
+
+/* KEY -> lock id under --id, --namespace or --hash; bad input exits 64. */
+void resolve_key_or_err(const struct opts *o, const char *text,
+    struct key *k);
+
+/* The name KEY's record of runs goes by (malloc'd). */
+char *record_key(const struct opts *o, const char *text);
+
+#endif
