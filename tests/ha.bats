@@ -75,7 +75,11 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	bg load timeout 120 "$PGLOCK_TEST_PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGB_PORT" -f "$BATS_TEST_TMPDIR/one.sql" -c 8 -T 110 postgres
 	bg holder pglock twice-k sleep 120
 	wait_until 10 held "$(sha_id twice-k)"
-	for i in $(seq 20); do
+	# Each run lands on the standby about 2 times in 3: 10 runs (under
+	# valgrind, each some seconds) miss it 1 time in 30,000.
+	runs=20
+	[ -z "${PGLOCK_VG_DIR:-}" ] || runs=10
+	for i in $(seq "$runs"); do
 		rc=0
 		timeout 20 "$PGLOCK" -q -h 127.0.0.1 -p "$PGB_PORT" -n twice-k touch "$BATS_TEST_TMPDIR/ran.$i" || rc=$?
 		echo "$rc" >>"$BATS_TEST_TMPDIR/rcs"
@@ -87,6 +91,7 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	assert_output 0
 	# Some runs did reach the standby, and were refused there.
 	[ "$(grep -c '^69$' "$BATS_TEST_TMPDIR/rcs")" -ge 1 ]
-	kill -TERM "$(bgpid load)"
+	# The load may have ended already (its -T).
+	kill -TERM "$(bgpid load)" 2>/dev/null || true
 	stop_pgbouncer
 }
