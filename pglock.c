@@ -1286,15 +1286,17 @@ fence_or_err(const struct opts *o, PGconn *c, int xact)
 
 /*
  * A session lock only where no pooler can hand the session on. TCP is
- * proven only for auto: --scope session takes the user's word (and the
+ * proven only for auto, by the server in the lock's own pipeline (--slots:
+ * in a round trip first): --scope session takes the user's word (and the
  * lock check in the lock's pipeline proves the lock held).
  */
 static void
 choose_scope(const struct opts *o, PGconn *c, struct lock_req *lk)
 {
 	enum conn_path path = o->scope == SCOPE_TRANSACTION ? CONN_UNPROVEN :
-	    conn_direct(c, o->scope == SCOPE_AUTO);
+	    conn_direct(c, o->scope == SCOPE_AUTO && lk->slots > 0);
 
+	lk->prove = o->scope == SCOPE_AUTO && path == CONN_TCP;
 	lk->xact = o->scope == SCOPE_TRANSACTION ||
 	    (o->scope == SCOPE_AUTO && path == CONN_UNPROVEN);
 	lk->local = path == CONN_DIRECT_LOCAL;
@@ -1497,7 +1499,7 @@ lock_and_run(const struct opts *o, PGconn *c)
 	 * session's lock, --once* finds it missing when it reads the record,
 	 * and creates it then: a round trip saved on every other run.
 	 */
-	if (o->record && (lk.xact || !o->once) && runs_table(c, o->runs_sql,
+	if (o->record && (lk.xact || lk.prove || !o->once) && runs_table(c, o->runs_sql,
 	    why, sizeof(why)) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	if (o->verbose && lk.wait_ms != 0)

@@ -378,19 +378,34 @@ local_end(PGconn *c, struct sockaddr_storage *ss, socklen_t *len)
 }
 
 int
-conn_send_setup(PGconn *c, long wait_ms, long lease_ms, int xact, char *err,
-    size_t errlen)
+conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
+    char *err, size_t errlen)
 {
-	char sql[1024], ms[3][32];
-	const char *params[3] = { ms[0], ms[1], ms[2] };
-	const Oid text[3] = { 25, 25, 25 };	/* TEXTOID: $3 may be unused */
+	char sql[2048], local[32], ms[3][32];
+	const char *params[7] = { ms[0], ms[1], ms[2] };
+	const Oid text[7] = { 25, 25, 25, 25, 25, 25, 25 };	/* TEXTOID */
 	PQconninfoOption *info = PQconninfo(c);
-	struct sockaddr_storage ss;
-	socklen_t len;
+	struct conn_ends e;
 	size_t i, n;
-	int tcp = local_end(c, &ss, &len) == 0 && ss.ss_family != AF_UNIX;
+	int tcp = conn_ends(c, &e) == 0;
 	int version = PQserverVersion(c);
 
+	/*
+	 * Settings are the open transaction's only (SET LOCAL) under xact,
+	 * and under prove unless the server proves the connection direct:
+	 * nothing leaks into a pooler's server connection. (A pooler on the
+	 * server's Unix socket makes the proof NULL, which set_config()
+	 * would take for false.)
+	 */
+	snprintf(local, sizeof(local), scope == CONN_XACT ? "true" : "false");
+	if (scope == CONN_PROVE) {
+		if (!tcp) {
+			snprintf(err, errlen, "no TCP connection to prove direct");
+			return -1;
+		}
+		memcpy(params + 3, e.params, sizeof(e.params));
+		snprintf(local, sizeof(local), "p.direct IS NOT TRUE");
+	}
 	/*
 	 * First, in the same transaction as the lock: is this a standby?
 	 * Through a pooler, the answer at connection may have come from
@@ -406,7 +421,18 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, int xact, char *err,
 			continue;
 		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
 		    ", pg_catalog.set_config('%s', %s, %s)", s->name, s->value,
-		    xact ? "true" : "false");
+		    local);
+	}
+	if (scope == CONN_PROVE) {
+		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
+		    ", p.direct FROM (SELECT ");
+		conn_proof_sql(4, sql + n, sizeof(sql) - n);
+		n = strlen(sql);
+		n += (size_t)snprintf(sql + n, sizeof(sql) - n, " AS direct) p");
+	}
+	if (n >= sizeof(sql)) {
+		snprintf(err, errlen, "the set-up statement is too long");
+		return -1;
 	}
 	PQconninfoFree(info);
 	snprintf(ms[0], sizeof(ms[0]), "%ld", wait_ms > 0 ? wait_ms : 0);
@@ -415,9 +441,10 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, int xact, char *err,
 	snprintf(ms[2], sizeof(ms[2]), "%s", TCP_USER_TIMEOUT);
 	if (lease_ms > 0)
 		snprintf(ms[2], sizeof(ms[2]), "%ld", lease_ms);
-	if ((xact && !PQsendQueryParams(c, "BEGIN ISOLATION LEVEL READ "
-	    "COMMITTED", 0, NULL, NULL, NULL, NULL, 0)) ||
-	    !PQsendQueryParams(c, sql, 3, text, params, NULL, NULL, 0)) {
+	if ((scope == CONN_XACT && !PQsendQueryParams(c, "BEGIN ISOLATION "
+	    "LEVEL READ COMMITTED", 0, NULL, NULL, NULL, NULL, 0)) ||
+	    !PQsendQueryParams(c, sql, scope == CONN_PROVE ? 7 : 3, text,
+	    params, NULL, NULL, 0)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return -1;
 	}
@@ -856,35 +883,62 @@ unix_direct(PGconn *c)
 #endif
 }
 
-/*
- * Over TCP: does the backend see the connection as pglock does, both
- * ends? (One end alone could be a pooler's connection that happens to
- * have the same local port towards another destination.)
- */
-static int
-tcp_direct(PGconn *c, const struct sockaddr *sa, socklen_t len)
+int
+conn_ends(PGconn *c, struct conn_ends *e)
 {
-	struct sockaddr_storage peer;
-	socklen_t plen = sizeof(peer);
-	char host[NI_MAXHOST], port[NI_MAXSERV];
-	char phost[NI_MAXHOST], pport[NI_MAXSERV];
-	const char *params[5] = { host, port, phost, pport, NULL };
-	char why[256];
+	struct sockaddr_storage ss[2];
+	socklen_t len[2];
+	int i;
+
+	if (local_end(c, &ss[0], &len[0]) == -1 || ss[0].ss_family == AF_UNIX)
+		return -1;
+	memset(&ss[1], 0, sizeof(ss[1]));
+	len[1] = sizeof(ss[1]);
+	if (getpeername(PQsocket(c), (struct sockaddr *)&ss[1], &len[1]) == -1)
+		return -1;
+	for (i = 0; i < 2; i++) {
+		if (getnameinfo((struct sockaddr *)&ss[i], len[i], e->addr[i],
+		    sizeof(e->addr[i]), e->port[i], sizeof(e->port[i]),
+		    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+			return -1;
+		e->params[2 * i] = e->addr[i];
+		e->params[2 * i + 1] = e->port[i];
+	}
+	return 0;
+}
+
+/*
+ * Both ends, as the backend sees them: one end alone could be a pooler's
+ * connection that happens to have the same local port towards another
+ * destination.
+ */
+void
+conn_proof_sql(int first, char *sql, size_t len)
+{
+	snprintf(sql, len, "(pg_catalog.inet_client_addr() = $%d::inet AND"
+	    " pg_catalog.inet_client_port() = $%d::int AND"
+	    " pg_catalog.inet_server_addr() = $%d::inet AND"
+	    " pg_catalog.inet_server_port() = $%d::int)", first, first + 1,
+	    first + 2, first + 3);
+}
+
+/* Over TCP, in a round trip of its own. */
+static int
+tcp_direct(PGconn *c)
+{
+	struct conn_ends e;
+	const char *params[5];
+	char sql[512], why[256];
 	PGresult *res;
 	int rc;
 
-	memset(&peer, 0, sizeof(peer));
-	if (getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
-	    NI_NUMERICHOST | NI_NUMERICSERV) != 0 ||
-	    getpeername(PQsocket(c), (struct sockaddr *)&peer, &plen) == -1 ||
-	    getnameinfo((struct sockaddr *)&peer, plen, phost, sizeof(phost),
-	    pport, sizeof(pport), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+	if (conn_ends(c, &e) == -1)
 		return 0;
-	res = conn_exec(c, "SELECT pg_catalog.inet_client_addr() ="
-	    " $1::inet AND pg_catalog.inet_client_port() = $2::int"
-	    " AND pg_catalog.inet_server_addr() = $3::inet"
-	    " AND pg_catalog.inet_server_port() = $4::int", params,
-	    CONN_ANSWER_MS, why, sizeof(why));
+	memcpy(params, e.params, sizeof(e.params));
+	params[4] = NULL;
+	memcpy(sql, "SELECT ", 7);
+	conn_proof_sql(1, sql + 7, sizeof(sql) - 7);
+	res = conn_exec(c, sql, params, CONN_ANSWER_MS, why, sizeof(why));
 	rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
 	    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);
@@ -901,6 +955,7 @@ conn_direct(PGconn *c, int ask)
 		return CONN_UNPROVEN;
 	if (ss.ss_family == AF_UNIX)
 		return unix_direct(c) ? CONN_DIRECT_LOCAL : CONN_UNPROVEN;
-	return ask && tcp_direct(c, (struct sockaddr *)&ss, len) ?
-	    CONN_DIRECT_TCP : CONN_UNPROVEN;
+	if (!ask)
+		return CONN_TCP;
+	return tcp_direct(c) ? CONN_DIRECT_TCP : CONN_UNPROVEN;
 }

@@ -29,20 +29,29 @@ struct conn_opts {
  */
 PGconn *conn_open(const struct conn_opts *o, char *err, size_t errlen);
 
+/* Whose the lock's settings are: see conn_send_setup(). */
+enum conn_scope {
+	CONN_SESSION,		/* the session's */
+	CONN_XACT,		/* an open transaction's (BEGIN first) */
+	CONN_PROVE		/* the session's if the server proves the TCP
+				   connection direct (conn_proof_sql()), else
+				   the implicit transaction's, up to the sync */
+};
+
 /*
  * Queue, on a connection in pipeline mode, what comes before a lock call:
- * with xact, BEGIN ISOLATION LEVEL READ COMMITTED; then the statement that
- * asks whether the server is a standby (conn_setup_standby() reads its
- * answer) and sets the session up: statement_timeout off, lock_timeout to
- * wait_ms (none unless it is over 0), the idle timeouts to lease_ms (0:
- * off) and the server's tcp_user_timeout to lease_ms (10 s without one),
- * and dead-peer detection unless the user set it. With xact the settings
- * are for the open transaction only (SET LOCAL), so nothing leaks into a
+ * under CONN_XACT, BEGIN ISOLATION LEVEL READ COMMITTED; then the
+ * statement that asks whether the server is a standby (conn_setup_standby()
+ * reads its answer) and sets the session up: statement_timeout off,
+ * lock_timeout to wait_ms (none unless it is over 0), the idle timeouts to
+ * lease_ms (0: off) and the server's tcp_user_timeout to lease_ms (10 s
+ * without one), and dead-peer detection unless the user set it. Settings
+ * that are not the session's are SET LOCAL, so nothing leaks into a
  * pooler's server connection. Settings the server does not have are
  * skipped, so old servers work. Returns 0 or -1.
  */
-int conn_send_setup(PGconn *c, long wait_ms, long lease_ms, int xact,
-    char *err, size_t errlen);
+int conn_send_setup(PGconn *c, long wait_ms, long lease_ms,
+    enum conn_scope scope, char *err, size_t errlen);
 
 /*
  * Queue sql with its n params on c, in pipeline mode (entered if need
@@ -101,18 +110,36 @@ int conn_standby(PGconn *c, char *err, size_t errlen);
 
 enum conn_path {
 	CONN_UNPROVEN,		/* maybe a pooler: anything not proven */
+	CONN_TCP,		/* TCP, not asked: conn_proof_sql() asks */
 	CONN_DIRECT_TCP,	/* the backend sees pglock's address and port */
 	CONN_DIRECT_LOCAL	/* the backend is the socket listener's child */
 };
 
 /*
  * Can c be proven to reach a PostgreSQL backend directly, no pooler
- * between? Over TCP (one round trip) the backend sees pglock's own address
- * and port; over a Unix socket (Linux, no round trip) the backend pid
- * libpq was given is a child of the process listening on the socket.
- * Without ask, TCP is not proven (the round trip is left out).
+ * between? Over TCP (with ask, one round trip) the backend sees pglock's
+ * own address and port; over a Unix socket (Linux, no round trip) the
+ * backend pid libpq was given is a child of the process listening on the
+ * socket. Without ask, TCP is CONN_TCP: the caller asks in a query of its
+ * own, with conn_proof_sql().
  */
 enum conn_path conn_direct(PGconn *c, int ask);
+
+/* Both ends of a TCP connection, as numeric text. */
+struct conn_ends {
+	char addr[2][64];	/* pglock's, the server's (as pglock sees it) */
+	char port[2][16];
+	const char *params[4];	/* addr[0], port[0], addr[1], port[1] */
+};
+
+/* Fill e with c's two ends: 0, or -1 when c is not TCP or they are unknown. */
+int conn_ends(PGconn *c, struct conn_ends *e);
+
+/*
+ * An SQL condition, true when the backend sees the connection's two ends
+ * as pglock does: conn_ends()'s params, as $first to $first + 3.
+ */
+void conn_proof_sql(int first, char *sql, size_t len);
 
 /*
  * Was c's session ended by the server, not refused: a shutdown, a crash,

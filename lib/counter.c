@@ -161,7 +161,8 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 	    "SELECT true AS got FROM pg_catalog.pg_advisory_xact_lock($2::bigint)",
 	    r->table);
 	if (!PQenterPipelineMode(c) ||
-	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, 1, err, errlen) == -1 ||
+	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, CONN_XACT, err,
+	    errlen) == -1 ||
 	    conn_queue(c, sql, 2, params) == -1 ||
 	    !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);

@@ -321,7 +321,7 @@ lock_result(PGresult *res, struct lock_req *r, int *backend_pid, char *err,
 		conn_result_error(res, err, errlen);
 		return LOCK_ERROR;
 	}
-	if (PQntuples(res) != 1 || PQnfields(res) != 3) {
+	if (PQntuples(res) != 1 || PQnfields(res) != 3 + r->prove) {
 		snprintf(err, errlen, "the server's answer to the lock call "
 		    "is not PostgreSQL's");
 		return LOCK_ERROR;
@@ -342,28 +342,52 @@ lock_result(PGresult *res, struct lock_req *r, int *backend_pid, char *err,
 int
 lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 {
-	char sql[512];
+	char sql[1024], proof[256] = "";
+	const char *params[6];
+	struct conn_ends e;
 	struct args a;
-	size_t n;
+	int n = 0;
 
 	key_args(&r->key, &a);
+	memcpy(params, a.params, sizeof(a.params));
+	/*
+	 * Under prove, the session's lock only where the backend proves the
+	 * connection direct (else nothing is taken: lock_wait() asks again
+	 * for a transaction's), and the proof as a fourth column.
+	 */
+	if (r->prove) {
+		if (conn_ends(c, &e) == -1) {
+			snprintf(err, errlen, "no TCP connection to prove direct");
+			return -1;
+		}
+		memcpy(params + a.n, e.params, sizeof(e.params));
+		conn_proof_sql(a.n + 1, proof, sizeof(proof));
+		n = snprintf(sql, sizeof(sql), "SELECT CASE WHEN %s THEN ",
+		    proof);
+	} else {
+		n = snprintf(sql, sizeof(sql), "SELECT ");
+	}
 	/* The lock, then the backend's pid and the id, as text. */
-	call(&a, lock_fn[r->xact][r->wait_ms == 0][r->shared], sql,
-	    sizeof(sql));
-	n = strlen(sql);
-	snprintf(sql + n, sizeof(sql) - n,
-	    ", pg_catalog.pg_backend_pid(), %s%s%s", a.e[0],
-	    a.n == 1 ? "" : "::text || ',' || ", a.n == 1 ? "" : a.e[1]);
+	n += snprintf(sql + n, sizeof(sql) - (size_t)n, "%s(%s%s%s)%s, "
+	    "pg_catalog.pg_backend_pid(), %s%s%s%s%s",
+	    lock_fn[r->xact][r->wait_ms == 0][r->shared], a.e[0],
+	    a.n == 1 ? "" : ", ", a.n == 1 ? "" : a.e[1], r->prove ? " END" :
+	    "", a.e[0], a.n == 1 ? "" : "::text || ',' || ", a.n == 1 ? "" :
+	    a.e[1], r->prove ? ", " : "", proof);
 	/*
 	 * One round trip: settings, lock, check, sync. The flush after the
 	 * lock makes the server send its answer at once, not with the
 	 * check's. A transaction's lock keeps no snapshot (READ COMMITTED,
 	 * nothing but lock calls) and no transaction id: vacuum goes on.
 	 */
-	if (!PQenterPipelineMode(c) ||
-	    conn_send_setup(c, r->wait_ms, r->lease_ms, r->xact, err,
-	    errlen) == -1 ||
-	    conn_queue(c, sql, a.n, a.params) == -1 ||
+	if (!PQenterPipelineMode(c)) {
+		conn_oneline(PQerrorMessage(c), err, errlen);
+		return -1;
+	}
+	if (conn_send_setup(c, r->wait_ms, r->lease_ms, r->prove ? CONN_PROVE :
+	    r->xact ? CONN_XACT : CONN_SESSION, err, errlen) == -1)
+		return -1;
+	if (conn_queue(c, sql, a.n + (r->prove ? 4 : 0), params) == -1 ||
 	    !PQsendFlushRequest(c) ||
 	    (!r->local && send_check(c, r, err, errlen) == -1) ||
 	    !PQpipelineSync(c)) {
@@ -379,7 +403,7 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 {
 	enum lock_result out;
 	PGresult *res;
-	int set;
+	int set, unproven;
 
 	*sig = 0;
 	if ((res = next_result(c, r, 1, sig, err, errlen)) == NULL)
@@ -398,14 +422,30 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	PQclear(res);
 	if ((res = next_result(c, r, 1, sig, err, errlen)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
-	out = set ? lock_result(res, r, backend_pid, err, errlen) : LOCK_ERROR;
+	/* Under prove, maybe a pooler: then nothing was taken. */
+	unproven = set && r->prove && PQresultStatus(res) == PGRES_TUPLES_OK &&
+	    PQntuples(res) == 1 && PQnfields(res) == 4 &&
+	    strcmp(PQgetvalue(res, 0, 3), "t") != 0;
+	out = set && !unproven ? lock_result(res, r, backend_pid, err,
+	    errlen) : LOCK_ERROR;
 	PQclear(res);
 	if (out == LOCK_ACQUIRED && *sig == 0)
 		return LOCK_ACQUIRED;
-	if (end_pipeline(c, r, sig, out == LOCK_ERROR ? NULL : err, errlen) ==
-	    -1)
+	if (end_pipeline(c, r, sig, out == LOCK_ERROR && !unproven ? NULL :
+	    err, errlen) == -1) {
 		out = LOCK_ERROR;
-	return *sig != 0 ? LOCK_INTERRUPTED : out;
+		unproven = 0;
+	}
+	if (*sig != 0)
+		return LOCK_INTERRUPTED;
+	if (!unproven)
+		return out;
+	/* Maybe a pooler: a transaction's lock, asked for now. */
+	r->prove = 0;
+	r->xact = 1;
+	if (lock_send(c, r, err, errlen) == -1)
+		return LOCK_ERROR;
+	return lock_wait(c, r, backend_pid, sig, err, errlen);
 }
 
 enum lock_result
@@ -597,8 +637,8 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 		n++;
 	steps = first ? 1 + r->xact : 0;
 	if (!PQenterPipelineMode(s->c) || (first &&
-	    conn_send_setup(s->c, r->wait_ms, r->lease_ms, r->xact, s->err,
-	    s->errlen) == -1) ||
+	    conn_send_setup(s->c, r->wait_ms, r->lease_ms, r->xact ? CONN_XACT :
+	    CONN_SESSION, s->err, s->errlen) == -1) ||
 	    conn_queue(s->c, sql, n, params) == -1 ||
 	    !PQpipelineSync(s->c)) {
 		conn_oneline(PQerrorMessage(s->c), s->err, s->errlen);

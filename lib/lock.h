@@ -16,6 +16,10 @@ struct lock_req {
 	struct key key;
 	int shared;		/* pg_advisory_lock_shared, not exclusive */
 	int xact;		/* held by an open transaction, not the session */
+	int prove;		/* over TCP: the session's if the server proves
+				   the connection direct in the lock's own
+				   pipeline, else (lock_wait() sets xact) a
+				   transaction's, asked for then */
 	int local;		/* the backend is proven the server's own child */
 	long wait_ms;		/* -1: wait for ever; 0: try once; >0: bound */
 	long lease_ms;		/* the server ends a holder silent this long

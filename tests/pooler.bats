@@ -103,6 +103,20 @@ b end"
 	stop_pgbouncer
 }
 
+@test "the proof of a direct path, in the lock's pipeline, leaves no setting on the pooled server connection" {
+	# The pooler reaches the server over its Unix socket, then over TCP:
+	# the proof is NULL, then false.
+	for server in "host=$PGHOST port=$PGPORT" "host=127.0.0.1 port=$PGPORT"; do
+		start_pgbouncer transaction 127.0.0.1 "$server"
+		run -0 timeout 20 "$PGLOCK" -w 7 -h 127.0.0.1 -p "$PGB_PORT" leak-k sh -c 'echo $PGLOCK_SCOPE'
+		assert_output transaction
+		# A quiet pool hands its server connection to the next client.
+		run -0 timeout 20 psql -h 127.0.0.1 -p "$PGB_PORT" -XAt -c 'SHOW lock_timeout' -c 'SHOW idle_session_timeout'
+		assert_output $'0\n0'
+		stop_pgbouncer
+	done
+}
+
 @test "a lock through the pool excludes direct clients, and --status shows its scope" {
 	start_pgbouncer transaction
 	id=$(sha_id mix-k)
