@@ -4,14 +4,16 @@
  * COMMAND while holding it, release it when COMMAND exits.
  *
  * Design. main() reads top to bottom: parse the options, validate them,
- * turn KEY into a lock id (lib/key), connect (lib/conn), take the lock in
- * one round trip and verify it in pg_locks (lib/lock), then run the command
- * in its own process group and watch it, the signals and the connection in
- * one poll() loop (lib/child). The lock lives exactly as long as the
- * session: if the session goes, the command is stopped and pglock exits 75.
- * The modes that only look (--status, --explain, --break, --forget) are
- * in inspect.c. The lib/ modules return errors; only pglock.c and
- * inspect.c print and exit.
+ * turn KEY into a lock id (lib/key), connect (lib/conn), then hand the
+ * connection to the mode. run.c takes a run through its steps: the lock in
+ * one round trip, verified in pg_locks (lib/lock), the command in its own
+ * process group, watched with the signals and the connection in one
+ * poll() loop (lib/child) while the lease's checks run (lib/lease). The
+ * lock lives exactly as long as the session: if the session goes, the
+ * command is stopped and pglock exits 75. The modes that only look
+ * (--status, --explain, --break, --forget) are in inspect.c. The lib/
+ * modules return errors; only pglock.c, run.c and inspect.c print and
+ * exit.
  *
  * Copyright (c) 2026 The pglock authors. Permission to use, copy, modify
  * and distribute this software for any purpose is granted under the terms
@@ -31,25 +33,20 @@
 #include <libpq-fe.h>
 
 #include "lib/arg.h"
-#include "lib/child.h"
 #include "lib/clock.h"
 #include "lib/conn.h"
 #include "lib/counter.h"
 #include "lib/exits.h"
 #include "lib/key.h"
-#include "lib/lease.h"
 #include "lib/lock.h"
-#include "lib/runs.h"
 #include "lib/sig.h"
 #include "inspect.h"
 #include "pglock.h"
+#include "run.h"
 
 #define PGLOCK_VERSION "0.1.0"
 
 const char *const scope_names[3] = { "auto", "session", "transaction" };
-
-/* pglock's parent when it started: --hold's script. */
-static pid_t caller;
 
 static const char usage_text[] =
     "usage: pglock [options] KEY COMMAND [ARG ...]\n"
@@ -258,10 +255,7 @@ say(const char *fmt, ...)
 }
 
 /* The terminal's live line: rewritten in place, ended by the next say(). */
-static void live_line(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-
-static void
+void
 live_line(const char *fmt, ...)
 {
 	va_list ap;
@@ -822,7 +816,7 @@ parse_or_err(int argc, char **argv, struct opts *o)
 	check_or_err(o, argc - optind, argv + optind);
 }
 
-static void
+void
 setenv_or_err(const char *name, const char *value)
 {
 	if (setenv(name, value, 1) == -1)
@@ -845,270 +839,6 @@ scrub_env(void)
 		if (strncmp(environ[i], "PGLOCK_", 7) != 0)
 			environ[kept++] = environ[i];
 	environ[kept] = NULL;
-}
-
-/* The command's environment: what it holds, for logs and fencing. */
-static void
-export_lock_env_or_err(const struct opts *o, const struct lock_req *lk,
-    int backend_pid)
-{
-	char id[48], pid[16];
-
-	key_format(&lk->key, id, sizeof(id));
-	snprintf(pid, sizeof(pid), "%d", backend_pid);
-	setenv_or_err("PGLOCK_KEY", o->key);
-	setenv_or_err("PGLOCK_ID", id);
-	setenv_or_err("PGLOCK_MODE", lk->shared ? "shared" : "exclusive");
-	setenv_or_err("PGLOCK_SCOPE", lk->xact ? "transaction" : "session");
-	setenv_or_err("PGLOCK_BACKEND_PID", pid);
-	if (lk->slots > 0) {
-		snprintf(pid, sizeof(pid), "%d", lk->slot);
-		setenv_or_err("PGLOCK_SLOT", pid);
-	}
-}
-
-/*
- * Fork the watchdog: if pglock dies, it stops the command (and tells a
- * hold's script); if pglock stops renewing the lease, it KILLs it.
- */
-static void
-fork_watchdog_or_err(const struct opts *o, struct child *ch)
-{
-	char why[1024];
-
-	ch->lost_sig = o->lost_sig;
-	ch->kill_after_ms = o->kill_after_ms;
-	ch->notify = o->mode == MODE_HOLD ? caller : 0;
-	ch->kill_by = -1;
-	if (child_fork_watchdog(ch, why, sizeof(why)) == -1)
-		die(EXIT_OSERR, "%s", why);
-}
-
-/*
- * The server ends a holder silent this long (lease.h's S), and its lock;
- * never under -F, where nobody checks the lock to renew it.
- */
-static long
-lease_ms(const struct opts *o)
-{
-	return o->no_fork ? 0 : lease_of(o->check_ms).server_ms;
-}
-
-static void
-spawn_or_err(const struct opts *o, struct child *ch)
-{
-	char why[1024];
-
-	if (child_spawn(o->argv, ch, why, sizeof(why)) == -1) {
-		child_abort(ch);
-		die(EXIT_OSERR, "%s", why);
-	}
-}
-
-/*
- * --hold: one line on stdout, KEY, id and fence, tab-separated, for the
- * script that waits for it before it goes on.
- */
-static void
-hold_line_or_err(const struct opts *o, const struct lock_req *lk)
-{
-	const char *fence = getenv("PGLOCK_FENCE");
-	char id[48];
-
-	key_format(&lk->key, id, sizeof(id));
-	printf("%s\t%s%s%s\n", o->label, id, o->fence ? "\t" : "",
-	    o->fence ? fence : "");
-	flush_stdout_or_err();
-}
-
-/*
- * Run the command while lk, granted at since (mono_ms()), is held on c,
- * watching for its loss; ch is its watchdog (and maybe the command at its
- * gate) forked already, to be reaped by the caller. Returns the command's
- * exit status; exits 75 if the lock was lost meanwhile.
- */
-static int
-run_command_or_err(const struct opts *o, PGconn *c,
-    const struct lock_req *lk, long since, struct child *ch)
-{
-	struct lease_check check;
-	struct child_watch w;
-	char why[1024];
-	int status = 0;
-
-	if (o->no_fork) {
-		/* The socket stays open in the command: it holds the lock. */
-		int fl = fcntl(PQsocket(c), F_GETFD);
-
-		if (fl == -1 || fcntl(PQsocket(c), F_SETFD,
-		    fl & ~FD_CLOEXEC) == -1)
-			die_errno(EXIT_OSERR, "fcntl");
-		child_exec(o->argv, &status, why, sizeof(why));
-		say("%s", why);
-		return status;
-	}
-	if (ch->pid == -1)
-		spawn_or_err(o, ch);
-	lease_start(&check, c, lk, o->check_ms, since);
-	ch->kill_by = lease_end(&check);
-	switch (child_open_gate(ch, o->argv != NULL ? o->argv[0] : "--hold", &status,
-	    why, sizeof(why))) {
-	case CHILD_STARTED:
-		/* Said once the watchdog is armed: a SIGKILL then tells the script. */
-		if (o->mode == MODE_HOLD)
-			hold_line_or_err(o, lk);
-		break;
-	case CHILD_NOEXEC:
-		say("%s", why);
-		return status;
-	case CHILD_OSERR:
-		die(EXIT_OSERR, "%s", why);
-	}
-	w.fd = PQsocket(c);
-	w.step = lease_step;
-	w.finish = lease_finish;
-	w.arg = &check;
-	w.max_ms = o->max_ms;
-	switch (child_wait(ch, &w, &status, why, sizeof(why))) {
-	case CHILD_EXITED:
-		break;
-	case CHILD_LATE:
-		/* A hold's script must not go on as if it still held it. */
-		if (o->mode == MODE_HOLD && getppid() == caller)
-			(void)kill(caller, o->lost_sig);
-		if (!o->quiet)
-			say("%s: the %s ran past --max-time %.3gs: stopped",
-			    o->label, o->argv != NULL ? "command" : "hold",
-			    (double)o->max_ms / 1000.0);
-		return EXIT_TIMEOUT;
-	case CHILD_LOST:
-		if (o->mode == MODE_HOLD) {
-			/* The script holds the lock: tell it, if still ours. */
-			if (getppid() == caller)
-				(void)kill(caller, o->lost_sig);
-			die(EXIT_LOST, "%s: lock lost while held (%s); sent "
-			    "signal %d to pid %ld", o->label, why, o->lost_sig,
-			    (long)caller);
-		}
-		die(EXIT_LOST, "%s: lock lost while the command ran (%s); "
-		    "the command %s", o->label, why, ch->stopped ?
-		    "was stopped" : "had exited already");
-	case CHILD_FAILED:
-		die(EXIT_OSERR, "%s", why);
-	}
-	return status;
-}
-
-/*
- * How long the server has to answer a release or a commit, as a periodic
- * check: a frozen server must not hang pglock once the command is done.
- */
-static long
-answer_ms(const struct opts *o)
-{
-	return o->check_ms > CONN_ANSWER_MS ? o->check_ms : CONN_ANSWER_MS;
-}
-
-/* -w bounds all that comes before the command: what is left of it. */
-static long
-wait_left(const struct opts *o)
-{
-	long left = o->conn.deadline_ms - mono_ms();
-
-	if (o->lock.wait_ms <= 0)
-		return o->lock.wait_ms;
-	return left > 0 ? left : 1;
-}
-
-/*
- * Allocate TENANT's next version into *v, in a transaction left open
- * under r's lock; the caller commits or rolls back. Returns 0, or the
- * exit status when the tenant's lock was not got: the conflict code, or
- * 128 + the signal that cancelled the wait. Dies on errors.
- */
-static int
-allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
-    long wait_ms, struct counter_req *r, long long *v)
-{
-	char why[1024];
-	int sig = 0;
-
-	if (counter_lock(o->table_sql, tenant, wait_ms, r) == -1)
-		die_errno(EXIT_OSERR, "malloc");
-	r->lock.lease_ms = lease_ms(o);
-	switch (counter_next(c, r, v, &sig, why, sizeof(why))) {
-	case COUNTER_OK:
-		return 0;
-	case COUNTER_BUSY:
-		if (!o->quiet)
-			say("%s: another allocation holds the tenant's "
-			    "lock", o->label);
-		return o->conflict_exit;
-	case COUNTER_INTERRUPTED:
-		return 128 + sig;
-	case COUNTER_ERROR:
-		break;
-	}
-	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
-}
-
-/* --version-counter [--peek] TENANT [COMMAND ...] */
-static int
-version_counter(const struct opts *o, PGconn *c)
-{
-	struct counter_req r;
-	struct child ch;
-	char why[1024], num[32];
-	long long v;
-	long since;
-	int status;
-
-	if (o->peek) {
-		if (counter_peek(c, o->table_sql, o->key, &v, why,
-		    sizeof(why)) == -1)
-			die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
-		if (o->json) {
-			printf("{\"tenant\": ");
-			json_str(o->key);
-			printf(", \"version\": %lld}\n", v);
-		} else {
-			printf("%lld\n", v);
-		}
-		flush_stdout_or_err();
-		return 0;
-	}
-	if ((status = allocate_or_err(o, c, o->key, wait_left(o), &r, &v)) != 0)
-		return status;
-	if (o->argv == NULL) {
-		/* Print first: a number nobody saw must not be committed. */
-		printf("%lld\n", v);
-		if (fflush(stdout) == EOF || ferror(stdout)) {
-			int e = errno;
-
-			(void)conn_end(c, 0, answer_ms(o), why, sizeof(why));
-			errno = e;
-			die_errno(EXIT_OSERR, "stdout: version %lld rolled back", v);
-		}
-		if (conn_end(c, 1, answer_ms(o), why, sizeof(why)) == -1)
-			die(EXIT_LOST, "%s: the commit of version %lld is not "
-			    "confirmed (%s): check with --peek", o->label, v,
-			    why);
-		return 0;
-	}
-	since = mono_ms();
-	conn_deadline(-1, 0);
-	snprintf(num, sizeof(num), "%lld", v);
-	setenv_or_err("PGLOCK_VERSION", num);
-	setenv_or_err("PGLOCK_TENANT", o->key);
-	fork_watchdog_or_err(o, &ch);
-	status = run_command_or_err(o, c, &r.lock, since, &ch);
-	/* A failed command consumes no number. */
-	if (conn_end(c, status == 0, answer_ms(o), why, sizeof(why)) == -1 &&
-	    status == 0)
-		die(EXIT_LOST, "%s: the commit of version %lld is not "
-		    "confirmed (%s): check with --peek", o->label, v, why);
-	child_reap(&ch);
-	return status;
 }
 
 /* KEY -> lock id under --id, --namespace or --hash; bad input exits 64. */
@@ -1159,404 +889,6 @@ record_key(const struct opts *o, const char *text)
 		snprintf(name, len, "%s", text);
 	}
 	return name;
-}
-
-/* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
-struct waiting {
-	const char *label;
-	double start;
-	int shown;		/* end the line with a newline */
-};
-
-static void
-show_waiting(void *arg)
-{
-	struct waiting *w = arg;
-
-	live_line("%s: waiting %.0fs", w->label, mono_seconds() - w->start);
-	w->shown = 1;
-}
-
-/*
- * Who holds the lock on k: "pid N (application, client, user U, for Ns)"
- * into buf, or "" when nobody does (or the query failed).
- */
-static const char *
-holder(PGconn *c, const struct key *k, char *buf, size_t len)
-{
-	char app[256];
-	struct lock_row *rows;
-	int i, n;
-
-	buf[0] = '\0';
-	if ((n = lock_status(c, k, &rows, buf, len)) == -1) {
-		buf[0] = '\0';
-		return buf;
-	}
-	for (i = 0; i < n && !rows[i].held; i++)
-		;
-	if (i < n && rows[i].hidden)
-		snprintf(buf, len, "pid %d (%s, user %s; the server hides the "
-		    "rest from this role)", rows[i].pid, field(rows[i].app,
-		    app, sizeof(app)), rows[i].user);
-	else if (i < n)
-		snprintf(buf, len, "pid %d (%s, %s, user %s, for %lds)",
-		    rows[i].pid, field(rows[i].app, app, sizeof(app)),
-		    rows[i].client, rows[i].user, rows[i].seconds);
-	free(rows);
-	return buf;
-}
-
-/* -v: say who holds the lock before waiting for it; nothing if nobody. */
-static void
-report_holder(const struct opts *o, PGconn *c)
-{
-	char who[512];
-
-	if (*holder(c, &o->lock.key, who, sizeof(who)) != '\0')
-		say("%s: held by %s; waiting", o->label, who);
-}
-
-/* -n or -w did not get the lock: say so, and by whom it is held. */
-static void
-report_busy(const struct opts *o, PGconn *c, const struct lock_req *lk)
-{
-	char who[512] = "", why[256];
-
-	if (o->quiet)
-		return;
-	/* A timed-out wait aborted the transaction that waited. */
-	if (lk->xact)
-		(void)conn_end(c, 0, CONN_ANSWER_MS, why, sizeof(why));
-	if (lk->slots > 0) {
-		say("%s: all %d slots are held%s", o->label, lk->slots,
-		    o->lock.wait_ms == 0 ? "" : ", to the end of -w");
-		return;
-	}
-	(void)holder(c, &lk->key, who, sizeof(who));
-	if (o->lock.wait_ms == 0)
-		say("%s: the lock is held by %s", o->label,
-		    *who != '\0' ? who : "another session");
-	else
-		say("%s: timed out after %.3gs waiting for the lock%s%s",
-		    o->label, (double)o->lock.wait_ms / 1000.0,
-		    *who != '\0' ? ", held by " : "", who);
-}
-
-/*
- * --fence: a number that grows with every acquisition of KEY, kept as a
- * tenant of its own (sharing tenant KEY's lock would let "pglock
- * --version-counter K pglock --fence K" deadlock) and committed at once.
- * Under a transaction's lock that commit would release the lock, and the
- * open transaction would keep the row locked: a connection of its own.
- * Returns 0, or the exit status of a wait that a signal cancelled.
- */
-static int
-fence_or_err(const struct opts *o, PGconn *c, int xact)
-{
-	struct counter_req r;
-	struct conn_opts co;
-	char why[1024], num[32], *tenant;
-	size_t len = sizeof("pglock-fence:") + strlen(o->key);
-	long long v;
-	PGconn *fc;
-	int status;
-
-	if ((tenant = malloc(len)) == NULL)
-		die_errno(EXIT_OSERR, "malloc");
-	snprintf(tenant, len, "pglock-fence:%s", o->key);
-	/* Its own connection is not bound by -w: the lock is held already. */
-	co = o->conn;
-	co.deadline_ms = -1;
-	fc = xact ? conn_open(&co, why, sizeof(why)) : c;
-	if (fc == NULL)
-		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
-	status = allocate_or_err(o, fc, tenant, -1, &r, &v);
-	free(tenant);
-	if (status != 0)
-		return status;
-	if (conn_end(fc, 1, answer_ms(o), why, sizeof(why)) == -1)
-		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
-	if (fc != c)
-		PQfinish(fc);
-	snprintf(num, sizeof(num), "%lld", v);
-	setenv_or_err("PGLOCK_FENCE", num);
-	return 0;
-}
-
-/*
- * A session lock only where no pooler can hand the session on. TCP is
- * proven only for auto, by the server in the lock's own pipeline (--slots:
- * in a round trip first): --scope session takes the user's word (and the
- * lock check in the lock's pipeline proves the lock held).
- */
-static void
-choose_scope(const struct opts *o, PGconn *c, struct lock_req *lk)
-{
-	enum conn_path path = o->scope == SCOPE_TRANSACTION ? CONN_UNPROVEN :
-	    conn_direct(c, o->scope == SCOPE_AUTO && lk->slots > 0);
-
-	lk->prove = o->scope == SCOPE_AUTO && path == CONN_TCP;
-	lk->xact = o->scope == SCOPE_TRANSACTION ||
-	    (o->scope == SCOPE_AUTO && path == CONN_UNPROVEN);
-	lk->local = path == CONN_DIRECT_LOCAL;
-}
-
-/* lock_and_run()'s answer when the session was cut before anything ran. */
-#define RUN_AGAIN (-1)
-
-/*
- * The session failed before anything ran (why): was it cut by the server
- * (a restart), and is there time to connect again, within
- * --connect-timeout and -w? Then say so under -v: the caller tries again.
- */
-static int
-may_run_again(const struct opts *o, PGconn *c, const char *why)
-{
-	/* Read what came last (a FATAL, or end of file) to know. */
-	if (PQconsumeInput(c))
-		(void)PQisBusy(c);
-	if (!conn_cut(c) || mono_ms() >= o->retry_until ||
-	    (o->conn.deadline_ms >= 0 && mono_ms() >= o->conn.deadline_ms))
-		return 0;
-	if (o->verbose)
-		say("%s: %s; connecting again", o->label, why);
-	return 1;
-}
-
-/*
- * Take lk for KEY: 0 once held (the watchdog forked, and the command too
- * unless later), else the exit status of a lock not got, or RUN_AGAIN;
- * dies on errors.
- */
-static int
-acquire_or_err(const struct opts *o, PGconn *c, struct lock_req *lk,
-    struct child *ch, struct waiting *w, int *backend_pid)
-{
-	enum lock_result r;
-	char why[1024];
-	int sig = 0;
-
-	/*
-	 * While the server sets the session up and takes the lock, fork the
-	 * watchdog; while it checks the lock, fork the command, which waits
-	 * at its gate until the check has passed (not under --fence: its
-	 * environment is not complete until then). --slots waits its own way.
-	 */
-	if (lk->slots == 0 && lock_send(c, lk, why, sizeof(why)) == -1) {
-		if (may_run_again(o, c, why))
-			return RUN_AGAIN;
-		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
-	}
-	if (!o->no_fork)
-		fork_watchdog_or_err(o, ch);
-	if (lk->slots > 0) {
-		r = lock_slot(c, lk, backend_pid, &sig, why, sizeof(why));
-		if (r == LOCK_ACQUIRED)
-			export_lock_env_or_err(o, lk, *backend_pid);
-	} else {
-		r = lock_wait(c, lk, backend_pid, &sig, why, sizeof(why));
-	}
-	if (r == LOCK_ACQUIRED && lk->slots == 0) {
-		export_lock_env_or_err(o, lk, *backend_pid);
-		/* Nor under --once*: a skipped run forks nothing. */
-		if (!o->no_fork && !o->fence && !o->once)
-			spawn_or_err(o, ch);
-		r = lock_verify(c, lk, *backend_pid, &sig, why, sizeof(why));
-	}
-	if (r != LOCK_ACQUIRED && !o->no_fork)
-		child_abort(ch);
-	/* -w's bound was for the wait: what follows has its own. */
-	conn_deadline(-1, 0);
-	if (w->shown)
-		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
-	switch (r) {
-	case LOCK_ACQUIRED:
-		return 0;
-	case LOCK_BUSY:
-		report_busy(o, c, lk);
-		return o->conflict_exit;
-	case LOCK_INTERRUPTED:
-		if (o->verbose)
-			say("%s: wait cancelled by signal %d", o->label, sig);
-		return 128 + sig;
-	case LOCK_NOT_REAL:
-		die(EXIT_UNAVAILABLE, "%s: the server granted the lock but "
-		    "this session does not hold it (advisory locks that are "
-		    "not real, or --scope session through a pooler): use "
-		    "--scope auto or transaction", o->label);
-	case LOCK_ERROR:
-		/*
-		 * The session was cut (a restart) before anything ran: as a
-		 * refused connection, it is tried again, within
-		 * --connect-timeout and -w.
-		 */
-		if (may_run_again(o, c, why))
-			return RUN_AGAIN;
-		break;
-	}
-	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
-}
-
-/*
- * --once, --once-per: with the lock held, has KEY succeeded in this slot
- * of the server's clock (floor(now / period); --once: slot 0, for ever)?
- * *slot is the slot a success of this run will count for.
- */
-static int
-once_done_or_err(const struct opts *o, PGconn *c, long long *slot)
-{
-	struct runs_row row;
-	char why[1024], *name = record_key(o, o->key);
-
-	/* First use: no table, so no server clock read yet either. */
-	if (runs_read(c, o->runs_sql, name, &row, why, sizeof(why)) == -1 ||
-	    (row.no_table && (runs_table(c, o->runs_sql, why, sizeof(why)) ==
-	    -1 || runs_read(c, o->runs_sql, name, &row, why, sizeof(why)) ==
-	    -1)) || row.denied)
-		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
-	if (row.no_table)	/* dropped meanwhile: no clock read */
-		die(EXIT_UNAVAILABLE, "%s: table %s went away", o->label,
-		    o->runs_sql);
-	free(name);
-	*slot = o->period_ms > 0 ? (long long)(row.now_ms /
-	    (double)o->period_ms) : 0;
-	if (!row.has_ok || row.ok_slot != *slot)
-		return 0;
-	if (o->verbose)
-		say("%s: succeeded %s already (at %s on %s): not run again",
-		    o->label, o->period_ms > 0 ? "in this slot" : "once",
-		    row.ok_at, row.ok_host);
-	return 1;
-}
-
-/*
- * Record the command's outcome (status, after seconds; a success counts
- * for slot) for KEY, before the lock is released: in the lock's own
- * transaction if it has one. A success not recorded counts as not done
- * (exit 75); a failure not recorded is said, and -1 returned.
- */
-static int
-record_run_or_err(const struct opts *o, PGconn *c, const struct lock_req *lk,
-    int status, double seconds, long long slot)
-{
-	struct runs_outcome out;
-	char why[1024], id[48], *name;
-	int rc;
-
-	key_format(&lk->key, id, sizeof(id));
-	out.key = name = record_key(o, o->key);
-	out.id = id;
-	out.status = status;
-	out.seconds = seconds;
-	out.slot = slot;
-	rc = runs_write(c, o->runs_sql, &out, why, sizeof(why));
-	free(name);
-	if (rc == 0)
-		return 0;
-	if (status == 0)
-		die(EXIT_LOST, "%s: the command succeeded, but its success could "
-		    "not be recorded (%s): it counts as not done", o->label,
-		    why);
-	say("%s: the command's failure could not be recorded (%s)", o->label,
-	    why);
-	return -1;
-}
-
-/* -v: the lock is held, after how long, by which server process. */
-static void
-say_acquired(const struct opts *o, const struct lock_req *lk, double secs,
-    int backend_pid)
-{
-	char slot[32] = "";
-
-	if (lk->slots > 0)
-		snprintf(slot, sizeof(slot), "slot %d of %d ", lk->slot,
-		    lk->slots);
-	say("%s: acquired %safter %.2fs (server pid %d, %s lock)", o->label,
-	    slot, secs, backend_pid, lk->xact ? "transaction" : "session");
-}
-
-/* pglock KEY COMMAND, and --hold: the lock runner. */
-static int
-lock_and_run(const struct opts *o, PGconn *c)
-{
-	struct child ch = { .pid = -1 };	/* unused under -F */
-	struct lock_req lk = o->lock;
-	struct waiting w = { o->label, 0, 0 };
-	char why[1024];
-	double t0, ran;
-	long long run_slot = -1;
-	long since;
-	int backend_pid = 0, status;
-
-	lk.wait_ms = wait_left(o);
-	lk.lease_ms = lease_ms(o);
-	choose_scope(o, c, &lk);
-	/*
-	 * The record's table, before the lock: first use creates it, which a
-	 * transaction's lock cannot do in its own transaction. Under a
-	 * session's lock, --once* finds it missing when it reads the record,
-	 * and creates it then: a round trip saved on every other run.
-	 */
-	if (o->record && (lk.xact || lk.prove || !o->once) && runs_table(c, o->runs_sql,
-	    why, sizeof(why)) == -1)
-		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
-	if (o->verbose && lk.wait_ms != 0)
-		report_holder(o, c);
-	t0 = w.start = mono_seconds();
-	if (o->verbose && lk.wait_ms != 0 && isatty(STDERR_FILENO)) {
-		lk.waiting = show_waiting;
-		lk.waiting_arg = &w;
-	}
-	if ((status = acquire_or_err(o, c, &lk, &ch, &w, &backend_pid)) != 0)
-		return status;
-	since = mono_ms();
-	if (o->verbose)
-		say_acquired(o, &lk, mono_seconds() - t0, backend_pid);
-	if (o->fence && (status = fence_or_err(o, c, lk.xact)) != 0) {
-		if (!o->no_fork)
-			child_abort(&ch);
-		return status;
-	}
-	/*
-	 * Looked at only now, under the lock: a run that ends meanwhile
-	 * counts. A read that is answered renewed the session (an expired one
-	 * would have been ended): the lease runs from it.
-	 */
-	if (o->once)
-		since = mono_ms();
-	if (o->once && once_done_or_err(o, c, &run_slot)) {
-		child_abort(&ch);
-		status = 0;
-	} else {
-		ran = mono_seconds();
-		status = run_command_or_err(o, c, &lk, since, &ch);
-		if (o->no_fork)
-			return status;
-		/* A hold ends at end of input, or when told to (TERM, INT). */
-		if (o->mode == MODE_HOLD && (status == 128 + SIGTERM ||
-		    status == 128 + SIGINT))
-			status = 0;
-		/*
-		 * Known only now: the outcome, recorded before the release.
-		 * A failed write aborted a transaction's lock: roll it back,
-		 * and the command's status stands.
-		 */
-		if (o->record && record_run_or_err(o, c, &lk, status,
-		    mono_seconds() - ran, run_slot) == -1 && lk.xact) {
-			(void)conn_end(c, 0, answer_ms(o), why, sizeof(why));
-			child_reap(&ch);
-			return status;
-		}
-	}
-	if (lock_release(c, &lk, answer_ms(o), why, sizeof(why)) == -1)
-		die(EXIT_LOST, "%s: the release does not show the lock held "
-		    "to the end: it may have been lost (%s)", o->label, why);
-	child_reap(&ch);
-	if (o->verbose)
-		say("%s: released after %.2fs", o->label, mono_seconds() - t0);
-	return status;
 }
 
 /*
@@ -1621,8 +953,8 @@ main(int argc, char **argv)
 	int status;
 
 	guard_std_fds();
-	caller = getppid();
 	memset(&o, 0, sizeof(o));
+	o.caller = getppid();
 	start = mono_ms();
 	o.lock.wait_ms = -1;
 	o.conn.connect_ms = 30000;
@@ -1662,7 +994,7 @@ main(int argc, char **argv)
 		status = show_status(&o, c);
 		break;
 	case MODE_COUNTER:
-		status = version_counter(&o, c);
+		status = run_counter(&o, c);
 		break;
 	case MODE_BREAK:
 		status = break_holders(&o, c);
@@ -1671,7 +1003,7 @@ main(int argc, char **argv)
 		status = forget(&o, c);
 		break;
 	default:
-		while ((status = lock_and_run(&o, c)) == RUN_AGAIN) {
+		while ((status = run_lock(&o, c)) == RUN_AGAIN) {
 			PQfinish(c);
 			o.conn.connect_ms = o.retry_until - mono_ms();
 			c = connect_or_err(&o);

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "lib/conn.h"
 #include "lib/key.h"
@@ -59,6 +60,8 @@ struct opts {
 	int record;		/* record the outcome (--record, --once*) */
 	char runs_sql[300];	/* --runs-table, as table_sql */
 	long long ok_within_ms;	/* --status --ok-within; -1: none */
+	pid_t caller;		/* pglock's parent when it started: --hold's
+				   script */
 };
 
 /* A diagnostic line on stderr, as "pglock: ...", written at once. */
@@ -84,6 +87,12 @@ const char *field(const char *s, char *buf, size_t len);
 
 /* Print s as a JSON string, valid even where s is not UTF-8. */
 void json_str(const char *s);
+
+/* The terminal's live line: rewritten in place, ended by the next say(). */
+void live_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* setenv(3), or exit 71. */
+void setenv_or_err(const char *name, const char *value);
 
 /* Flush stdout; a write error exits 71, as in flock(1). */
 void flush_stdout_or_err(void);

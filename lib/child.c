@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -468,14 +469,18 @@ child_exec(char *const argv[], int *status, char *err, size_t errlen)
 static int
 poll_ms(long t, const long *at, int n)
 {
-	long m = -1;
+	long m = -1, d;
 	int i;
 
+	/* A time already past is due now: 0, never "none". */
 	for (i = 0; i < n; i++) {
-		if (at[i] >= 0 && (m < 0 || at[i] - t < m))
-			m = at[i] - t;
+		if (at[i] < 0)
+			continue;
+		d = at[i] > t ? at[i] - t : 0;
+		if (m < 0 || d < m)
+			m = d;
 	}
-	return m < 0 ? -1 : m > 0 ? (int)m : 0;
+	return m > INT_MAX ? INT_MAX : (int)m;
 }
 
 /*

@@ -31,6 +31,13 @@ long_functions() {
 	assert_output "$(printf 'lib/child.c:0\nlib/child.h:0')"
 }
 
+@test "a run reads in one file: only run.c takes, verifies, watches and releases a lock" {
+	cd "$SRC_DIR"
+	run grep -l 'lock_send\|lock_wait\|lock_verify\|lock_slot(\|child_spawn\|child_open_gate\|child_wait\|lock_release\|lease_start' ./*.c
+	assert_success
+	assert_output './run.c'
+}
+
 @test "no function is over 80 lines but usage" {
 	cd "$SRC_DIR"
 	run long_functions ./*.c lib/*.c

@@ -1,0 +1,771 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * run: one run of a command under its lock, read top to bottom. One
+ * struct run owns the connection, the lock request, the watchdog and the
+ * command, the lease's start and the time the server has to answer.
+ * run_lock() (pglock KEY COMMAND, --hold, --once*) takes these steps:
+ *
+ *   acquire   choose the scope; send the lock; fork the watchdog; wait
+ *   spawn     granted: fork the command, which waits at its gate
+ *   verify    pg_locks shows the lock held by this very session
+ *   watch     open the gate; check the lock (the lease) while it runs
+ *   record    --once*, --record: the outcome, before the release
+ *   release   unlock, or commit the lock's transaction; reap
+ *
+ * run_counter() (--version-counter) allocates under the tenant's lock and
+ * then watches its command the same way. Like pglock.c and inspect.c,
+ * this file prints and exits; lib/ does neither.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "lib/child.h"
+#include "lib/clock.h"
+#include "lib/conn.h"
+#include "lib/counter.h"
+#include "lib/exits.h"
+#include "lib/lease.h"
+#include "lib/lock.h"
+#include "lib/runs.h"
+#include "pglock.h"
+#include "run.h"
+
+/* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
+struct waiting {
+	const char *label;
+	double start;
+	int shown;		/* end the line with a newline */
+};
+
+struct run {
+	const struct opts *o;
+	PGconn *c;
+	struct lock_req lk;	/* asked for; then what was granted */
+	struct child ch;	/* the watchdog, and the command (pid -1: none
+				   yet; unused under -F) */
+	struct waiting w;
+	int backend_pid;	/* the server process holding the lock */
+	double t0;		/* mono_seconds() when the wait began */
+	long since;		/* mono_ms() the lease runs from */
+	long answer_ms;		/* how long the server has to answer a check,
+				   a release or a commit */
+	long long slot;		/* --once*: the slot a success counts for */
+};
+
+/*
+ * How long the server has to answer a release or a commit, as a periodic
+ * check: a frozen server must not hang pglock once the command is done.
+ */
+static long
+answer_ms(const struct opts *o)
+{
+	return o->check_ms > CONN_ANSWER_MS ? o->check_ms : CONN_ANSWER_MS;
+}
+
+/* -w bounds all that comes before the command: what is left of it. */
+static long
+wait_left(const struct opts *o)
+{
+	long left = o->conn.deadline_ms - mono_ms();
+
+	if (o->lock.wait_ms <= 0)
+		return o->lock.wait_ms;
+	return left > 0 ? left : 1;
+}
+
+/*
+ * The server ends a holder silent this long (lease.h's S), and its lock;
+ * never under -F, where nobody checks the lock to renew it.
+ */
+static long
+lease_ms(const struct opts *o)
+{
+	return o->no_fork ? 0 : lease_of(o->check_ms).server_ms;
+}
+
+/* ---- acquire ----------------------------------------------------------- */
+
+/*
+ * A session lock only where no pooler can hand the session on. TCP is
+ * proven only for auto, by the server in the lock's own pipeline (--slots:
+ * in a round trip first): --scope session takes the user's word (and the
+ * lock check in the lock's pipeline proves the lock held).
+ */
+static void
+choose_scope(struct run *r)
+{
+	const struct opts *o = r->o;
+	enum conn_path path = o->scope == SCOPE_TRANSACTION ? CONN_UNPROVEN :
+	    conn_direct(r->c, o->scope == SCOPE_AUTO && r->lk.slots > 0);
+
+	r->lk.prove = o->scope == SCOPE_AUTO && path == CONN_TCP;
+	r->lk.xact = o->scope == SCOPE_TRANSACTION ||
+	    (o->scope == SCOPE_AUTO && path == CONN_UNPROVEN);
+	r->lk.local = path == CONN_DIRECT_LOCAL;
+}
+
+static void
+show_waiting(void *arg)
+{
+	struct waiting *w = arg;
+
+	live_line("%s: waiting %.0fs", w->label, mono_seconds() - w->start);
+	w->shown = 1;
+}
+
+/*
+ * Who holds the lock on k: "pid N (application, client, user U, for Ns)"
+ * into buf, or "" when nobody does (or the query failed).
+ */
+static const char *
+holder(PGconn *c, const struct key *k, char *buf, size_t len)
+{
+	char app[256];
+	struct lock_row *rows;
+	int i, n;
+
+	buf[0] = '\0';
+	if ((n = lock_status(c, k, &rows, buf, len)) == -1) {
+		buf[0] = '\0';
+		return buf;
+	}
+	for (i = 0; i < n && !rows[i].held; i++)
+		;
+	if (i < n && rows[i].hidden)
+		snprintf(buf, len, "pid %d (%s, user %s; the server hides the "
+		    "rest from this role)", rows[i].pid, field(rows[i].app,
+		    app, sizeof(app)), rows[i].user);
+	else if (i < n)
+		snprintf(buf, len, "pid %d (%s, %s, user %s, for %lds)",
+		    rows[i].pid, field(rows[i].app, app, sizeof(app)),
+		    rows[i].client, rows[i].user, rows[i].seconds);
+	free(rows);
+	return buf;
+}
+
+/* -v: say who holds the lock before waiting for it; nothing if nobody. */
+static void
+report_holder(const struct run *r)
+{
+	char who[512];
+
+	if (*holder(r->c, &r->lk.key, who, sizeof(who)) != '\0')
+		say("%s: held by %s; waiting", r->o->label, who);
+}
+
+/* -n or -w did not get the lock: say so, and by whom it is held. */
+static void
+report_busy(const struct run *r)
+{
+	const struct opts *o = r->o;
+	char who[512] = "", why[256];
+
+	if (o->quiet)
+		return;
+	/* A timed-out wait aborted the transaction that waited. */
+	if (r->lk.xact)
+		(void)conn_end(r->c, 0, CONN_ANSWER_MS, why, sizeof(why));
+	if (r->lk.slots > 0) {
+		say("%s: all %d slots are held%s", o->label, r->lk.slots,
+		    o->lock.wait_ms == 0 ? "" : ", to the end of -w");
+		return;
+	}
+	(void)holder(r->c, &r->lk.key, who, sizeof(who));
+	if (o->lock.wait_ms == 0)
+		say("%s: the lock is held by %s", o->label,
+		    *who != '\0' ? who : "another session");
+	else
+		say("%s: timed out after %.3gs waiting for the lock%s%s",
+		    o->label, (double)o->lock.wait_ms / 1000.0,
+		    *who != '\0' ? ", held by " : "", who);
+}
+
+/*
+ * The session failed before anything ran (why): was it cut by the server
+ * (a restart), and is there time to connect again, within
+ * --connect-timeout and -w? Then say so under -v: the caller tries again.
+ */
+static int
+may_run_again(const struct run *r, const char *why)
+{
+	const struct opts *o = r->o;
+
+	/* Read what came last (a FATAL, or end of file) to know. */
+	if (PQconsumeInput(r->c))
+		(void)PQisBusy(r->c);
+	if (!conn_cut(r->c) || mono_ms() >= o->retry_until ||
+	    (o->conn.deadline_ms >= 0 && mono_ms() >= o->conn.deadline_ms))
+		return 0;
+	if (o->verbose)
+		say("%s: %s; connecting again", o->label, why);
+	return 1;
+}
+
+/*
+ * Fork the watchdog: if pglock dies, it stops the command (and tells a
+ * hold's script); if pglock stops renewing the lease, it KILLs it.
+ */
+static void
+fork_watchdog_or_err(const struct opts *o, struct child *ch)
+{
+	char why[1024];
+
+	ch->lost_sig = o->lost_sig;
+	ch->kill_after_ms = o->kill_after_ms;
+	ch->notify = o->mode == MODE_HOLD ? o->caller : 0;
+	ch->kill_by = -1;
+	if (child_fork_watchdog(ch, why, sizeof(why)) == -1)
+		die(EXIT_OSERR, "%s", why);
+}
+
+/* ---- spawn ------------------------------------------------------------- */
+
+/* The command's environment: what it holds, for logs and fencing. */
+static void
+export_lock_env_or_err(const struct run *r)
+{
+	char id[48], pid[16];
+
+	key_format(&r->lk.key, id, sizeof(id));
+	snprintf(pid, sizeof(pid), "%d", r->backend_pid);
+	setenv_or_err("PGLOCK_KEY", r->o->key);
+	setenv_or_err("PGLOCK_ID", id);
+	setenv_or_err("PGLOCK_MODE", r->lk.shared ? "shared" : "exclusive");
+	setenv_or_err("PGLOCK_SCOPE", r->lk.xact ? "transaction" : "session");
+	setenv_or_err("PGLOCK_BACKEND_PID", pid);
+	if (r->lk.slots > 0) {
+		snprintf(pid, sizeof(pid), "%d", r->lk.slot);
+		setenv_or_err("PGLOCK_SLOT", pid);
+	}
+}
+
+static void
+spawn_or_err(const struct opts *o, struct child *ch)
+{
+	char why[1024];
+
+	if (child_spawn(o->argv, ch, why, sizeof(why)) == -1) {
+		child_abort(ch);
+		die(EXIT_OSERR, "%s", why);
+	}
+}
+
+/*
+ * Take the lock: 0 once held (the watchdog forked, and the command too
+ * unless later), else the exit status of a lock not got, or RUN_AGAIN;
+ * dies on errors.
+ */
+static int
+acquire_or_err(struct run *r)
+{
+	const struct opts *o = r->o;
+	enum lock_result got;
+	char why[1024];
+	int sig = 0;
+
+	/*
+	 * While the server sets the session up and takes the lock, fork the
+	 * watchdog; while it checks the lock, fork the command, which waits
+	 * at its gate until the check has passed (not under --fence: its
+	 * environment is not complete until then). --slots waits its own way.
+	 */
+	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, why, sizeof(why)) ==
+	    -1) {
+		if (may_run_again(r, why))
+			return RUN_AGAIN;
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	}
+	if (!o->no_fork)
+		fork_watchdog_or_err(o, &r->ch);
+	if (r->lk.slots > 0) {
+		got = lock_slot(r->c, &r->lk, &r->backend_pid, &sig, why,
+		    sizeof(why));
+		if (got == LOCK_ACQUIRED)
+			export_lock_env_or_err(r);
+	} else {
+		got = lock_wait(r->c, &r->lk, &r->backend_pid, &sig, why,
+		    sizeof(why));
+	}
+	if (got == LOCK_ACQUIRED && r->lk.slots == 0) {
+		export_lock_env_or_err(r);
+		/* Nor under --once*: a skipped run forks nothing. */
+		if (!o->no_fork && !o->fence && !o->once)
+			spawn_or_err(o, &r->ch);
+		/* ---- verify ---- */
+		got = lock_verify(r->c, &r->lk, r->backend_pid, &sig, why,
+		    sizeof(why));
+	}
+	if (got != LOCK_ACQUIRED && !o->no_fork)
+		child_abort(&r->ch);
+	/* -w's bound was for the wait: what follows has its own. */
+	conn_deadline(-1, 0);
+	if (r->w.shown)
+		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
+	switch (got) {
+	case LOCK_ACQUIRED:
+		return 0;
+	case LOCK_BUSY:
+		report_busy(r);
+		return o->conflict_exit;
+	case LOCK_INTERRUPTED:
+		if (o->verbose)
+			say("%s: wait cancelled by signal %d", o->label, sig);
+		return 128 + sig;
+	case LOCK_NOT_REAL:
+		die(EXIT_UNAVAILABLE, "%s: the server granted the lock but "
+		    "this session does not hold it (advisory locks that are "
+		    "not real, or --scope session through a pooler): use "
+		    "--scope auto or transaction", o->label);
+	case LOCK_ERROR:
+		/*
+		 * The session was cut (a restart) before anything ran: as a
+		 * refused connection, it is tried again, within
+		 * --connect-timeout and -w.
+		 */
+		if (may_run_again(r, why))
+			return RUN_AGAIN;
+		break;
+	}
+	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+}
+
+/* -v: the lock is held, after how long, by which server process. */
+static void
+say_acquired(const struct run *r)
+{
+	char slot[32] = "";
+
+	if (r->lk.slots > 0)
+		snprintf(slot, sizeof(slot), "slot %d of %d ", r->lk.slot,
+		    r->lk.slots);
+	say("%s: acquired %safter %.2fs (server pid %d, %s lock)", r->o->label,
+	    slot, mono_seconds() - r->t0, r->backend_pid, r->lk.xact ?
+	    "transaction" : "session");
+}
+
+/*
+ * Allocate TENANT's next version into *v, in a transaction left open
+ * under r's lock; the caller commits or rolls back. Returns 0, or the
+ * exit status when the tenant's lock was not got: the conflict code, or
+ * 128 + the signal that cancelled the wait. Dies on errors.
+ */
+static int
+allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
+    long wait_ms, struct counter_req *r, long long *v)
+{
+	char why[1024];
+	int sig = 0;
+
+	if (counter_lock(o->table_sql, tenant, wait_ms, r) == -1)
+		die_errno(EXIT_OSERR, "malloc");
+	r->lock.lease_ms = lease_ms(o);
+	switch (counter_next(c, r, v, &sig, why, sizeof(why))) {
+	case COUNTER_OK:
+		return 0;
+	case COUNTER_BUSY:
+		if (!o->quiet)
+			say("%s: another allocation holds the tenant's "
+			    "lock", o->label);
+		return o->conflict_exit;
+	case COUNTER_INTERRUPTED:
+		return 128 + sig;
+	case COUNTER_ERROR:
+		break;
+	}
+	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+}
+
+/*
+ * --fence: a number that grows with every acquisition of KEY, kept as a
+ * tenant of its own (sharing tenant KEY's lock would let "pglock
+ * --version-counter K pglock --fence K" deadlock) and committed at once.
+ * Under a transaction's lock that commit would release the lock, and the
+ * open transaction would keep the row locked: a connection of its own.
+ * Returns 0, or the exit status of a wait that a signal cancelled.
+ */
+static int
+fence_or_err(const struct run *r)
+{
+	const struct opts *o = r->o;
+	struct counter_req cr;
+	struct conn_opts co;
+	char why[1024], num[32], *tenant;
+	size_t len = sizeof("pglock-fence:") + strlen(o->key);
+	long long v;
+	PGconn *fc;
+	int status;
+
+	if ((tenant = malloc(len)) == NULL)
+		die_errno(EXIT_OSERR, "malloc");
+	snprintf(tenant, len, "pglock-fence:%s", o->key);
+	/* Its own connection is not bound by -w: the lock is held already. */
+	co = o->conn;
+	co.deadline_ms = -1;
+	fc = r->lk.xact ? conn_open(&co, why, sizeof(why)) : r->c;
+	if (fc == NULL)
+		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
+	status = allocate_or_err(o, fc, tenant, -1, &cr, &v);
+	free(tenant);
+	if (status != 0)
+		return status;
+	if (conn_end(fc, 1, r->answer_ms, why, sizeof(why)) == -1)
+		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
+	if (fc != r->c)
+		PQfinish(fc);
+	snprintf(num, sizeof(num), "%lld", v);
+	setenv_or_err("PGLOCK_FENCE", num);
+	return 0;
+}
+
+/*
+ * --once, --once-per: with the lock held, has KEY succeeded in this slot
+ * of the server's clock (floor(now / period); --once: slot 0, for ever)?
+ * r->slot is the slot a success of this run will count for.
+ */
+static int
+once_done_or_err(struct run *r)
+{
+	const struct opts *o = r->o;
+	struct runs_row row;
+	char why[1024], *name = record_key(o, o->key);
+
+	/* First use: no table, so no server clock read yet either. */
+	if (runs_read(r->c, o->runs_sql, name, &row, why, sizeof(why)) == -1 ||
+	    (row.no_table && (runs_table(r->c, o->runs_sql, why,
+	    sizeof(why)) == -1 || runs_read(r->c, o->runs_sql, name, &row,
+	    why, sizeof(why)) == -1)) || row.denied)
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	if (row.no_table)	/* dropped meanwhile: no clock read */
+		die(EXIT_UNAVAILABLE, "%s: table %s went away", o->label,
+		    o->runs_sql);
+	free(name);
+	r->slot = o->period_ms > 0 ? (long long)(row.now_ms /
+	    (double)o->period_ms) : 0;
+	if (!row.has_ok || row.ok_slot != r->slot)
+		return 0;
+	if (o->verbose)
+		say("%s: succeeded %s already (at %s on %s): not run again",
+		    o->label, o->period_ms > 0 ? "in this slot" : "once",
+		    row.ok_at, row.ok_host);
+	return 1;
+}
+
+/* ---- watch ------------------------------------------------------------- */
+
+/*
+ * --hold: one line on stdout, KEY, id and fence, tab-separated, for the
+ * script that waits for it before it goes on.
+ */
+static void
+hold_line_or_err(const struct run *r)
+{
+	const char *fence = getenv("PGLOCK_FENCE");
+	char id[48];
+
+	key_format(&r->lk.key, id, sizeof(id));
+	printf("%s\t%s%s%s\n", r->o->label, id, r->o->fence ? "\t" : "",
+	    r->o->fence ? fence : "");
+	flush_stdout_or_err();
+}
+
+/* -F: the command replaces pglock, and the socket stays open in it. */
+static int
+exec_or_err(const struct run *r)
+{
+	int fl = fcntl(PQsocket(r->c), F_GETFD), status = 0;
+	char why[1024];
+
+	if (fl == -1 || fcntl(PQsocket(r->c), F_SETFD, fl & ~FD_CLOEXEC) ==
+	    -1)
+		die_errno(EXIT_OSERR, "fcntl");
+	child_exec(r->o->argv, &status, why, sizeof(why));
+	say("%s", why);
+	return status;
+}
+
+/* The watch's end other than an exit: say so, and exit or return. */
+static int
+watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
+{
+	const struct opts *o = r->o;
+
+	switch (end) {
+	case CHILD_EXITED:
+		break;
+	case CHILD_LATE:
+		/* A hold's script must not go on as if it still held it. */
+		if (o->mode == MODE_HOLD && getppid() == o->caller)
+			(void)kill(o->caller, o->lost_sig);
+		if (!o->quiet)
+			say("%s: the %s ran past --max-time %.3gs: stopped",
+			    o->label, o->argv != NULL ? "command" : "hold",
+			    (double)o->max_ms / 1000.0);
+		return EXIT_TIMEOUT;
+	case CHILD_LOST:
+		if (o->mode == MODE_HOLD) {
+			/* The script holds the lock: tell it, if still ours. */
+			if (getppid() == o->caller)
+				(void)kill(o->caller, o->lost_sig);
+			die(EXIT_LOST, "%s: lock lost while held (%s); sent "
+			    "signal %d to pid %ld", o->label, why, o->lost_sig,
+			    (long)o->caller);
+		}
+		die(EXIT_LOST, "%s: lock lost while the command ran (%s); "
+		    "the command %s", o->label, why, r->ch.stopped ?
+		    "was stopped" : "had exited already");
+	case CHILD_FAILED:
+		die(EXIT_OSERR, "%s", why);
+	}
+	return -1;
+}
+
+/*
+ * Run the command while r->lk is held, watching for its loss (the lease
+ * runs from r->since); the watchdog (and maybe the command at its gate)
+ * is forked already, to be reaped by the caller. Returns the command's
+ * exit status; exits 75 if the lock was lost meanwhile.
+ */
+static int
+watch_or_err(struct run *r)
+{
+	const struct opts *o = r->o;
+	struct lease_check check;
+	struct child_watch w;
+	enum child_end end;
+	char why[1024];
+	int status = 0;
+
+	if (o->no_fork)
+		return exec_or_err(r);
+	if (r->ch.pid == -1)
+		spawn_or_err(o, &r->ch);
+	lease_start(&check, r->c, &r->lk, o->check_ms, r->since);
+	r->ch.kill_by = lease_end(&check);
+	switch (child_open_gate(&r->ch, o->argv != NULL ? o->argv[0] :
+	    "--hold", &status, why, sizeof(why))) {
+	case CHILD_STARTED:
+		/* Said once the watchdog is armed: a SIGKILL then tells the script. */
+		if (o->mode == MODE_HOLD)
+			hold_line_or_err(r);
+		break;
+	case CHILD_NOEXEC:
+		say("%s", why);
+		return status;
+	case CHILD_OSERR:
+		die(EXIT_OSERR, "%s", why);
+	}
+	w.fd = PQsocket(r->c);
+	w.step = lease_step;
+	w.finish = lease_finish;
+	w.arg = &check;
+	w.max_ms = o->max_ms;
+	end = child_wait(&r->ch, &w, &status, why, sizeof(why));
+	return end == CHILD_EXITED ? status : watch_ended_or_err(r, end, why);
+}
+
+/* ---- record ------------------------------------------------------------ */
+
+/*
+ * Record the command's outcome (status, after seconds; a success counts
+ * for r->slot) for KEY, before the lock is released: in the lock's own
+ * transaction if it has one. A success not recorded counts as not done
+ * (exit 75); a failure not recorded is said, and -1 returned.
+ */
+static int
+record_or_err(const struct run *r, int status, double seconds)
+{
+	const struct opts *o = r->o;
+	struct runs_outcome out;
+	char why[1024], id[48], *name;
+	int rc;
+
+	key_format(&r->lk.key, id, sizeof(id));
+	out.key = name = record_key(o, o->key);
+	out.id = id;
+	out.status = status;
+	out.seconds = seconds;
+	out.slot = r->slot;
+	rc = runs_write(r->c, o->runs_sql, &out, why, sizeof(why));
+	free(name);
+	if (rc == 0)
+		return 0;
+	if (status == 0)
+		die(EXIT_LOST, "%s: the command succeeded, but its success could "
+		    "not be recorded (%s): it counts as not done", o->label,
+		    why);
+	say("%s: the command's failure could not be recorded (%s)", o->label,
+	    why);
+	return -1;
+}
+
+/* ---- the run ----------------------------------------------------------- */
+
+/*
+ * Up to the lock held: the scope, the record's table, -v's holder, the
+ * lock, --fence. 0, or the exit status of a lock not got (or RUN_AGAIN).
+ */
+static int
+take_or_err(struct run *r)
+{
+	const struct opts *o = r->o;
+	char why[1024];
+	int status;
+
+	choose_scope(r);
+	/*
+	 * The record's table, before the lock: first use creates it, which a
+	 * transaction's lock cannot do in its own transaction. Under a
+	 * session's lock, --once* finds it missing when it reads the record,
+	 * and creates it then: a round trip saved on every other run.
+	 */
+	if (o->record && (r->lk.xact || r->lk.prove || !o->once) &&
+	    runs_table(r->c, o->runs_sql, why, sizeof(why)) == -1)
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	if (o->verbose && r->lk.wait_ms != 0)
+		report_holder(r);
+	r->t0 = r->w.start = mono_seconds();
+	if (o->verbose && r->lk.wait_ms != 0 && isatty(STDERR_FILENO)) {
+		r->lk.waiting = show_waiting;
+		r->lk.waiting_arg = &r->w;
+	}
+	if ((status = acquire_or_err(r)) != 0)
+		return status;
+	r->since = mono_ms();
+	if (o->verbose)
+		say_acquired(r);
+	if (o->fence && (status = fence_or_err(r)) != 0) {
+		if (!o->no_fork)
+			child_abort(&r->ch);
+		return status;
+	}
+	return 0;
+}
+
+int
+run_lock(const struct opts *o, PGconn *c)
+{
+	struct run r = { .o = o, .c = c, .lk = o->lock, .ch = { .pid = -1 },
+	    .w = { o->label, 0, 0 }, .answer_ms = answer_ms(o), .slot = -1 };
+	char why[1024];
+	double ran;
+	int status;
+
+	r.lk.wait_ms = wait_left(o);
+	r.lk.lease_ms = lease_ms(o);
+	if ((status = take_or_err(&r)) != 0)
+		return status;
+	/*
+	 * Looked at only now, under the lock: a run that ends meanwhile
+	 * counts. A read that is answered renewed the session (an expired one
+	 * would have been ended): the lease runs from it.
+	 */
+	if (o->once)
+		r.since = mono_ms();
+	if (o->once && once_done_or_err(&r)) {
+		child_abort(&r.ch);
+		status = 0;
+	} else {
+		ran = mono_seconds();
+		status = watch_or_err(&r);
+		if (o->no_fork)
+			return status;
+		/* A hold ends at end of input, or when told to (TERM, INT). */
+		if (o->mode == MODE_HOLD && (status == 128 + SIGTERM ||
+		    status == 128 + SIGINT))
+			status = 0;
+		/*
+		 * Known only now: the outcome, recorded before the release.
+		 * A failed write aborted a transaction's lock: roll it back,
+		 * and the command's status stands.
+		 */
+		if (o->record && record_or_err(&r, status, mono_seconds() -
+		    ran) == -1 && r.lk.xact) {
+			(void)conn_end(c, 0, r.answer_ms, why, sizeof(why));
+			child_reap(&r.ch);
+			return status;
+		}
+	}
+	/* ---- release ---- */
+	if (lock_release(c, &r.lk, r.answer_ms, why, sizeof(why)) == -1)
+		die(EXIT_LOST, "%s: the release does not show the lock held "
+		    "to the end: it may have been lost (%s)", o->label, why);
+	child_reap(&r.ch);
+	if (o->verbose)
+		say("%s: released after %.2fs", o->label, mono_seconds() - r.t0);
+	return status;
+}
+
+/* --version-counter --peek TENANT: the last version, taking nothing. */
+static int
+peek_or_err(const struct opts *o, PGconn *c)
+{
+	char why[1024];
+	long long v;
+
+	if (counter_peek(c, o->table_sql, o->key, &v, why, sizeof(why)) == -1)
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	if (o->json) {
+		printf("{\"tenant\": ");
+		json_str(o->key);
+		printf(", \"version\": %lld}\n", v);
+	} else {
+		printf("%lld\n", v);
+	}
+	flush_stdout_or_err();
+	return 0;
+}
+
+int
+run_counter(const struct opts *o, PGconn *c)
+{
+	struct counter_req cr;
+	struct run r = { .o = o, .c = c, .ch = { .pid = -1 },
+	    .answer_ms = answer_ms(o) };
+	char why[1024], num[32];
+	long long v;
+	int status;
+
+	if (o->peek)
+		return peek_or_err(o, c);
+	if ((status = allocate_or_err(o, c, o->key, wait_left(o), &cr, &v)) !=
+	    0)
+		return status;
+	if (o->argv == NULL) {
+		/* Print first: a number nobody saw must not be committed. */
+		printf("%lld\n", v);
+		if (fflush(stdout) == EOF || ferror(stdout)) {
+			int e = errno;
+
+			(void)conn_end(c, 0, r.answer_ms, why, sizeof(why));
+			errno = e;
+			die_errno(EXIT_OSERR, "stdout: version %lld rolled back", v);
+		}
+		if (conn_end(c, 1, r.answer_ms, why, sizeof(why)) == -1)
+			die(EXIT_LOST, "%s: the commit of version %lld is not "
+			    "confirmed (%s): check with --peek", o->label, v,
+			    why);
+		return 0;
+	}
+	r.lk = cr.lock;
+	r.since = mono_ms();
+	conn_deadline(-1, 0);
+	snprintf(num, sizeof(num), "%lld", v);
+	setenv_or_err("PGLOCK_VERSION", num);
+	setenv_or_err("PGLOCK_TENANT", o->key);
+	fork_watchdog_or_err(o, &r.ch);
+	status = watch_or_err(&r);
+	/* A failed command consumes no number. */
+	if (conn_end(c, status == 0, r.answer_ms, why, sizeof(why)) == -1 &&
+	    status == 0)
+		die(EXIT_LOST, "%s: the commit of version %lld is not "
+		    "confirmed (%s): check with --peek", o->label, v, why);
+	child_reap(&r.ch);
+	return status;
+}
