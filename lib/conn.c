@@ -896,14 +896,15 @@ conn_ends(PGconn *c, struct conn_ends *e)
 	len[1] = sizeof(ss[1]);
 	if (getpeername(PQsocket(c), (struct sockaddr *)&ss[1], &len[1]) == -1)
 		return -1;
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 2; i++)
 		if (getnameinfo((struct sockaddr *)&ss[i], len[i], e->addr[i],
 		    sizeof(e->addr[i]), e->port[i], sizeof(e->port[i]),
 		    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
 			return -1;
-		e->params[2 * i] = e->addr[i];
-		e->params[2 * i + 1] = e->port[i];
-	}
+	e->params[0] = e->addr[0];
+	e->params[1] = e->port[0];
+	e->params[2] = e->addr[1];
+	e->params[3] = e->port[1];
 	return 0;
 }
 
@@ -928,7 +929,7 @@ tcp_direct(PGconn *c)
 {
 	struct conn_ends e;
 	const char *params[5];
-	char sql[512], why[256];
+	char proof[256], sql[512], why[256];
 	PGresult *res;
 	int rc;
 
@@ -936,8 +937,8 @@ tcp_direct(PGconn *c)
 		return 0;
 	memcpy(params, e.params, sizeof(e.params));
 	params[4] = NULL;
-	memcpy(sql, "SELECT ", 7);
-	conn_proof_sql(1, sql + 7, sizeof(sql) - 7);
+	conn_proof_sql(1, proof, sizeof(proof));
+	snprintf(sql, sizeof(sql), "SELECT %s", proof);
 	res = conn_exec(c, sql, params, CONN_ANSWER_MS, why, sizeof(why));
 	rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
 	    strcmp(PQgetvalue(res, 0, 0), "t") == 0;

@@ -374,6 +374,10 @@ lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	    a.n == 1 ? "" : ", ", a.n == 1 ? "" : a.e[1], r->prove ? " END" :
 	    "", a.e[0], a.n == 1 ? "" : "::text || ',' || ", a.n == 1 ? "" :
 	    a.e[1], r->prove ? ", " : "", proof);
+	if ((size_t)n >= sizeof(sql)) {
+		snprintf(err, errlen, "the lock statement is too long");
+		return -1;
+	}
 	/*
 	 * One round trip: settings, lock, check, sync. The flush after the
 	 * lock makes the server send its answer at once, not with the
