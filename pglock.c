@@ -705,19 +705,98 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	}
 }
 
-/* --once, --once-per, --record and --ok-within: where each applies. */
-static void
-check_once_or_err(const struct opts *o, int argc)
+/*
+ * What a command line asks for, as bits, so that the rules on what goes
+ * with what can be a table: the mode, then the options that some modes
+ * or options refuse.
+ */
+enum {
+	M_RUN = 1 << MODE_RUN, M_HOLD = 1 << MODE_HOLD,
+	M_STATUS = 1 << MODE_STATUS, M_EXPLAIN = 1 << MODE_EXPLAIN,
+	M_BREAK = 1 << MODE_BREAK, M_COUNTER = 1 << MODE_COUNTER,
+	M_FORGET = 1 << MODE_FORGET,
+	A_HASH = 1 << 8, A_NS = 1 << 9, A_ID = 1 << 10, A_JSON = 1 << 11,
+	A_MAX_TIME = 1 << 12, A_NO_FORK = 1 << 13, A_SLOTS = 1 << 14,
+	A_SHARED = 1 << 15, A_RECORD = 1 << 16, A_ONCE = 1 << 17,
+	A_PEEK = 1 << 18, A_FENCE = 1 << 19, A_SCOPE = 1 << 20,
+	A_COMMAND = 1 << 21	/* known once the arguments are read */
+};
+
+static unsigned
+asked(const struct opts *o)
 {
-	if (o->record && (o->mode != MODE_RUN || o->no_fork))
-		usage_err("%s", "--once, --once-per and --record record a "
-		    "COMMAND's outcome: not with -F, --hold, --status, "
-		    "--explain, --break, --forget or --version-counter");
-	if (o->once && (o->lock.shared || o->lock.slots > 0))
-		usage_err("%s", "--once and --once-per run one COMMAND for KEY: "
-		    "no -s or --slots");
-	if (o->ok_within_ms >= 0 && (o->mode != MODE_STATUS || argc != 1))
-		usage_err("%s", "--ok-within is for --status with one KEY");
+	return 1U << o->mode | (o->hash != NULL ? A_HASH : 0) |
+	    (o->has_ns ? A_NS : 0) | (o->raw_id ? A_ID : 0) |
+	    (o->json ? A_JSON : 0) | (o->max_ms > 0 ? A_MAX_TIME : 0) |
+	    (o->no_fork ? A_NO_FORK : 0) | (o->lock.slots > 0 ? A_SLOTS : 0) |
+	    (o->lock.shared ? A_SHARED : 0) | (o->record ? A_RECORD : 0) |
+	    (o->once ? A_ONCE : 0) | (o->peek ? A_PEEK : 0) |
+	    (o->fence ? A_FENCE : 0) | (o->scope != SCOPE_AUTO ? A_SCOPE : 0) |
+	    (o->argv != NULL ? A_COMMAND : 0);
+}
+
+/*
+ * A rule: when everything in `when` is asked for, one of `needs` (if
+ * any) must be too, and nothing of `refuses`; else the usage error says.
+ * In order: the first broken rule is the one reported.
+ */
+struct rule {
+	unsigned when, needs, refuses;
+	const char *says;
+};
+
+/* Before the arguments are read. */
+static const struct rule option_rules[] = {
+	{ A_HASH, 0, A_NS, "--namespace hashes with hashtext: no --hash" },
+	{ A_ID, 0, A_HASH | A_NS,
+	    "--id takes an id: no --hash or --namespace" },
+	{ A_JSON, M_STATUS | M_EXPLAIN | A_PEEK, 0,
+	    "--json is for --status, --explain and --peek" },
+	{ A_MAX_TIME, M_RUN | M_HOLD | M_COUNTER, A_NO_FORK,
+	    "--max-time bounds a COMMAND that pglock watches: not with -F, "
+	    "--status, --explain or --break" },
+	{ A_SLOTS, 0, A_SHARED | M_EXPLAIN | M_COUNTER,
+	    "--slots counts holders of a KEY: no -s, --explain or "
+	    "--version-counter" },
+	{ A_RECORD, M_RUN, A_NO_FORK,
+	    "--once, --once-per and --record record a COMMAND's outcome: not "
+	    "with -F, --hold, --status, --explain, --break, --forget or "
+	    "--version-counter" },
+	{ A_ONCE, 0, A_SHARED | A_SLOTS,
+	    "--once and --once-per run one COMMAND for KEY: no -s or --slots" },
+};
+
+/* Once KEY and COMMAND are known. */
+static const struct rule command_rules[] = {
+	{ M_HOLD, 0, A_COMMAND | A_NO_FORK,
+	    "--hold runs no COMMAND (and no -F): it holds KEY until its "
+	    "standard input ends" },
+	{ M_COUNTER | A_MAX_TIME, A_COMMAND, 0,
+	    "--max-time bounds a COMMAND: none given" },
+	{ A_PEEK, M_COUNTER, 0, "--peek needs --version-counter" },
+	{ A_PEEK, 0, A_COMMAND, "--peek runs no COMMAND" },
+	{ M_COUNTER, 0, A_FENCE,
+	    "--fence is for locks, not --version-counter" },
+	{ M_COUNTER, 0, A_SHARED,
+	    "--version-counter takes no shared lock (-s)" },
+	{ M_COUNTER, 0, A_NO_FORK,
+	    "--version-counter must commit after COMMAND: no -F" },
+	{ M_COUNTER, 0, A_ID,
+	    "--version-counter takes a TENANT name, not --id" },
+	{ M_COUNTER, 0, A_SCOPE,
+	    "--version-counter always holds its lock in a transaction: no "
+	    "--scope" },
+};
+
+static void
+rules_or_err(const struct opts *o, const struct rule *r, size_t n)
+{
+	unsigned got = asked(o);
+
+	for (; n-- > 0; r++)
+		if ((got & r->when) == r->when && ((r->needs != 0 &&
+		    (got & r->needs) == 0) || (got & r->refuses) != 0))
+			usage_err("%s", r->says);
 }
 
 /* The arguments after the options, and what may not go together. */
@@ -726,22 +805,10 @@ check_or_err(struct opts *o, int argc, char **argv)
 {
 	const char *what = o->mode == MODE_COUNTER ? "TENANT" : "KEY";
 
-	if (o->hash != NULL && o->has_ns)
-		usage_err("%s", "--namespace hashes with hashtext: no --hash");
-	if (o->raw_id && (o->hash != NULL || o->has_ns))
-		usage_err("%s", "--id takes an id: no --hash or --namespace");
-	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_EXPLAIN &&
-	    !o->peek)
-		usage_err("%s", "--json is for --status, --explain and --peek");
-	if (o->max_ms > 0 && (o->no_fork || (o->mode != MODE_RUN &&
-	    o->mode != MODE_HOLD && o->mode != MODE_COUNTER)))
-		usage_err("%s", "--max-time bounds a COMMAND that pglock "
-		    "watches: not with -F, --status, --explain or --break");
-	if (o->lock.slots > 0 && (o->lock.shared || o->mode == MODE_EXPLAIN ||
-	    o->mode == MODE_COUNTER))
-		usage_err("%s", "--slots counts holders of a KEY: no -s, "
-		    "--explain or --version-counter");
-	check_once_or_err(o, argc);
+	rules_or_err(o, option_rules, sizeof(option_rules) /
+	    sizeof(option_rules[0]));
+	if (o->ok_within_ms >= 0 && (o->mode != MODE_STATUS || argc != 1))
+		usage_err("%s", "--ok-within is for --status with one KEY");
 	if (o->mode == MODE_STATUS) {
 		o->keys = argv;		/* every argument is a KEY */
 		return;
@@ -776,31 +843,8 @@ check_or_err(struct opts *o, int argc, char **argv)
 		usage_err("%s", "missing COMMAND");
 	o->argv = o->shell_cmd != NULL ? shell_argv(o->shell_cmd) :
 	    argc > 0 ? argv : NULL;
-	if (o->mode == MODE_HOLD && (o->argv != NULL || o->no_fork))
-		usage_err("%s", "--hold runs no COMMAND (and no -F): it holds "
-		    "KEY until its standard input ends");
-	if (o->mode == MODE_COUNTER && o->argv == NULL && o->max_ms > 0)
-		usage_err("%s", "--max-time bounds a COMMAND: none given");
-
-	if (o->peek && o->mode != MODE_COUNTER)
-		usage_err("%s", "--peek needs --version-counter");
-	if (o->peek && o->argv != NULL)
-		usage_err("%s", "--peek runs no COMMAND");
-	if (o->mode != MODE_COUNTER)
-		return;
-	if (o->fence)
-		usage_err("%s", "--fence is for locks, not --version-counter");
-	if (o->lock.shared)
-		usage_err("%s", "--version-counter takes no shared lock (-s)");
-	if (o->no_fork)
-		usage_err("%s", "--version-counter must commit after COMMAND: "
-		    "no -F");
-	if (o->raw_id)
-		usage_err("%s", "--version-counter takes a TENANT name, not "
-		    "--id");
-	if (o->scope != SCOPE_AUTO)
-		usage_err("%s", "--version-counter always holds its lock in a "
-		    "transaction: no --scope");
+	rules_or_err(o, command_rules, sizeof(command_rules) /
+	    sizeof(command_rules[0]));
 }
 
 /* One getopt loop records the options; then one function checks them. */
