@@ -21,6 +21,7 @@
 #include "lib/key.h"
 #include "lib/lock.h"
 #include "lib/runs.h"
+#include "lib/slots.h"
 #include "inspect.h"
 #include "pglock.h"
 
@@ -287,7 +288,7 @@ show_status(const struct opts *o, PGconn *c)
 		}
 		/* --slots N: KEY is held when one of its slots is. */
 		for (j = 1, held = 0; j <= o->lock.slots; j++) {
-			lock_slot_key(&k, j, &slot);
+			slots_key(&k, j, &slot);
 			held |= print_locks(o, c, &slot, &printed);
 		}
 		all_held &= held;
@@ -332,7 +333,7 @@ break_holders(const struct opts *o, PGconn *c)
 	/* --slots N: each of KEY's slots, 1 to N. */
 	for (j = o->lock.slots > 0 ? 1 : 0; j <= o->lock.slots; j++) {
 		if (o->lock.slots > 0)
-			lock_slot_key(&o->lock.key, j, &k);
+			slots_key(&o->lock.key, j, &k);
 		n = locks_or_err("--break", c, &k, &rows);
 		for (i = 0; i < n; i++) {
 			if (!rows[i].held)

@@ -34,6 +34,7 @@
 #include "lib/lease.h"
 #include "lib/lock.h"
 #include "lib/runs.h"
+#include "lib/slots.h"
 #include "pglock.h"
 #include "run.h"
 
@@ -285,7 +286,7 @@ acquire_or_err(struct run *r)
 	if (!o->no_fork)
 		fork_watchdog_or_err(o, &r->ch);
 	if (r->lk.slots > 0) {
-		got = lock_slot(r->c, &r->lk, &r->backend_pid, &sig, why,
+		got = slots_take(r->c, &r->lk, &r->backend_pid, &sig, why,
 		    sizeof(why));
 		if (got == LOCK_ACQUIRED)
 			export_lock_env_or_err(r);

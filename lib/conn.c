@@ -783,7 +783,16 @@ conn_hide_password(char *conninfo)
 		memset(conninfo, 'x', strlen(conninfo));
 }
 
-PGresult *
+/*
+ * The next result of the query or pipeline in progress, or NULL at the end
+ * of a statement's results. While waiting, the first forwarded signal
+ * (sig.h) cancels the query on the server and is kept in *sig, and
+ * tick(arg), if set, is called every second. *failed is set, with the
+ * reason in err, when the connection fails (or a cancel gets no answer
+ * within 5 s). Seven parameters: a callback with its argument, and the
+ * reason's buffer with its size, go in pairs.
+ */
+static PGresult *
 conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
     char *err, size_t errlen)
 {
@@ -818,6 +827,49 @@ conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
 			return NULL;
 		}
 	}
+}
+
+PGresult *
+conn_pipe_next(PGconn *c, int *sig, void (*tick)(void *), void *arg,
+    char *err, size_t errlen)
+{
+	PGresult *res, *more;
+	int failed;
+
+	res = conn_next(c, sig, tick, arg, &failed, err, errlen);
+	if (res == NULL && !failed)
+		conn_reason(c, err, errlen);
+	if (res == NULL || PQresultStatus(res) == PGRES_PIPELINE_SYNC)
+		return res;
+	while ((more = conn_next(c, sig, NULL, NULL, &failed, err,
+	    errlen)) != NULL)
+		PQclear(more);
+	if (failed) {
+		/* Why it hung up, such as a pooler's refusal, came first. */
+		if (PQresultStatus(res) == PGRES_FATAL_ERROR)
+			conn_result_error(res, err, errlen);
+		PQclear(res);
+		return NULL;
+	}
+	return res;
+}
+
+int
+conn_pipe_end(PGconn *c, int *sig, char *err, size_t errlen)
+{
+	PGresult *res;
+	char later[256] = "";
+	int synced;
+
+	do {
+		if ((res = conn_pipe_next(c, sig, NULL, NULL, err != NULL ?
+		    err : later, err != NULL ? errlen : sizeof(later))) == NULL)
+			return -1;
+		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+		PQclear(res);
+	} while (!synced);
+	(void)PQexitPipelineMode(c);
+	return 0;
 }
 
 int

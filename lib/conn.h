@@ -55,7 +55,7 @@ int conn_send_setup(PGconn *c, long wait_ms, long lease_ms,
 
 /*
  * Queue sql with its n params on c, in pipeline mode (entered if need
- * be), for a conn_next() reader. Returns 0, or -1 with the reason in
+ * be), for conn_pipe_next() to read. Returns 0, or -1 with the reason in
  * PQerrorMessage(c).
  */
 int conn_queue(PGconn *c, const char *sql, int n, const char *const *params);
@@ -64,7 +64,7 @@ int conn_queue(PGconn *c, const char *sql, int n, const char *const *params);
 int conn_setup_standby(const PGresult *res);
 
 /*
- * From now on, every wait for an answer in conn_next() gives up at by
+ * From now on, every wait for an answer in conn_pipe_next() gives up at by
  * (mono_ms(); -1: never): the query is cancelled and the wait fails with
  * "the server did not answer within" ms/1000 seconds. For -w and -n: a
  * frozen or unreachable server must not outlast them.
@@ -156,16 +156,21 @@ int conn_cut(PGconn *c);
 void conn_reason(PGconn *c, char *err, size_t errlen);
 
 /*
- * The next result of the query or pipeline in progress, or NULL at the end
- * of a statement's results. While waiting, the first forwarded signal
- * (sig.h) cancels the query on the server and is kept in *sig, and
- * tick(arg), if set, is called every second. *failed is set, with the
- * reason in err, when the connection fails (or a cancel gets no answer
- * within 5 s). Seven parameters: a callback with its argument, and the
- * reason's buffer with its size, go in pairs.
+ * The one reader of pipelines: the next statement's result, with the NULL
+ * that ends it read too, or the PGRES_PIPELINE_SYNC; NULL (the reason in
+ * err) if the connection failed. While waiting, the first forwarded
+ * signal (sig.h) cancels the query on the server and is kept in *sig, and
+ * tick(arg), if set, is called every second.
  */
-PGresult *conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg,
-    int *failed, char *err, size_t errlen);
+PGresult *conn_pipe_next(PGconn *c, int *sig, void (*tick)(void *),
+    void *arg, char *err, size_t errlen);
+
+/*
+ * Read what is left of the pipeline up to its sync, and leave pipeline
+ * mode: 0, or -1 if the connection failed. With err NULL, the caller has
+ * the reason already: the first one is what matters.
+ */
+int conn_pipe_end(PGconn *c, int *sig, char *err, size_t errlen);
 
 /*
  * Ask the server to cancel the running query: a lock waiter leaves the

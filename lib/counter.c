@@ -149,7 +149,7 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 	const char *params[2] = { r->tenant, id[0] };
 	enum counter_result out = COUNTER_ERROR;
 	PGresult *res;
-	int step, failed, errors = 0;
+	int step, errors = 0;
 
 	(void)key_params(&lk->key, id);
 	snprintf(sql, sizeof(sql), "WITH l AS (%s)"
@@ -168,29 +168,19 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return COUNTER_ERROR;
 	}
-	/* Steps: BEGIN, settings, bump (each ends with NULL), sync. */
-	for (step = 0; step < 4;) {
-		res = conn_next(c, &b->sig, NULL, NULL, &failed, err, errlen);
-		if (failed)
+	/* BEGIN, the settings, the bump; then the sync. */
+	for (step = 0; step < 3; step++) {
+		if ((res = conn_pipe_next(c, &b->sig, NULL, NULL, err,
+		    errlen)) == NULL)
 			return b->sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
-		if (res == NULL) {
-			if (step < 3)
-				step++;
-			continue;
-		}
-		if (step == 3) {
-			if (PQresultStatus(res) == PGRES_PIPELINE_SYNC)
-				step++;
-		} else if (PQresultStatus(res) == PGRES_FATAL_ERROR &&
-		    !errors++) {
+		if (PQresultStatus(res) == PGRES_FATAL_ERROR && !errors++) {
 			/* The first error is the one that matters. */
 			if (conn_is_state(res, "55P03"))
 				out = COUNTER_BUSY;
 			else if (conn_is_state(res, "42P01"))
 				b->no_table = 1;
 			else
-				conn_result_error(res, err,
-				    errlen);
+				conn_result_error(res, err, errlen);
 		} else if (step == 2 && PQresultStatus(res) == PGRES_TUPLES_OK) {
 			if (PQntuples(res) == 0) {
 				out = COUNTER_BUSY;
@@ -202,7 +192,8 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 		}
 		PQclear(res);
 	}
-	(void)PQexitPipelineMode(c);
+	if (conn_pipe_end(c, &b->sig, NULL, 0) == -1)
+		return b->sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
 	if (b->sig != 0)
 		return COUNTER_INTERRUPTED;
 	return out;

@@ -2,9 +2,12 @@
 /*
  * lock: the SQL side of an advisory lock. Acquisition is one pipeline
  * ([BEGIN;] settings; lock; verify in pg_locks) so that pglock pays a single
- * round trip. A session lock is for a connection proven direct; elsewhere
- * the lock is a transaction's, which pins the server connection in any
- * pooler and goes with a rollback or a dropped connection.
+ * round trip. A session lock is for a connection proven direct (over TCP
+ * the proof rides in the same pipeline); elsewhere the lock is a
+ * transaction's, which pins the server connection in any pooler and goes
+ * with a rollback or a dropped connection. The lease's periodic check is
+ * read here by a reader of its own, which never waits: lib/child's loop
+ * calls it once the answer has come in.
  */
 #include <errno.h>
 #include <limits.h>
@@ -136,8 +139,8 @@ lock_check_send(PGconn *c, const struct lock_req *r, char *err,
 }
 
 /* Column col of a one-row result as a backend pid; -1 if it is not one. */
-static int
-result_pid(PGresult *res, int col, int *pid, char *err, size_t errlen)
+int
+lock_result_pid(PGresult *res, int col, int *pid, char *err, size_t errlen)
 {
 	char *end;
 	long v;
@@ -169,7 +172,7 @@ check_result(PGresult *res, int *pid, char *err, size_t errlen)
 		    "is not PostgreSQL's");
 		return -1;
 	}
-	if (pid != NULL && result_pid(res, 0, pid, err, errlen) == -1)
+	if (pid != NULL && lock_result_pid(res, 0, pid, err, errlen) == -1)
 		return -1;
 	if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
 		snprintf(err, errlen, "the lock is not held by this session");
@@ -218,8 +221,8 @@ lock_check_read(PGconn *c, char *err, size_t errlen)
  * transaction pooler may hand that one to another server process, which
  * does not hold the lock.
  */
-static enum lock_result
-recheck(PGconn *c, const struct lock_req *r, int pid, char *err,
+enum lock_result
+lock_recheck(PGconn *c, const struct lock_req *r, int pid, char *err,
     size_t errlen)
 {
 	int held, pid2 = 0;
@@ -233,11 +236,11 @@ recheck(PGconn *c, const struct lock_req *r, int pid, char *err,
 }
 
 /* A standby's advisory locks exclude nobody on the primary. */
-static const char standby_said[] = "the server is a standby (in recovery), "
+const char lock_standby_said[] = "the server is a standby (in recovery), "
     "where an advisory lock excludes nobody";
 
 /* [xact][try][shared] */
-static const char *const lock_fn[2][2][2] = {
+static const char *const lock_fns[2][2][2] = {
 	{ { "pg_catalog.pg_advisory_lock",
 	    "pg_catalog.pg_advisory_lock_shared" },
 	  { "pg_catalog.pg_try_advisory_lock",
@@ -248,63 +251,15 @@ static const char *const lock_fn[2][2][2] = {
 	    "pg_catalog.pg_try_advisory_xact_lock_shared" } }
 };
 
-/*
- * The next statement's result from the acquisition pipeline, with the NULL
- * that ends it read too; NULL (reason in err) if the connection failed.
- * Until the lock's answer is in (waiting), r->waiting ticks each second.
- */
-static PGresult *
-next_result(PGconn *c, const struct lock_req *r, int waiting, int *sig,
-    char *err, size_t errlen)
+const char *
+lock_fn(int xact, int try, int shared)
 {
-	PGresult *res, *more;
-	int failed;
-
-	res = conn_next(c, sig, waiting ? r->waiting : NULL, r->waiting_arg,
-	    &failed, err, errlen);
-	if (res == NULL && !failed)
-		conn_reason(c, err, errlen);
-	if (res == NULL || PQresultStatus(res) == PGRES_PIPELINE_SYNC)
-		return res;
-	while ((more = conn_next(c, sig, NULL, NULL, &failed, err,
-	    errlen)) != NULL)
-		PQclear(more);
-	if (failed) {
-		/* Why it hung up, such as a pooler's refusal, came first. */
-		if (PQresultStatus(res) == PGRES_FATAL_ERROR)
-			conn_result_error(res, err, errlen);
-		PQclear(res);
-		return NULL;
-	}
-	return res;
-}
-
-/*
- * Read what is left of the pipeline up to its sync, and leave it. With err
- * NULL, the caller has the reason already: the first one is what matters.
- */
-static int
-end_pipeline(PGconn *c, const struct lock_req *r, int *sig, char *err,
-    size_t errlen)
-{
-	PGresult *res;
-	char later[256] = "";
-	int synced;
-
-	do {
-		if ((res = next_result(c, r, 0, sig, err != NULL ? err : later,
-		    err != NULL ? errlen : sizeof(later))) == NULL)
-			return -1;
-		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
-		PQclear(res);
-	} while (!synced);
-	(void)PQexitPipelineMode(c);
-	return 0;
+	return lock_fns[xact != 0][try != 0][shared != 0];
 }
 
 /* The lock call's answer: granted (with pid and id), busy, or an error. */
-static enum lock_result
-lock_result(PGresult *res, struct lock_req *r, int *backend_pid, char *err,
+enum lock_result
+lock_answer(PGresult *res, struct lock_req *r, int *backend_pid, char *err,
     size_t errlen)
 {
 	const char *state;
@@ -328,7 +283,7 @@ lock_result(PGresult *res, struct lock_req *r, int *backend_pid, char *err,
 	}
 	if (strcmp(PQgetvalue(res, 0, 0), "f") == 0)
 		return LOCK_BUSY;
-	if (result_pid(res, 1, backend_pid, err, errlen) == -1)
+	if (lock_result_pid(res, 1, backend_pid, err, errlen) == -1)
 		return LOCK_ERROR;
 	/* The id as the server computed it, for server-side schemes. */
 	if (key_parse_id(PQgetvalue(res, 0, 2), &k, why, sizeof(why)) == 0) {
@@ -370,7 +325,7 @@ lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	/* The lock, then the backend's pid and the id, as text. */
 	n += snprintf(sql + n, sizeof(sql) - (size_t)n, "%s(%s%s%s)%s, "
 	    "pg_catalog.pg_backend_pid(), %s%s%s%s%s",
-	    lock_fn[r->xact][r->wait_ms == 0][r->shared], a.e[0],
+	    lock_fn(r->xact, r->wait_ms == 0, r->shared), a.e[0],
 	    a.n == 1 ? "" : ", ", a.n == 1 ? "" : a.e[1], r->prove ? " END" :
 	    "", a.e[0], a.n == 1 ? "" : "::text || ',' || ", a.n == 1 ? "" :
 	    a.e[1], r->prove ? ", " : "", proof);
@@ -410,32 +365,35 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	int set, unproven;
 
 	*sig = 0;
-	if ((res = next_result(c, r, 1, sig, err, errlen)) == NULL)
+	if ((res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg, err,
+	    errlen)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 	if (r->xact && PQresultStatus(res) == PGRES_COMMAND_OK) {
 		/* BEGIN; then the settings */
 		PQclear(res);
-		if ((res = next_result(c, r, 1, sig, err, errlen)) == NULL)
+		if ((res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg, err,
+	    errlen)) == NULL)
 			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 	}
 	set = PQresultStatus(res) == PGRES_TUPLES_OK;
 	if (!set)		/* the lock's answer is then ABORTED */
 		conn_result_error(res, err, errlen);
 	else if ((set = !conn_setup_standby(res)) == 0)
-		snprintf(err, errlen, "%s", standby_said);
+		snprintf(err, errlen, "%s", lock_standby_said);
 	PQclear(res);
-	if ((res = next_result(c, r, 1, sig, err, errlen)) == NULL)
+	if ((res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg, err,
+	    errlen)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 	/* Under prove, maybe a pooler: then nothing was taken. */
 	unproven = set && r->prove && PQresultStatus(res) == PGRES_TUPLES_OK &&
 	    PQntuples(res) == 1 && PQnfields(res) == 4 &&
 	    strcmp(PQgetvalue(res, 0, 3), "t") != 0;
-	out = set && !unproven ? lock_result(res, r, backend_pid, err,
+	out = set && !unproven ? lock_answer(res, r, backend_pid, err,
 	    errlen) : LOCK_ERROR;
 	PQclear(res);
 	if (out == LOCK_ACQUIRED && *sig == 0)
 		return LOCK_ACQUIRED;
-	if (end_pipeline(c, r, sig, out == LOCK_ERROR && !unproven ? NULL :
+	if (conn_pipe_end(c, sig, out == LOCK_ERROR && !unproven ? NULL :
 	    err, errlen) == -1) {
 		out = LOCK_ERROR;
 		unproven = 0;
@@ -465,21 +423,22 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 		held = backend_pid == PQbackendPID(c);
 		snprintf(err, errlen, "the lock is not held by this session");
 	} else {
-		if ((res = next_result(c, r, 0, sig, err, errlen)) == NULL)
+		if ((res = conn_pipe_next(c, sig, NULL, NULL, err, errlen)) ==
+		    NULL)
 			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 		held = check_result(res, NULL, err, errlen);
 		PQclear(res);
 	}
 	if (held != -1)
 		out = held == 1 ? LOCK_ACQUIRED : LOCK_NOT_REAL;
-	if (end_pipeline(c, r, sig, out == LOCK_ERROR ? NULL : err, errlen) ==
+	if (conn_pipe_end(c, sig, out == LOCK_ERROR ? NULL : err, errlen) ==
 	    -1)
 		out = LOCK_ERROR;
 	if (*sig != 0)
 		return LOCK_INTERRUPTED;
 	/* A transaction's lock stays on its server connection, pooled or not. */
 	if (out == LOCK_ACQUIRED && !r->xact && backend_pid != PQbackendPID(c))
-		out = recheck(c, r, backend_pid, err, errlen);
+		out = lock_recheck(c, r, backend_pid, err, errlen);
 	return out;
 }
 
@@ -600,244 +559,4 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	}
 	PQclear(res);
 	return n;
-}
-
-void
-lock_slot_key(const struct key *base, int i, struct key *out)
-{
-	char id[48], buf[96], err[64];
-	int n;
-
-	key_format(base, id, sizeof(id));
-	/* NULs apart, as the counter's: no KEY on a command line is this. */
-	n = snprintf(buf, sizeof(buf), "pglock-slot%c%s%c%d", '\0', id, '\0',
-	    i);
-	(void)key_hash(buf, (size_t)n, out, err, sizeof(err));
-}
-
-/* One wait for slots: the connection, the request, and where errors go. */
-struct slotter {
-	PGconn *c;
-	struct lock_req *r;
-	int *sig;
-	char *err;
-	size_t errlen;
-};
-
-/*
- * Send sql (params NULL-terminated) as a pipeline of its own, after BEGIN
- * and the settings when first, and read its answer; NULL (reason in err)
- * if it failed. A signal that came meanwhile is left in *s->sig.
- */
-static PGresult *
-exchange(const struct slotter *s, const char *sql, const char **params,
-    int first)
-{
-	const struct lock_req *r = s->r;
-	PGresult *res;
-	int n = 0, steps;
-
-	while (params[n] != NULL)
-		n++;
-	steps = first ? 1 + r->xact : 0;
-	if (!PQenterPipelineMode(s->c) || (first &&
-	    conn_send_setup(s->c, r->wait_ms, r->lease_ms, r->xact ? CONN_XACT :
-	    CONN_SESSION, s->err, s->errlen) == -1) ||
-	    conn_queue(s->c, sql, n, params) == -1 ||
-	    !PQpipelineSync(s->c)) {
-		conn_oneline(PQerrorMessage(s->c), s->err, s->errlen);
-		return NULL;
-	}
-	/* BEGIN and the settings answer first; the first error is kept. */
-	while ((res = next_result(s->c, r, 1, s->sig, s->err, s->errlen)) !=
-	    NULL && steps-- > 0) {
-		if ((PQresultStatus(res) != PGRES_COMMAND_OK &&
-		    PQresultStatus(res) != PGRES_TUPLES_OK) ||
-		    conn_setup_standby(res)) {
-			if (conn_setup_standby(res))
-				snprintf(s->err, s->errlen, "%s", standby_said);
-			else
-				conn_result_error(res, s->err, s->errlen);
-			PQclear(res);
-			(void)end_pipeline(s->c, r, s->sig, NULL, 0);
-			return NULL;
-		}
-		PQclear(res);
-	}
-	/* A signal that came meanwhile is the caller's to look at. */
-	if (res == NULL || end_pipeline(s->c, r, s->sig, NULL, 0) == -1) {
-		PQclear(res);
-		return NULL;
-	}
-	return res;
-}
-
-/* Where the slots' loop stands after a round. */
-enum slot_state {
-	SLOT_FAILED = -1,	/* the reason is in err */
-	SLOT_NONE,		/* none free: done for -n, or at -w's end */
-	SLOT_WAITING,		/* in the queue: try the slots (again) */
-	SLOT_GOT		/* r->slot is this session's */
-};
-
-/* The slot statement's answer: SLOT_GOT, SLOT_NONE or SLOT_FAILED. */
-static enum slot_state
-slot_answer(PGresult *res, struct lock_req *r, int *pid, char *err,
-    size_t errlen)
-{
-	enum slot_state got = SLOT_FAILED;
-
-	if (res == NULL)
-		return SLOT_FAILED;
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		conn_result_error(res, err, errlen);
-	else if (PQntuples(res) == 0)
-		got = SLOT_NONE;
-	else if (PQnfields(res) != 3 || strcmp(PQgetvalue(res, 0, 2), "t") != 0)
-		snprintf(err, errlen, "the server's answer to the slot call is "
-		    "not PostgreSQL's");
-	else if (result_pid(res, 1, pid, err, errlen) == 0) {
-		r->slot = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
-		got = SLOT_GOT;
-	}
-	PQclear(res);
-	return got;
-}
-
-/*
- * Waiters queue in arrival order on the queue's lock, a session's even in
- * a transaction (which pins a pooler's server connection until it is
- * unlocked): SLOT_WAITING once in it, SLOT_NONE if -w ran out first.
- */
-static enum slot_state
-join_queue(const struct slotter *s, const char **qparams, int *pid)
-{
-	PGresult *res = exchange(s, "SELECT true FROM pg_catalog."
-	    "pg_advisory_lock($1::bigint)", qparams, 1);
-	enum slot_state got = res == NULL ? SLOT_FAILED :
-	    PQresultStatus(res) == PGRES_TUPLES_OK ? SLOT_WAITING :
-	    lock_result(res, s->r, pid, s->err, s->errlen) == LOCK_BUSY ?
-	    SLOT_NONE : SLOT_FAILED;
-
-	PQclear(res);
-	return got;
-}
-
-/* A tenth of a second between two tries, on the server: 0, or -1. */
-static int
-nap(const struct slotter *s)
-{
-	const char *none[1] = { NULL };
-	PGresult *res = exchange(s, "SELECT pg_catalog.pg_sleep(0.1)", none, 0);
-	int rc = res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : -1;
-
-	if (res != NULL && rc == -1)
-		conn_result_error(res, s->err, s->errlen);
-	PQclear(res);
-	return rc;
-}
-
-/*
- * Give the queue's lock up when no slot was got, so the next waiter goes
- * on. Through a pooler the lock is the server connection's, which stays
- * this client's only while the transaction is open: so the unlock comes
- * before the transaction ends, and a failed transaction is rolled back
- * AND CHAIN (open again, on the same server connection) first.
- */
-static void
-leave_queue(PGconn *c, const struct lock_req *r, const char *qparams[])
-{
-	char why[256];
-
-	if (r->xact && PQtransactionStatus(c) == PQTRANS_INERROR)
-		PQclear(conn_exec(c, "ROLLBACK AND CHAIN", NULL, CONN_ANSWER_MS,
-		    why, sizeof(why)));
-	PQclear(conn_exec(c, "SELECT pg_catalog.pg_advisory_unlock($1::bigint)",
-	    qparams, CONN_ANSWER_MS, why, sizeof(why)));
-}
-
-/* The ids of slots 1..n of base as an array literal, {id1,id2,...}. */
-static char *
-slot_array(const struct key *base, int n)
-{
-	size_t len = (size_t)n * 24 + 3, used = 0;
-	char ids[2][24], *list;
-	struct key k;
-	int i;
-
-	if ((list = malloc(len)) == NULL)
-		return NULL;
-	for (i = 1; i <= n; i++) {
-		lock_slot_key(base, i, &k);
-		(void)key_params(&k, ids);
-		used += (size_t)snprintf(list + used, len - used, "%c%s",
-		    i > 1 ? ',' : '{', ids[0]);
-	}
-	snprintf(list + used, len - used, "}");
-	return list;
-}
-
-enum lock_result
-lock_slot(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
-    char *err, size_t errlen)
-{
-	struct slotter s = { c, r, sig, err, errlen };
-	struct key k;
-	long until = r->wait_ms > 0 ? mono_ms() + r->wait_ms : -1;
-	char qid[24], ids[2][24], sql[512], *list;
-	const char *qparams[2] = { qid, NULL }, *params[3];
-	enum slot_state got;
-	int queued, rounds = 0;
-
-	*sig = 0;
-	lock_slot_key(&r->key, 0, &k);
-	(void)key_params(&k, ids);
-	snprintf(qid, sizeof(qid), "%s", ids[0]);
-	if ((list = slot_array(&r->key, r->slots)) == NULL) {
-		snprintf(err, errlen, "malloc: %s", strerror(errno));
-		return LOCK_ERROR;
-	}
-	params[0] = list;
-	params[1] = r->wait_ms == 0 ? NULL : qid;
-	params[2] = NULL;
-	/* The first free slot, in order; waiters also unlock the queue. */
-	snprintf(sql, sizeof(sql), "SELECT t.i, pg_catalog.pg_backend_pid(), %s"
-	    " FROM (SELECT i FROM pg_catalog.unnest($1::bigint[]) WITH ORDINALITY AS"
-	    " u(id, i) WHERE %s(id) LIMIT 1) t", r->wait_ms == 0 ? "true" :
-	    "pg_catalog.pg_advisory_unlock($2::bigint)",
-	    lock_fn[r->xact][1][0]);
-	/* -n: a free slot now, or none; no queue to wait in. */
-	got = r->wait_ms == 0 ? slot_answer(exchange(&s, sql, params, 1), r,
-	    backend_pid, err, errlen) : join_queue(&s, qparams, backend_pid);
-	queued = got == SLOT_WAITING;
-	/* Only the queue's holder tries the slots: at once, then every 0.1 s. */
-	while (got == SLOT_WAITING && *sig == 0) {
-		if (rounds++ > 0) {
-			if (nap(&s) == -1) {
-				got = SLOT_FAILED;
-				break;
-			}
-			if (r->waiting != NULL && rounds % 10 == 0)
-				r->waiting(r->waiting_arg);
-		}
-		got = slot_answer(exchange(&s, sql, params, 0), r, backend_pid,
-		    err, errlen);
-		if (got == SLOT_GOT)
-			queued = 0;
-		else if (got == SLOT_NONE && (until < 0 || mono_ms() < until))
-			got = SLOT_WAITING;
-	}
-	free(list);
-	if (queued)
-		leave_queue(c, r, qparams);
-	if (*sig != 0)
-		return LOCK_INTERRUPTED;
-	if (got != SLOT_GOT)
-		return got == SLOT_NONE ? LOCK_BUSY : LOCK_ERROR;
-	lock_slot_key(&r->key, r->slot, &r->key);
-	/* As lock_verify: held by this very backend (and no snapshot kept). */
-	if (r->local && !r->xact)
-		return *backend_pid == PQbackendPID(c) ? LOCK_ACQUIRED :
-		    LOCK_NOT_REAL;
-	return recheck(c, r, *backend_pid, err, errlen);
 }

@@ -25,7 +25,7 @@ struct lock_req {
 	long lease_ms;		/* the server ends a holder silent this long
 				   (lease.h's S); 0: never */
 	int slots;		/* --slots N: one of N locks; 0: the key's */
-	int slot;		/* lock_slot(): which one, 1..N */
+	int slot;		/* slots_take(): which one, 1..N */
 	void (*waiting)(void *);	/* if set, called each second of waiting */
 	void *waiting_arg;
 };
@@ -87,17 +87,31 @@ int lock_check_read(PGconn *c, char *err, size_t errlen);
 int lock_release(PGconn *c, const struct lock_req *r, long ms, char *err,
     size_t errlen);
 
-/*
- * --slots: take the first free of r->slots locks (lock_slot_key 1..N),
- * waiters queueing in arrival order on lock_slot_key 0, which only the
- * first of them holds, and only while it waits. Then r->slot says which,
- * r->key is its key, and the lock is verified as lock_verify() does.
- */
-enum lock_result lock_slot(PGconn *c, struct lock_req *r, int *backend_pid,
-    int *sig, char *err, size_t errlen);
+/* For lib/slots, which builds its own statements on the same parts: */
 
-/* The key of slot i (1..N) of base; i = 0: the queue of its waiters. */
-void lock_slot_key(const struct key *base, int i, struct key *out);
+/* The lock function: [pg_try_]advisory[_xact]_lock[_shared], qualified. */
+const char *lock_fn(int xact, int try, int shared);
+
+/*
+ * A lock call's answer (the call, the backend's pid, the id as text):
+ * granted (r->key gets the id the server computed), busy, or an error.
+ */
+enum lock_result lock_answer(PGresult *res, struct lock_req *r,
+    int *backend_pid, char *err, size_t errlen);
+
+/* Column col of a one-row result as a backend pid: 0, or -1 if not one. */
+int lock_result_pid(PGresult *res, int col, int *pid, char *err,
+    size_t errlen);
+
+/*
+ * Through a pooler, PQbackendPID() is the pooler's invention: check again,
+ * in a transaction of its own, that backend pid holds r's lock.
+ */
+enum lock_result lock_recheck(PGconn *c, const struct lock_req *r, int pid,
+    char *err, size_t errlen);
+
+/* The reason given when the server is a standby. */
+extern const char lock_standby_said[];
 
 /* One advisory lock held or awaited, and by whom, as --status lists it. */
 struct lock_row {

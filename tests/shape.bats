@@ -33,7 +33,7 @@ long_functions() {
 
 @test "a run reads in one file: only run.c takes, verifies, watches and releases a lock" {
 	cd "$SRC_DIR"
-	run grep -l 'lock_send\|lock_wait\|lock_verify\|lock_slot(\|child_spawn\|child_open_gate\|child_wait\|lock_release\|lease_start' ./*.c
+	run grep -l 'lock_send\|lock_wait\|lock_verify\|slots_take(\|child_spawn\|child_open_gate\|child_wait\|lock_release\|lease_start' ./*.c
 	assert_success
 	assert_output './run.c'
 }

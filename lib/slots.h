@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * slots: --slots N, one of N advisory locks on a KEY, taken in the order
+ * the waiters came.
+ */
+#ifndef PGLOCK_SLOTS_H
+#define PGLOCK_SLOTS_H
+
+#include <libpq-fe.h>
+
+#include "key.h"
+#include "lock.h"
+
+/*
+ * Take the first free of r->slots locks (slots_key 1..N), waiters
+ * queueing in arrival order on slots_key 0, which only the first of them
+ * holds, and only while it waits. Then r->slot says which, r->key is its
+ * key, and the lock is verified as lock_verify() does. The lock is
+ * released with lock_release(); the results are lock_wait()'s.
+ */
+enum lock_result slots_take(PGconn *c, struct lock_req *r, int *backend_pid,
+    int *sig, char *err, size_t errlen);
+
+/* The key of slot i (1..N) of base; i = 0: the queue of its waiters. */
+void slots_key(const struct key *base, int i, struct key *out);
+
+#endif
