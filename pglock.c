@@ -970,6 +970,19 @@ connect_or_err(const struct opts *o)
 	}
 }
 
+/* Every option's default, as the man page gives it; the rest is 0. */
+static const struct opts defaults = {
+	.lock = { .wait_ms = -1 },		/* wait for ever */
+	.conn = { .connect_ms = 30000 },	/* --connect-timeout 30 */
+	.conflict_exit = EXIT_CONFLICT,		/* -E 1 */
+	.check_ms = 5000,			/* --check-interval 5 */
+	.lost_sig = SIGTERM,			/* --lost-signal TERM */
+	.kill_after_ms = 10000,			/* --kill-after 10 */
+	.table_sql = "\"pglock_versions\"",	/* --counter-table */
+	.runs_sql = "\"pglock_runs\"",		/* --runs-table */
+	.ok_within_ms = -1,			/* no --ok-within */
+};
+
 /*
  * With stdin, stdout or stderr closed, the next open() (libpq's socket)
  * would take its number, and output meant for stdout would go to the
@@ -997,19 +1010,9 @@ main(int argc, char **argv)
 	int status;
 
 	guard_std_fds();
-	memset(&o, 0, sizeof(o));
+	o = defaults;
 	o.caller = getppid();
 	start = mono_ms();
-	o.lock.wait_ms = -1;
-	o.conn.connect_ms = 30000;
-	o.conflict_exit = EXIT_CONFLICT;
-	o.check_ms = 5000;
-	o.lost_sig = SIGTERM;
-	o.kill_after_ms = 10000;
-	(void)counter_table_sql("pglock_versions", o.table_sql,
-	    sizeof(o.table_sql));
-	(void)counter_table_sql("pglock_runs", o.runs_sql, sizeof(o.runs_sql));
-	o.ok_within_ms = -1;
 	parse_or_err(argc, argv, &o);
 	scrub_env();
 
