@@ -384,7 +384,7 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 	char sql[2048], local[32], ms[3][32];
 	const char *params[7] = { ms[0], ms[1], ms[2] };
 	const Oid text[7] = { 25, 25, 25, 25, 25, 25, 25 };	/* TEXTOID */
-	PQconninfoOption *info = PQconninfo(c);
+	PQconninfoOption *info;
 	struct conn_ends e;
 	size_t i, n;
 	int tcp = conn_ends(c, &e) == 0;
@@ -406,6 +406,7 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 		memcpy(params + 3, e.params, sizeof(e.params));
 		snprintf(local, sizeof(local), "p.direct IS NOT TRUE");
 	}
+	info = PQconninfo(c);
 	/*
 	 * First, in the same transaction as the lock: is this a standby?
 	 * Through a pooler, the answer at connection may have come from
@@ -430,11 +431,11 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 		n = strlen(sql);
 		n += (size_t)snprintf(sql + n, sizeof(sql) - n, " AS direct) p");
 	}
+	PQconninfoFree(info);
 	if (n >= sizeof(sql)) {
 		snprintf(err, errlen, "the set-up statement is too long");
 		return -1;
 	}
-	PQconninfoFree(info);
 	snprintf(ms[0], sizeof(ms[0]), "%ld", wait_ms > 0 ? wait_ms : 0);
 	snprintf(ms[1], sizeof(ms[1]), "%ld", lease_ms);
 	/* Without a lease, TCP's bound is the one libpq has on pglock's end. */
@@ -948,11 +949,14 @@ conn_ends(PGconn *c, struct conn_ends *e)
 	len[1] = sizeof(ss[1]);
 	if (getpeername(PQsocket(c), (struct sockaddr *)&ss[1], &len[1]) == -1)
 		return -1;
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2; i++) {
 		if (getnameinfo((struct sockaddr *)&ss[i], len[i], e->addr[i],
 		    sizeof(e->addr[i]), e->port[i], sizeof(e->port[i]),
 		    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
 			return -1;
+		/* A link-local zone ("fe80::1%eth0"): inet takes none. */
+		e->addr[i][strcspn(e->addr[i], "%")] = '\0';
+	}
 	e->params[0] = e->addr[0];
 	e->params[1] = e->port[0];
 	e->params[2] = e->addr[1];
@@ -1001,6 +1005,7 @@ tcp_direct(PGconn *c)
 enum conn_path
 conn_direct(PGconn *c, int ask)
 {
+	struct conn_ends e;
 	struct sockaddr_storage ss;
 	socklen_t len;
 
@@ -1008,7 +1013,8 @@ conn_direct(PGconn *c, int ask)
 		return CONN_UNPROVEN;
 	if (ss.ss_family == AF_UNIX)
 		return unix_direct(c) ? CONN_DIRECT_LOCAL : CONN_UNPROVEN;
+	/* TCP whose ends can be named, for the proof in the lock's pipeline. */
 	if (!ask)
-		return CONN_TCP;
+		return conn_ends(c, &e) == 0 ? CONN_TCP : CONN_UNPROVEN;
 	return tcp_direct(c) ? CONN_DIRECT_TCP : CONN_UNPROVEN;
 }

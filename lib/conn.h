@@ -121,7 +121,8 @@ enum conn_path {
  * own address and port; over a Unix socket (Linux, no round trip) the
  * backend pid libpq was given is a child of the process listening on the
  * socket. Without ask, TCP is CONN_TCP: the caller asks in a query of its
- * own, with conn_proof_sql().
+ * own, with conn_proof_sql() (CONN_UNPROVEN if conn_ends() cannot name
+ * both ends for it).
  */
 enum conn_path conn_direct(PGconn *c, int ask);
 

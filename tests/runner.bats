@@ -244,6 +244,25 @@ idle in transaction"
 	assert_line $'scope\ttransaction: held by a transaction left open'
 }
 
+@test "over IPv6 link-local, whose address names a zone (fe80::1%veth), the path is proven direct too" {
+	netns_up
+	ip -6 addr add fe80::213:1/64 dev "$host" nodad ||
+		skip "no IPv6 on this machine's links"
+	ip netns exec "$ns" ip -6 addr add fe80::213:2/64 dev "$peer" nodad
+	hba=$PGLOCK_TEST_PGDATA/pg_hba.conf
+	cp "$hba" "$BATS_TEST_TMPDIR/hba"
+	CLEANUP="cp '$BATS_TEST_TMPDIR/hba' '$hba'; psql -XAtqc 'SELECT pg_reload_conf()'"
+	echo "host all all fe80::213:2/128 trust" >>"$hba"
+	sql "SELECT pg_reload_conf()" >/dev/null
+	# The proof compares inet values, which take no zone: it failed, and
+	# the run with it (69), where a failed proof means a transaction's lock.
+	run -0 --separate-stderr timeout 20 ip netns exec "$ns" "$PGLOCK" -h "fe80::213:1%$peer" -p "$PGPORT" zone-k sh -c 'echo "$PGLOCK_SCOPE"'
+	assert_output session
+	run -0 --separate-stderr timeout 20 ip netns exec "$ns" "$PGLOCK" --slots 2 -h "fe80::213:1%$peer" -p "$PGPORT" zone-k sh -c 'echo "$PGLOCK_SCOPE"'
+	assert_output session
+	free "$(sha_id zone-k)"
+}
+
 @test "an unreachable server gives 69 with libpq's reason" {
 	run -69 --separate-stderr pglock --connect-timeout 0 -h /nonexistent-dir k true
 	assert_output ''
