@@ -179,7 +179,7 @@ assert_one_to() {
 	# B's number was printed while A's command still waits on the fifo.
 	alive "$(bgpid a)"
 	[ ! -e "$BATS_TEST_TMPDIR/fifo.done" ]
-	echo go >"$BATS_TEST_TMPDIR/fifo"
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	bgwait a 10
 	[ "$bg_status" -eq 0 ]
 	[ "$(cat "$BATS_TEST_TMPDIR/fifo.started")" = 1 ]
@@ -195,7 +195,7 @@ assert_one_to() {
 	[ "$(waiters_of c-wait)" -eq 1 ]
 	alive "$(bgpid a2)"
 	[ ! -s "$BATS_TEST_TMPDIR/a2.out" ]
-	echo go >"$BATS_TEST_TMPDIR/fifo"
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	bgwait a 10
 	[ "$bg_status" -eq 0 ]
 	bgwait a2 10
@@ -225,7 +225,7 @@ assert_one_to() {
 	run -0 timeout 5 "$PGLOCK" --version-counter --peek c-peekrun
 	assert_output 1
 	alive "$(bgpid a)"
-	echo go >"$BATS_TEST_TMPDIR/fifo"
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	bgwait a 10
 	[ "$bg_status" -eq 0 ]
 	run -0 peek c-peekrun
@@ -298,7 +298,7 @@ assert_one_to() {
 	assert_output ''
 	[ "$stderr" = "pglock: c-busy: another allocation holds the tenant's lock" ]
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
-	echo go >"$BATS_TEST_TMPDIR/fifo"
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	bgwait a 10
 	[ "$bg_status" -eq 0 ]
 	run -0 vc c-busy
@@ -439,7 +439,7 @@ assert_one_to() {
 	bg h1 pglock --fence c-fencew sh -c 'echo "$PGLOCK_FENCE"; read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
 	wait_until 10 test -s "$BATS_TEST_TMPDIR/h1.out"
 	run -1 timeout 20 "$PGLOCK" -w 2 --fence c-fencew sh -c 'echo "$PGLOCK_FENCE"'
-	echo go >"$BATS_TEST_TMPDIR/fifo"
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	bgwait h1 10
 	[ "$bg_status" -eq 0 ]
 	run -0 timeout 20 "$PGLOCK" --fence c-fencew sh -c 'echo "$PGLOCK_FENCE"'
@@ -448,24 +448,29 @@ assert_one_to() {
 
 @test "--fence: holders that queued for KEY get PGLOCK_FENCE in the order they acquired it" {
 	id=$(sha_id c-fenceq)
-	mkfifo "$BATS_TEST_TMPDIR/fifo"
-	cmd='echo "$PGLOCK_FENCE" >>"$0.order"; read x <"$0"'
-	bg h1 pglock --fence c-fenceq sh -c "$cmd" "$BATS_TEST_TMPDIR/fifo"
-	wait_until 10 test -s "$BATS_TEST_TMPDIR/fifo.order"
-	bg h2 pglock --fence c-fenceq sh -c "$cmd" "$BATS_TEST_TMPDIR/fifo"
+	# The Nth holder waits for its own go file. (One fifo for all three
+	# raced: a test preempted between its write and its close let the
+	# next holder open the fifo and read end of file, CI, stop 24.)
+	f=$BATS_TEST_TMPDIR/f
+	cmd='echo "$PGLOCK_FENCE" >>"$0.order"; n=$(wc -l <"$0.order"); i=0
+	     while [ ! -e "$0.go$n" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+	     [ -e "$0.go$n" ]'
+	bg h1 pglock --fence c-fenceq sh -c "$cmd" "$f"
+	wait_until 10 test -s "$f.order"
+	bg h2 pglock --fence c-fenceq sh -c "$cmd" "$f"
 	wait_until 10 waiting "$id" 1
-	bg h3 pglock --fence c-fenceq sh -c "$cmd" "$BATS_TEST_TMPDIR/fifo"
+	bg h3 pglock --fence c-fenceq sh -c "$cmd" "$f"
 	wait_until 10 waiting "$id" 2
 	for n in 2 3; do
-		echo go >"$BATS_TEST_TMPDIR/fifo"
-		wait_until 30 eval "[ \$(wc -l <\"$BATS_TEST_TMPDIR/fifo.order\") -eq $n ]"
+		touch "$f.go$((n - 1))"
+		wait_until 30 eval "[ \$(wc -l <\"$f.order\") -eq $n ]"
 	done
-	echo go >"$BATS_TEST_TMPDIR/fifo"
+	touch "$f.go3"
 	for h in h1 h2 h3; do
 		bgwait "$h" 10
 		[ "$bg_status" -eq 0 ]
 	done
-	run -0 cat "$BATS_TEST_TMPDIR/fifo.order"
+	run -0 cat "$f.order"
 	[ "${#lines[@]}" -eq 3 ]
 	[ "${lines[0]}" -lt "${lines[1]}" ]
 	[ "${lines[1]}" -lt "${lines[2]}" ]

@@ -36,6 +36,12 @@ locks_on() {
 	     ORDER BY granted DESC, pid"
 }
 
+# fifo_go FIFO: one line to the reader waiting on FIFO, within 10 s: a
+# reader that is gone fails the test instead of hanging it.
+fifo_go() {
+	timeout 10 sh -c 'echo go >"$0"' "$1"
+}
+
 # wait_until SECONDS COMMAND...: poll COMMAND every 50 ms until it succeeds.
 wait_until() {
 	local deadline=$(( $(date +%s%N) / 1000000 + ${1%.*} * 1000 ))

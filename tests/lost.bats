@@ -53,7 +53,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	CLEANUP="kill -CONT $pid"
 	kill -STOP "$pid"
 	sleep 0.5	# not to synchronise: checks go out and stay unanswered
-	echo go >"$BATS_TEST_TMPDIR/fifo"
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	bgwait runner 20
 	kill -CONT "$pid"
 	[ "$bg_status" -eq 75 ]
@@ -146,7 +146,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	wait_until 10 waiting "$id"
 	kill -KILL "$(bgpid waiter)"
 	wait_until 5 bash -c "! psql -XAtc \"SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = 'advisory'\" | grep -q 1"
-	echo go >"$BATS_TEST_TMPDIR/fifo"
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	bgwait holder 10
 	[ "$bg_status" -eq 0 ]
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]

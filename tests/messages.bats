@@ -32,7 +32,7 @@ load helper
 		timeout 60 "$PGLOCK" -v share-k true 2>>"$log" &
 	done
 	wait_until 30 waiting "$id" 20
-	echo go >"$BATS_TEST_TMPDIR/fifo"
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	wait
 	[ "$(wc -l <"$log")" -eq 60 ]
 	run grep -Ev '^pglock: share-k: (held by pid [0-9]+ \(.*\); waiting|acquired after [0-9.]+s \(server pid [0-9]+, session lock\)|released after [0-9.]+s)$' "$log"
@@ -93,7 +93,7 @@ PGLOCK_SCOPE=session"
 	sql "SELECT pg_terminate_backend($old)"
 	wait_until 10 bash -c "locks_on() { psql -XAtc \"SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid <> $old\"; }; [ -n \"\$(locks_on)\" ]"
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
-	echo go >"$BATS_TEST_TMPDIR/fifo"
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	bgwait waiter 20
 	[ "$bg_status" -eq 0 ]
 	[ -e "$BATS_TEST_TMPDIR/ran" ]

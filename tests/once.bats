@@ -90,7 +90,7 @@ eight() {
 		bg "w$i" bash -c '"$PGLOCK" --once once-k sh -c "echo run >>\"\$0/log\"" "$1"; rc=$?; [ -e "$1/done" ] && echo "after $rc"' w "$d"
 	done
 	wait_until 10 waiting "$(sha_id once-k)" 3
-	echo go >"$d/fifo"
+	fifo_go "$d/fifo"
 	bgwait first 20
 	[ "$bg_status" -eq 0 ]
 	for i in 1 2 3; do

@@ -127,7 +127,7 @@ b end"
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	run -0 timeout 20 "$PGLOCK" --status mix-k
 	assert_line --regexp "^$id"$'\texclusive\theld\t[0-9]+\tpostgres\tlocal\tpglock: mix-k\t[0-9]{4}-[^\t]*\ttransaction$'
-	echo go >"$BATS_TEST_TMPDIR/fifo"
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	bgwait holder 10
 	[ "$bg_status" -eq 0 ]
 	free "$id"

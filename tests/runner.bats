@@ -75,7 +75,7 @@ load helper
 	bg waiter pglock -w 5 busy sh -c 'echo got >"$0"' "$BATS_TEST_TMPDIR/got"
 	wait_until 10 waiting "$(sha_id busy)"
 	[ ! -e "$BATS_TEST_TMPDIR/got" ]
-	echo go >"$BATS_TEST_TMPDIR/fifo"
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	bgwait waiter 10
 	[ "$bg_status" -eq 0 ]
 	[ "$(cat "$BATS_TEST_TMPDIR/got")" = got ]

@@ -162,7 +162,7 @@ count_term='trap "echo TERM >>\"\$0\"; n=10" TERM; echo ready >"$0.ready"; n=-1;
 	sleep 2
 	# Ticks of 10 ms: a watchdog forked over and over would burn far more.
 	[ $(( $(cpu) - before )) -lt 20 ]
-	echo go >"$f.fifo"
+	fifo_go "$f.fifo"
 	bgwait runner 10
 	[ "$bg_status" -eq 0 ]
 	[ "$(cat "$BATS_TEST_TMPDIR/runner.out")" = done ]
@@ -197,7 +197,7 @@ count_term='trap "echo TERM >>\"\$0\"; n=10" TERM; echo ready >"$0.ready"; n=-1;
 	[ "$(cat "$BATS_TEST_TMPDIR/pid")" -eq "$(bgpid runner)" ]
 	held "$id"
 	run -1 pglock -n nofork-k true
-	echo go >"$BATS_TEST_TMPDIR/pid.fifo"
+	fifo_go "$BATS_TEST_TMPDIR/pid.fifo"
 	bgwait runner 10
 	[ "$bg_status" -eq 0 ]
 	wait_until 5 free "$id"
