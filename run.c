@@ -211,16 +211,18 @@ may_run_again(const struct run *r, const char *why)
 
 /*
  * Fork the watchdog: if pglock dies, it stops the command (and tells a
- * hold's script); if pglock stops renewing the lease, it KILLs it.
+ * hold's script), holding the session c until the command is gone; if
+ * pglock stops renewing the lease, it KILLs it.
  */
 static void
-fork_watchdog_or_err(const struct opts *o, struct child *ch)
+fork_watchdog_or_err(const struct opts *o, PGconn *c, struct child *ch)
 {
 	char why[1024];
 
 	ch->lost_sig = o->lost_sig;
 	ch->kill_after_ms = o->kill_after_ms;
 	ch->notify = o->mode == MODE_HOLD ? o->caller : 0;
+	ch->session_fd = PQsocket(c);
 	ch->kill_by = -1;
 	if (child_fork_watchdog(ch, why, sizeof(why)) == -1)
 		die(EXIT_OSERR, "%s", why);
@@ -284,7 +286,7 @@ acquire_or_err(struct run *r)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	}
 	if (!o->no_fork)
-		fork_watchdog_or_err(o, &r->ch);
+		fork_watchdog_or_err(o, r->c, &r->ch);
 	if (r->lk.slots > 0) {
 		got = slots_take(r->c, &r->lk, &r->backend_pid, &sig, why,
 		    sizeof(why));
@@ -760,7 +762,7 @@ run_counter(const struct opts *o, PGconn *c)
 	snprintf(num, sizeof(num), "%lld", v);
 	setenv_or_err("PGLOCK_VERSION", num);
 	setenv_or_err("PGLOCK_TENANT", o->key);
-	fork_watchdog_or_err(o, &r.ch);
+	fork_watchdog_or_err(o, c, &r.ch);
 	status = watch_or_err(&r);
 	/* A failed command consumes no number. */
 	if (conn_end(c, status == 0, r.answer_ms, why, sizeof(why)) == -1 &&

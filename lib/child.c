@@ -73,28 +73,35 @@ give_terminal(pid_t pgrp)
 }
 
 /*
- * Close every descriptor but keep, which becomes 3: above all the database
- * socket, which must close when pglock dies, so that the lock goes too,
- * and the standard ones, which may be a pipe that a reader waits on.
+ * Close every descriptor but keep, which becomes 3, and keep2 (-1: none),
+ * which becomes 4: above all the database socket, which must close when
+ * pglock dies (the watchdog's copy once the command is gone), so that the
+ * lock goes too, and the standard ones, which may be a pipe that a reader
+ * waits on.
  */
 static void
-close_others(int keep)
+close_others(int keep, int keep2)
 {
 	long fd, max;
 
+	if (keep2 == 3 && (keep2 = dup(keep2)) == -1)
+		_exit(EXIT_SOFTWARE);
 	if (keep != 3 && dup2(keep, 3) == -1)
+		_exit(EXIT_SOFTWARE);
+	if (keep2 != -1 && keep2 != 4 && dup2(keep2, 4) == -1)
 		_exit(EXIT_SOFTWARE);
 	for (fd = 0; fd <= 2; fd++)
 		(void)close((int)fd);
+	fd = keep2 != -1 ? 5 : 4;
 #ifdef SYS_close_range
-	if (syscall(SYS_close_range, 4U, ~0U, 0U) == 0)
+	if (syscall(SYS_close_range, (unsigned)fd, ~0U, 0U) == 0)
 		return;
 #endif
 	/* Without close_range: pglock's own descriptors are all far below. */
 	max = sysconf(_SC_OPEN_MAX);
 	if (max < 0 || max > 65536)
 		max = 65536;
-	for (fd = 4; fd < max; fd++)
+	for (; fd < max; fd++)
 		(void)close((int)fd);
 }
 
@@ -112,34 +119,98 @@ hold_stdin(void)
 	char buf[512];
 	ssize_t n;
 
-	close_others(STDIN_FILENO);
+	close_others(STDIN_FILENO, -1);
 	do
 		n = read(3, buf, sizeof(buf));
 	while (n > 0 || (n == -1 && errno == EINTR));
 	_exit(0);
 }
 
+/* What arms the watchdog: the lease's end, and the command to outlive. */
+struct arm {
+	long kill_by;
+	long pid;
+};
+
 /*
- * The watchdog leads the command's process group and reads a socket whose
- * other end only pglock holds. pglock arms it with the lease's end just
+ * Has pid exited? A zombie has: Linux says so in /proc (the state after
+ * the name, which may hold spaces and parentheses); elsewhere a zombie
+ * counts as running until it is reaped.
+ */
+static int
+exited(pid_t pid)
+{
+	char path[32], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) == -1)
+		return errno == ESRCH;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY)) == -1)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	(void)close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* Sleep until mono_ms() reaches t. */
+static void
+sleep_until(long t)
+{
+	struct timespec ts;
+	long d = t - mono_ms();
+
+	if (d <= 0)
+		return;
+	ts.tv_sec = d / 1000;
+	ts.tv_nsec = d % 1000 * 1000000;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* Wait until pid has exited (asked every 10 ms), or until t: 1 if it has. */
+static int
+await_exit(pid_t pid, long t)
+{
+	long now;
+
+	while (!exited(pid)) {
+		if ((now = mono_ms()) >= t)
+			return 0;
+		sleep_until(now + 10 < t ? now + 10 : t);
+	}
+	return 1;
+}
+
+/*
+ * The watchdog leads the command's process group, reads a socket whose
+ * other end only pglock holds, and keeps a copy of the database socket
+ * (4). pglock arms it with the lease's end and the command's pid just
  * before the command may exec, renews that with every answered check, and
  * dismisses it with SIGKILL once the command is reaped. End of file means
- * pglock died, and its session and lock with it: unarmed, there is nothing
- * to stop; armed, stop the whole group, as a lost lock does (the command's
- * parent-death signal reaches it alone). The lease's end passed with no
+ * pglock died: unarmed, there is nothing to stop, and the session goes
+ * with the watchdog; armed, stop the whole group, as a lost lock does (the
+ * command's parent-death signal reaches it alone), and keep the session,
+ * and so the lock, until the command is gone: the server gives the lock
+ * away only then, or after the KILL. The lease's end passed with no
  * renewal means pglock lives but is stopped: the server may give the lock
  * away now, so the group is KILLed.
  */
 static void
-watchdog(int fd, const struct child *ch)
+watchdog(int fd, int session, const struct child *ch)
 {
-	struct timespec ts;
 	struct pollfd p;
-	long kill_by = -1, msg, t, wait;
+	struct arm msg = { -1, -1 };
+	long kill_by = -1, t;
 	ssize_t n;
 	int armed = 0;
 
-	close_others(fd);
+	close_others(fd, session);
 	for (;;) {
 		p.fd = 3;
 		p.events = POLLIN;
@@ -156,7 +227,7 @@ watchdog(int fd, const struct child *ch)
 		n = read(3, &msg, sizeof(msg));
 		if (n == (ssize_t)sizeof(msg)) {
 			armed = 1;
-			kill_by = msg;
+			kill_by = msg.kill_by;
 		} else if (n != -1 || errno != EINTR) {
 			break;
 		}
@@ -166,13 +237,12 @@ watchdog(int fd, const struct child *ch)
 	if (ch->notify > 0)
 		(void)kill(ch->notify, ch->lost_sig);
 	signal_group(0, ch->lost_sig);
-	wait = ch->kill_after_ms;
-	if (kill_by >= 0 && kill_by - mono_ms() < wait)
-		wait = kill_by > mono_ms() ? kill_by - mono_ms() : 0;
-	ts.tv_sec = wait / 1000;
-	ts.tv_nsec = wait % 1000 * 1000000;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
+	t = mono_ms() + ch->kill_after_ms;
+	if (kill_by >= 0 && kill_by < t)
+		t = kill_by;
+	if (await_exit((pid_t)msg.pid, t))
+		(void)close(4);	/* the command is gone: the lock may go */
+	sleep_until(t);
 	(void)kill(0, SIGKILL);
 	_exit(0);
 }
@@ -199,15 +269,16 @@ cloexec_pair(int type, int sv[2], char *err, size_t errlen)
 }
 
 /*
- * Tell the watchdog the lease's end, ch->kill_by: the first time, this
- * arms it. Never blocks. Returns 0 or -1.
+ * Tell the watchdog the lease's end, ch->kill_by, and the command's pid:
+ * the first time, this arms it. Never blocks. Returns 0 or -1.
  */
 static int
 arm_watchdog(const struct child *ch)
 {
-	return send(ch->watchdog_fd, &ch->kill_by, sizeof(ch->kill_by),
-	    MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(ch->kill_by) ?
-	    0 : -1;
+	struct arm msg = { ch->kill_by, ch->pid };
+
+	return send(ch->watchdog_fd, &msg, sizeof(msg), MSG_NOSIGNAL |
+	    MSG_DONTWAIT) == (ssize_t)sizeof(msg) ? 0 : -1;
 }
 
 /* The command is reaped: the watchdog has nothing left to guard. */
@@ -279,7 +350,7 @@ fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
 			_exit(0);	/* the group is gone: nothing to guard */
 		sig_ignore(ch->lost_sig);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
-		watchdog(ends[0], ch);
+		watchdog(ends[0], ch->session_fd, ch);
 	}
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(ends[0]);

@@ -15,6 +15,9 @@ struct child {
 	long kill_after_ms;	/* then KILL, this much later */
 	pid_t notify;		/* also gets lost_sig then (--hold's script);
 				   0: nobody */
+	int session_fd;		/* the database socket, which the watchdog
+				   keeps open until the command is gone;
+				   -1: none */
 	long kill_by;		/* mono_ms() by which the watchdog KILLs the
 				   group unless child_wait() renews it (the
 				   lease's end); -1: never */
@@ -36,11 +39,12 @@ enum child_start {
 
 /*
  * Fork the watchdog that will lead the command's process group: once
- * armed by child_open_gate(), if pglock dies (even by SIGKILL), it sends lost_sig
- * to the whole group (and to notify), and SIGKILL kill_after_ms later, or
- * at kill_by if sooner; and if pglock lives but stops renewing the lease
- * (it was stopped itself), it KILLs the group at kill_by. Unarmed, it just
- * exits. Returns 0, or -1 with the reason in err.
+ * armed by child_open_gate(), if pglock dies (even by SIGKILL), it sends
+ * lost_sig to the whole group (and to notify), and SIGKILL kill_after_ms
+ * later, or at kill_by if sooner, and closes its copy of session_fd only
+ * once the command has exited or been KILLed; if pglock lives but stops
+ * renewing the lease (it was stopped itself), it KILLs the group at
+ * kill_by. Unarmed, it just exits. Returns 0, or -1 with the reason in err.
  */
 int child_fork_watchdog(struct child *ch, char *err, size_t errlen);
 

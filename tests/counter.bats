@@ -360,6 +360,23 @@ assert_one_to() {
 	assert_output 2
 }
 
+@test "KILL on pglock: its version is handed out again only once its COMMAND is gone, never to two running commands" {
+	d=$BATS_TEST_TMPDIR
+	# The command ignores TERM: only --kill-after's KILL ends it.
+	bg runner pglock --kill-after 2 --version-counter c-kill sh -c 'trap "" TERM; echo $$ >"$0"; while :; do sleep 0.1; done' "$d/cmd"
+	wait_until 10 test -s "$d/cmd"
+	bg a2 pglock --version-counter c-kill sh -c 's=$(cut -d" " -f3 "/proc/$1/stat" 2>/dev/null); echo "$PGLOCK_VERSION ${s:-gone}" >"$0"' "$d/seen" "$(cat "$d/cmd")"
+	wait_until 10 has_waiter c-kill
+	kill -KILL "$(bgpid runner)"
+	bgwait a2 15
+	[ "$bg_status" -eq 0 ]
+	# Version 1 again (the killed run's was rolled back), its holder dead.
+	run cat "$d/seen"
+	[[ "$output" =~ ^1\ (gone|Z|X)$ ]]
+	run -0 peek c-kill
+	assert_output 1
+}
+
 # ------------------------------------------------------------ --counter-table
 
 @test "--counter-table NAME keeps versions in that table only" {

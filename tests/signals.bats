@@ -107,6 +107,44 @@ count_term='trap "echo TERM >>\"\$0\"; n=10" TERM; echo ready >"$0.ready"; n=-1;
 	[ "$(cat "$BATS_TEST_TMPDIR/gc.stubborn")" = USR1 ]
 }
 
+@test "KILL on pglock: its lock is held until the command is gone, so a waiter's command never runs beside it" {
+	id=$(sha_id kill-k)
+	d=$BATS_TEST_TMPDIR
+	# A command that ignores TERM: only --kill-after's KILL ends it.
+	bg runner pglock --kill-after 2 kill-k sh -c 'trap "" TERM; echo $$ >"$0"; while :; do sleep 0.1; done' "$d/cmd"
+	wait_until 10 test -s "$d/cmd"
+	wait_until 10 held "$id"
+	# The waiter's command looks at the holder's: running (S, R), or gone.
+	bg waiter pglock kill-k sh -c 's=$(cut -d" " -f3 "/proc/$1/stat" 2>/dev/null); echo "${s:-gone}" >"$0"' "$d/seen" "$(cat "$d/cmd")"
+	wait_until 10 waiting "$id"
+	kill -KILL "$(bgpid runner)"
+	bgwait waiter 15
+	[ "$bg_status" -eq 0 ]
+	run cat "$d/seen"
+	[[ "$output" =~ ^(gone|Z|X)$ ]]
+}
+
+@test "KILL on pglock under a reaper that never reaps: the lock goes once the command has exited (a zombie), not --kill-after later" {
+	id=$(sha_id zombie-k)
+	d=$BATS_TEST_TMPDIR
+	# PR_SET_CHILD_SUBREAPER (36): the command, orphaned, comes to this
+	# process, which waits for pglock alone.
+	bg reaper python3 -c '
+import ctypes, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+p = subprocess.Popen([sys.argv[1], "--kill-after", "30", "zombie-k", "sh", "-c", "echo $$ >\"$0\"; exec sleep 60", sys.argv[2] + "/cmd"])
+open(sys.argv[2] + "/pglock", "w").write(str(p.pid))
+p.wait()
+time.sleep(60)' "$PGLOCK" "$d"
+	wait_until 10 test -s "$d/cmd"
+	wait_until 10 held "$id"
+	kill -KILL "$(cat "$d/pglock")"
+	wait_until 5 free "$id"
+	# Free while the command is a zombie: it had exited, on TERM.
+	[ "$(cut -d' ' -f3 "/proc/$(cat "$d/cmd")/stat")" = Z ]
+	kill "$(bgpid reaper)"
+}
+
 @test "KILL on pglock: a reader of its output sees the end at once, not --kill-after later" {
 	f=$BATS_TEST_TMPDIR/cmd
 	bg reader bash -c '"$PGLOCK" kill-out-k sh -c "echo \$\$ >\"\$0\"; exec sleep 60" "$1" | cat >"$1.out"; echo done >"$1.done"' _ "$f"
