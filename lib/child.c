@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -84,6 +85,8 @@ close_others(int keep, int keep2)
 {
 	long fd, max;
 
+	if (keep2 != -1 && fcntl(keep2, F_GETFD) == -1)
+		keep2 = -1;	/* closed already: nothing to keep */
 	if (keep2 == 3 && (keep2 = dup(keep2)) == -1)
 		_exit(EXIT_SOFTWARE);
 	if (keep != 3 && dup2(keep, 3) == -1)
@@ -133,29 +136,36 @@ struct arm {
 };
 
 /*
- * Has pid exited? A zombie has: Linux says so in /proc (the state after
- * the name, which may hold spaces and parentheses); elsewhere a zombie
- * counts as running until it is reaped.
+ * Has pid exited? A zombie has: Linux's /proc says so, state Z or X (the
+ * field after the name, which may hold spaces and parentheses) with one
+ * thread left, for a leader that exited while its other threads run shows
+ * Z too. Without /proc a zombie counts as running until it is reaped.
  */
 static int
 exited(pid_t pid)
 {
-	char path[32], buf[256], *p;
+	char path[32], buf[1024], *p;
 	ssize_t n;
-	int fd;
+	int fd, i;
 
-	if (kill(pid, 0) == -1)
-		return errno == ESRCH;
+	if (pid <= 0 || (kill(pid, 0) == -1 && errno == ESRCH))
+		return 1;
 	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
 	if ((fd = open(path, O_RDONLY)) == -1)
-		return errno == ENOENT;
+		return 0;	/* no /proc, or gone since: ask kill() again */
 	n = read(fd, buf, sizeof(buf) - 1);
 	(void)close(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
-	return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	if (p == NULL || p[1] != ' ' || (p[2] != 'Z' && p[2] != 'X'))
+		return 0;
+	/* One thread left: num_threads, proc(5)'s field 20, 17 after this. */
+	for (p += 2, i = 0; i < 17 && p != NULL; i++)
+		if ((p = strchr(p, ' ')) != NULL)
+			p++;
+	return p != NULL && strtol(p, NULL, 10) == 1;
 }
 
 /* Sleep until mono_ms() reaches t. */
@@ -197,8 +207,9 @@ await_exit(pid_t pid, long t)
  * with the watchdog; armed, stop the whole group, as a lost lock does (the
  * command's parent-death signal reaches it alone), and keep the session,
  * and so the lock, until the command is gone: the server gives the lock
- * away only then, or after the KILL. The lease's end passed with no
- * renewal means pglock lives but is stopped: the server may give the lock
+ * away only then, and the KILL, --kill-after later, ends the command
+ * before the rest of the group and the session. The lease's end passed
+ * with no renewal means pglock lives but is stopped: the server may give the lock
  * away now, so the group is KILLed.
  */
 static void
@@ -243,6 +254,9 @@ watchdog(int fd, int session, const struct child *ch)
 	if (await_exit((pid_t)msg.pid, t))
 		(void)close(4);	/* the command is gone: the lock may go */
 	sleep_until(t);
+	/* The command first: the session goes with the group once it is gone. */
+	(void)kill((pid_t)msg.pid, SIGKILL);
+	(void)await_exit((pid_t)msg.pid, LONG_MAX);
 	(void)kill(0, SIGKILL);
 	_exit(0);
 }
@@ -618,6 +632,7 @@ stop_group(struct child *ch, long end, long *kill_at)
 	long t = mono_ms();
 
 	ch->stopped = 1;
+	ch->session_fd = -1;	/* lost: a new watchdog has nothing to keep */
 	signal_group(ch->pgrp, ch->lost_sig);
 	if (*kill_at < 0 || t + ch->kill_after_ms < *kill_at)
 		*kill_at = t + ch->kill_after_ms;

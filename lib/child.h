@@ -41,10 +41,11 @@ enum child_start {
  * Fork the watchdog that will lead the command's process group: once
  * armed by child_open_gate(), if pglock dies (even by SIGKILL), it sends
  * lost_sig to the whole group (and to notify), and SIGKILL kill_after_ms
- * later, or at kill_by if sooner, and closes its copy of session_fd only
- * once the command has exited or been KILLed; if pglock lives but stops
- * renewing the lease (it was stopped itself), it KILLs the group at
- * kill_by. Unarmed, it just exits. Returns 0, or -1 with the reason in err.
+ * later (the command first), or at kill_by if sooner, and closes its copy
+ * of session_fd only once the command has exited (-1 or closed: no copy,
+ * for a lock already lost); if pglock lives but stops renewing the lease
+ * (it was stopped itself), it KILLs the group at kill_by. Unarmed, it
+ * just exits. Returns 0, or -1 with the reason in err.
  */
 int child_fork_watchdog(struct child *ch, char *err, size_t errlen);
 

@@ -124,25 +124,54 @@ count_term='trap "echo TERM >>\"\$0\"; n=10" TERM; echo ready >"$0.ready"; n=-1;
 	[[ "$output" =~ ^(gone|Z|X)$ ]]
 }
 
-@test "KILL on pglock under a reaper that never reaps: the lock goes once the command has exited (a zombie), not --kill-after later" {
+@test "KILL on pglock under a reaper that never reaps: the lock is held while the command runs on TERM, and goes once it has exited (a zombie), not --kill-after later" {
 	id=$(sha_id zombie-k)
 	d=$BATS_TEST_TMPDIR
+	mkfifo "$d/cmd.go"
+	# On TERM, the command says so and exits only when the test says.
+	cat >"$d/cmd.sh" <<'SH'
+trap 'echo term >"$1.term"; read x <"$1.go"; exit 0' TERM
+echo $$ >"$1"
+while :; do sleep 0.1; done
+SH
 	# PR_SET_CHILD_SUBREAPER (36): the command, orphaned, comes to this
 	# process, which waits for pglock alone.
 	bg reaper python3 -c '
 import ctypes, subprocess, sys, time
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
-p = subprocess.Popen([sys.argv[1], "--kill-after", "30", "zombie-k", "sh", "-c", "echo $$ >\"$0\"; exec sleep 60", sys.argv[2] + "/cmd"])
+p = subprocess.Popen([sys.argv[1], "--kill-after", "30", "zombie-k", "sh", sys.argv[2] + "/cmd.sh", sys.argv[2] + "/cmd"])
 open(sys.argv[2] + "/pglock", "w").write(str(p.pid))
 p.wait()
 time.sleep(60)' "$PGLOCK" "$d"
 	wait_until 10 test -s "$d/cmd"
 	wait_until 10 held "$id"
 	kill -KILL "$(cat "$d/pglock")"
+	wait_until 5 test -s "$d/cmd.term"
+	# pglock is gone and the command runs on: the lock stays.
+	sleep 1
+	held "$id"
+	fifo_go "$d/cmd.go"
 	wait_until 5 free "$id"
-	# Free while the command is a zombie: it had exited, on TERM.
+	# Free while the command is a zombie: it had exited.
 	[ "$(cut -d' ' -f3 "/proc/$(cat "$d/cmd")/stat")" = Z ]
 	kill "$(bgpid reaper)"
+}
+
+@test "KILL on pglock: a command whose first thread exited while another runs (Z in /proc) holds its lock until that one ends" {
+	id=$(sha_id thread-k)
+	d=$BATS_TEST_TMPDIR
+	mkfifo "$d/go"
+	cc -pthread -o "$d/threads" "$BATS_TEST_DIRNAME/threads.c"
+	bg runner pglock --kill-after 30 thread-k "$d/threads" "$d/go"
+	wait_until 10 test -s "$d/runner.out"
+	cmd=$(head -1 "$d/runner.out")
+	wait_until 10 held "$id"
+	wait_until 5 bash -c "[ \"\$(cut -d' ' -f3 /proc/$cmd/stat)\" = Z ]"
+	kill -KILL "$(bgpid runner)"
+	sleep 1
+	held "$id"
+	fifo_go "$d/go"
+	wait_until 5 free "$id"
 }
 
 @test "KILL on pglock: a reader of its output sees the end at once, not --kill-after later" {
