@@ -339,7 +339,8 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
  */
 static const struct setting {
 	const char *name;
-	const char *value;	/* SQL: $1 lock timeout, $2 lease, $3 TCP's */
+	const char *value;	/* SQL: $1 lock timeout, $2 lease, $3 TCP's,
+				   $4 keepalives' idle part */
 	int since;		/* server version that has it */
 	int forced;
 	int tcp;		/* meaningful on TCP connections only */
@@ -350,7 +351,7 @@ static const struct setting {
 	{ "transaction_timeout", "'0'", 170000, 1, 0 },
 	{ "lock_timeout", "$1::text", 0, 1, 0 },
 	{ "client_connection_check_interval", "'2000'", 140000, 0, 0 },
-	{ "tcp_keepalives_idle", "'5'", 0, 0, 1 },
+	{ "tcp_keepalives_idle", "$4::text", 0, 0, 1 },
 	{ "tcp_keepalives_interval", "'2'", 0, 0, 1 },
 	{ "tcp_keepalives_count", "'3'", 0, 0, 1 },
 	{ "tcp_user_timeout", "$3::text", 120000, 1, 1 },
@@ -377,13 +378,35 @@ local_end(PGconn *c, struct sockaddr_storage *ss, socklen_t *len)
 	return getsockname(PQsocket(c), (struct sockaddr *)ss, len);
 }
 
+/*
+ * The settings' parameters: $1 lock_timeout (-w), $2 the lease S, $3
+ * tcp_user_timeout (S, or without a lease the bound libpq has on
+ * pglock's end), $4 the keepalives' idle part: they give up after it and
+ * 3 probes 2 s apart, no sooner than S where the server has no
+ * tcp_user_timeout.
+ */
+static void
+setup_params(char ms[4][32], long wait_ms, long lease_ms)
+{
+	long idle = (lease_ms + 999) / 1000 - 3 * 2;
+
+	snprintf(ms[0], 32, "%ld", wait_ms > 0 ? wait_ms : 0);
+	snprintf(ms[1], 32, "%ld", lease_ms);
+	snprintf(ms[2], 32, "%s", TCP_USER_TIMEOUT);
+	snprintf(ms[3], 32, "5");
+	if (lease_ms > 0) {
+		snprintf(ms[2], 32, "%ld", lease_ms);
+		snprintf(ms[3], 32, "%ld", idle > 1 ? idle : 1);
+	}
+}
+
 int
 conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
     char *err, size_t errlen)
 {
-	char sql[2048], local[32], ms[3][32];
-	const char *params[7] = { ms[0], ms[1], ms[2] };
-	const Oid text[7] = { 25, 25, 25, 25, 25, 25, 25 };	/* TEXTOID */
+	char sql[2048], local[32], ms[4][32];
+	const char *params[8] = { ms[0], ms[1], ms[2], ms[3] };
+	const Oid text[8] = { 25, 25, 25, 25, 25, 25, 25, 25 };	/* TEXTOID */
 	PQconninfoOption *info;
 	struct conn_ends e;
 	size_t i, n;
@@ -403,7 +426,7 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 			snprintf(err, errlen, "no TCP connection to prove direct");
 			return -1;
 		}
-		memcpy(params + 3, e.params, sizeof(e.params));
+		memcpy(params + 4, e.params, sizeof(e.params));
 		snprintf(local, sizeof(local), "p.direct IS NOT TRUE");
 	}
 	info = PQconninfo(c);
@@ -427,7 +450,7 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 	if (scope == CONN_PROVE) {
 		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
 		    ", p.direct FROM (SELECT ");
-		conn_proof_sql(4, sql + n, sizeof(sql) - n);
+		conn_proof_sql(5, sql + n, sizeof(sql) - n);
 		n = strlen(sql);
 		n += (size_t)snprintf(sql + n, sizeof(sql) - n, " AS direct) p");
 	}
@@ -436,15 +459,10 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 		snprintf(err, errlen, "the set-up statement is too long");
 		return -1;
 	}
-	snprintf(ms[0], sizeof(ms[0]), "%ld", wait_ms > 0 ? wait_ms : 0);
-	snprintf(ms[1], sizeof(ms[1]), "%ld", lease_ms);
-	/* Without a lease, TCP's bound is the one libpq has on pglock's end. */
-	snprintf(ms[2], sizeof(ms[2]), "%s", TCP_USER_TIMEOUT);
-	if (lease_ms > 0)
-		snprintf(ms[2], sizeof(ms[2]), "%ld", lease_ms);
+	setup_params(ms, wait_ms, lease_ms);
 	if ((scope == CONN_XACT && !PQsendQueryParams(c, "BEGIN ISOLATION "
 	    "LEVEL READ COMMITTED", 0, NULL, NULL, NULL, NULL, 0)) ||
-	    !PQsendQueryParams(c, sql, scope == CONN_PROVE ? 7 : 3, text,
+	    !PQsendQueryParams(c, sql, scope == CONN_PROVE ? 8 : 4, text,
 	    params, NULL, NULL, 0)) {
 		conn_oneline(PQerrorMessage(c), err, errlen);
 		return -1;

@@ -81,8 +81,11 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	[ -z "${PGLOCK_VG_DIR:-}" ] || runs=10
 	for i in $(seq "$runs"); do
 		rc=0
-		timeout 20 "$PGLOCK" -q -h 127.0.0.1 -p "$PGB_PORT" -n twice-k touch "$BATS_TEST_TMPDIR/ran.$i" || rc=$?
+		timeout 20 "$PGLOCK" -q -h 127.0.0.1 -p "$PGB_PORT" -n twice-k touch "$BATS_TEST_TMPDIR/ran.$i" 2>"$BATS_TEST_TMPDIR/err.$i" || rc=$?
 		echo "$rc" >>"$BATS_TEST_TMPDIR/rcs"
+		# A 69 is the standby's refusal, not any other failure.
+		[ "$rc" -ne 69 ] || grep -q 'the server is a standby (in recovery)' "$BATS_TEST_TMPDIR/err.$i" ||
+			{ cat "$BATS_TEST_TMPDIR/err.$i"; false; }
 	done
 	sort "$BATS_TEST_TMPDIR/rcs" | uniq -c >&3
 	run ls "$BATS_TEST_TMPDIR"

@@ -172,3 +172,17 @@ frozen_waiter() {
 	assert_output "script got TERM"
 	wait_until 10 free "$(sha_id hold-kill)"
 }
+
+@test "the server's TCP keepalives give up no sooner than S: idle S - 6 s (at least 1 s), then 3 probes 2 s apart" {
+	# The server's log shows the set-up statement's parameters ($2 and
+	# $3: S; $4: the keepalives' idle part) for this role only.
+	sql "DROP ROLE IF EXISTS pglock_ka; CREATE ROLE pglock_ka LOGIN; ALTER ROLE pglock_ka SET log_statement = 'all'"
+	log=$PGLOCK_TEST_DIR/pg/log
+	for c_s_idle in 5:20000:14 10:40000:34 0.5:3500:1; do
+		IFS=: read -r c s idle <<<"$c_s_idle"
+		n=$(wc -l <"$log")
+		run -0 pglock -h 127.0.0.1 -U pglock_ka --check-interval "$c" ka-k true
+		run -0 grep -c "parameters: .*\$2 = '$s', \$3 = '$s', \$4 = '$idle'" <(tail -n +"$((n + 1))" "$log")
+		assert_output 1
+	done
+}
