@@ -25,17 +25,38 @@
 #include "inspect.h"
 #include "pglock.h"
 
-/* Write s as an SQL string literal: quotes doubled. */
+/*
+ * Write s as an SQL string literal: quotes doubled. A KEY with bytes that
+ * messages escape is written as an escape string, E'...', in those same
+ * escapes (\n, \xHH, \uHHHH; a backslash as \\): the line shows no
+ * control byte, and the SQL still takes the same key.
+ */
 static void
 put_literal(FILE *f, const char *s)
 {
-	putc('\'', f);
-	for (; *s != '\0'; s++) {
-		if (*s == '\'')
+	size_t n = strlen(s), i, j = 0;
+	char *bs = malloc(2 * n + 1), *shown = malloc(12 * n + 1);
+	const char *q;
+	int esc;
+
+	if (bs == NULL || shown == NULL)
+		die_errno(EXIT_OSERR, "malloc");
+	for (i = 0; i < n; i++) {
+		if (s[i] == '\\')
+			bs[j++] = '\\';
+		bs[j++] = s[i];
+	}
+	bs[j] = '\0';
+	esc = strcmp(field(bs, shown, 12 * n + 1), bs) != 0;
+	fputs(esc ? "E'" : "'", f);
+	for (q = esc ? shown : s; *q != '\0'; q++) {
+		if (*q == '\'')
 			putc('\'', f);
-		putc(*s, f);
+		putc(*q, f);
 	}
 	putc('\'', f);
+	free(bs);
+	free(shown);
 }
 
 /* The SQL that takes k, for --explain: sql[0], and sql[1] or NULL. */

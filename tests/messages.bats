@@ -154,6 +154,25 @@ raw_free() {
 	[[ "$stderr" == 'pglock: k\x1b[31m\u009b: the lock is held by pid '* ]]
 }
 
+@test "--explain escapes control bytes in KEY, and its SQL, an escape string, still takes the same lock" {
+	key=$'k\e[31m\n\\x\'q\xc2\x9b\xe2\x80\xae'
+	# The default scheme shows two SQL lines (the id, the expression);
+	# a server-side one, one.
+	for scheme in :8 hashtextextended:7; do
+		hash=()
+		[ -z "${scheme%:*}" ] || hash=(--hash "${scheme%:*}")
+		run -0 --separate-stderr pglock --explain "${hash[@]}" "$key"
+		[ "${#lines[@]}" -eq "${scheme#*:}" ]
+		out=$output
+		assert_line --index 0 $'key\tk\\x1b[31m\\n\\x\'q\\u009b\\u202e'
+		run -1 env LC_ALL=C grep -c $'[\x01-\x08\x0b-\x1f\x7f]\\|\xc2[\x80-\x9f]\\|\xe2\x80\xae' <<<"${out//$'\n'/ }"
+		id=$(sed -n 's/^id\t\(-\{0,1\}[0-9]*\).*/\1/p' <<<"$out")
+		expr=$(sed -n '$s/^sql\tSELECT pg_advisory_lock(\(.*\));$/\1/p' <<<"$out")
+		[[ "$expr" == *"E'k\\x1b[31m\\n\\\\x''q\\u009b\\u202e'"* ]]
+		[ -n "$id" ] && [ "$(sql "SELECT $expr")" = "$id" ]
+	done
+}
+
 # frozen_server CMD...: CMD while the server's backends take 15 s over
 # their second write (strace's delay on sendto): the first answers a new
 # session's start, the second its first query. No psql meanwhile.
