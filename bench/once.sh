@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: ISC
 # once.sh: what --once-per costs, side by side in one interleaved run
-# (bench/ab.py) on a throwaway PostgreSQL over its Unix socket: a plain run
+# (bench/ab.py) on a throwaway PostgreSQL, over its Unix socket and then
+# over TCP on the loopback (auto scope: the proof of a direct path and the
+# record's table looked at before the lock, a round trip more): a plain run
 # of /bin/true, a --once-per run that finds its slot done and runs nothing
 # (a skipped cron tick), and a --record run (the command, and its outcome
 # written). A skipped run must cost no more than a plain one. Writes
@@ -28,13 +30,16 @@ trap '"$top/tests/pg.sh" stop "$dir/pg" >/dev/null 2>&1; rm -rf "$dir"' EXIT
 	echo "# --once-per against a plain run"
 	echo
 	echo "Written by \`bench/once.sh\` (\`make bench\`): $runs interleaved rounds"
-	echo "(\`bench/ab.py\`), medians, PostgreSQL over its Unix socket, $(date -u '+%Y-%m-%d %H:%M UTC')."
-	echo
-	echo '```'
-	"$bench/ab.py" "$runs" "$pglock bench-plain /bin/true" \
-	    "$pglock --once-per 1000d bench-once /bin/true" \
-	    "$pglock --record bench-record /bin/true"
-	echo '```'
+	echo "(\`bench/ab.py\`), medians, $(date -u '+%Y-%m-%d %H:%M UTC'); PostgreSQL over"
+	echo "its Unix socket, then over TCP on the loopback."
+	for via in "" "-h 127.0.0.1 "; do
+		echo
+		echo '```'
+		"$bench/ab.py" "$runs" "$pglock $via""bench-plain /bin/true" \
+		    "$pglock $via--once-per 1000d bench-once /bin/true" \
+		    "$pglock $via--record bench-record /bin/true"
+		echo '```'
+	done
 } >"$out.new"
 mv "$out.new" "$out"
 cat "$out"
