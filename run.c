@@ -38,6 +38,13 @@
 #include "pglock.h"
 #include "run.h"
 
+/*
+ * A step's answer for a lock not got because it is held: the run then
+ * ends with the conflict code, which -E may make 0, so that a step's 0
+ * can only mean "held".
+ */
+#define NOT_GOT (-2)
+
 /* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
 struct waiting {
 	const char *label;
@@ -262,8 +269,8 @@ spawn_or_err(const struct opts *o, struct child *ch)
 
 /*
  * Take the lock: 0 once held (the watchdog forked, and the command too
- * unless later), else the exit status of a lock not got, or RUN_AGAIN;
- * dies on errors.
+ * unless later), NOT_GOT, the exit status of a wait cut by a signal, or
+ * RUN_AGAIN; dies on errors.
  */
 static int
 acquire_or_err(struct run *r)
@@ -316,7 +323,7 @@ acquire_or_err(struct run *r)
 		return 0;
 	case LOCK_BUSY:
 		report_busy(r);
-		return o->conflict_exit;
+		return NOT_GOT;
 	case LOCK_INTERRUPTED:
 		if (o->verbose)
 			say("%s: wait cancelled by signal %d", o->label, sig);
@@ -355,9 +362,9 @@ say_acquired(const struct run *r)
 
 /*
  * Allocate TENANT's next version into *v, in a transaction left open
- * under r's lock; the caller commits or rolls back. Returns 0, or the
- * exit status when the tenant's lock was not got: the conflict code, or
- * 128 + the signal that cancelled the wait. Dies on errors.
+ * under r's lock; the caller commits or rolls back. Returns 0, or when
+ * the tenant's lock was not got NOT_GOT, or 128 + the signal that
+ * cancelled the wait. Dies on errors.
  */
 static int
 allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
@@ -376,7 +383,7 @@ allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
 		if (!o->quiet)
 			say("%s: another allocation holds the tenant's "
 			    "lock", o->label);
-		return o->conflict_exit;
+		return NOT_GOT;
 	case COUNTER_INTERRUPTED:
 		return 128 + sig;
 	case COUNTER_ERROR:
@@ -612,7 +619,7 @@ record_or_err(const struct run *r, int status, double seconds)
 
 /*
  * Up to the lock held: the scope, the record's table, -v's holder, the
- * lock, --fence. 0, or the exit status of a lock not got (or RUN_AGAIN).
+ * lock, --fence. 0, or as acquire_or_err().
  */
 static int
 take_or_err(struct run *r)
@@ -663,7 +670,7 @@ run_lock(const struct opts *o, PGconn *c)
 	r.lk.wait_ms = wait_left(o);
 	r.lk.lease_ms = lease_ms(o);
 	if ((status = take_or_err(&r)) != 0)
-		return status;
+		return status == NOT_GOT ? o->conflict_exit : status;
 	/*
 	 * Looked at only now, under the lock: a run that ends meanwhile
 	 * counts. A read that is answered renewed the session (an expired one
@@ -739,7 +746,7 @@ run_counter(const struct opts *o, PGconn *c)
 		return peek_or_err(o, c);
 	if ((status = allocate_or_err(o, c, o->key, wait_left(o), &cr, &v)) !=
 	    0)
-		return status;
+		return status == NOT_GOT ? o->conflict_exit : status;
 	if (o->argv == NULL) {
 		/* Print first: a number nobody saw must not be committed. */
 		printf("%lld\n", v);

@@ -289,6 +289,23 @@ assert_one_to() {
 	held "$(sha_id c-dist)"
 }
 
+@test "-n -E 0 when another allocation holds the tenant: exit 0, no version printed or run, nothing consumed" {
+	run -0 vc c-busy0
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg a pglock --version-counter c-busy0 sh -c 'echo "$PGLOCK_VERSION" >"$0.started"; read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/fifo.started"
+	run -0 --separate-stderr timeout 5 "$PGLOCK" -n -E 0 --version-counter c-busy0
+	assert_output ''
+	[ "$stderr" = "pglock: c-busy0: another allocation holds the tenant's lock" ]
+	run -0 --separate-stderr timeout 5 "$PGLOCK" -n -E 0 --version-counter c-busy0 sh -c 'touch "$0"' "$BATS_TEST_TMPDIR/ran"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
+	bgwait a 10
+	[ "$bg_status" -eq 0 ]
+	run -0 vc c-busy0
+	assert_output 3
+}
+
 @test "-n exits 1 when another allocation holds the tenant, and consumes nothing" {
 	run -0 vc c-busy
 	mkfifo "$BATS_TEST_TMPDIR/fifo"

@@ -29,6 +29,25 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	run -0 pglock -n term-k true
 }
 
+@test "a lock lost under --once: exit 75, no success recorded, and the next run runs" {
+	for scope in session transaction; do
+		key=lonce-$scope id=$(sha_id "lonce-$scope") log=$BATS_TEST_TMPDIR/lonce-$scope.log
+		# The command exits 0 when stopped: no success to record either.
+		bg runner pglock --scope "$scope" --once "$key" sh -c 'trap "exit 0" TERM; echo run >>"$0"; sleep 60 & wait' "$log"
+		wait_until 10 held "$id"
+		wait_until 10 test -s "$log"
+		sql "SELECT pg_terminate_backend($(locks_on "$id" | cut -d: -f2))"
+		bgwait runner 10
+		[ "$bg_status" -eq 75 ]
+		run cat "$BATS_TEST_TMPDIR/runner.err"
+		assert_output "pglock: $key: lock lost while the command ran (terminating connection due to administrator command); the command was stopped"
+		[ "$(sql "SELECT count(*) FROM pglock_runs WHERE key = '$key'")" -eq 0 ]
+		run -0 timeout 20 "$PGLOCK" --scope "$scope" --once "$key" sh -c 'echo run >>"$0"' "$log"
+		[ "$(wc -l <"$log")" -eq 2 ]
+		[ "$(sql "SELECT ok_slot || ' ' || coalesce(failed_status::text, '-') FROM pglock_runs WHERE key = '$key'")" = "0 -" ]
+	done
+}
+
 @test "a backend that stops answering is caught by the periodic check alone: exit 75, the check's reason" {
 	id=$(sha_id silent-k)
 	bg runner pglock --check-interval 1 silent-k sleep 60

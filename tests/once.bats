@@ -9,6 +9,11 @@ load helper
 
 runs() { [ -e "$1" ] && wc -l <"$1" || echo 0; }
 
+# The -w of a waiter that must time out behind a holder: under valgrind a
+# pglock may take most of a second to connect, which -w bounds too.
+w=1
+[ -z "${PGLOCK_VG_DIR:-}" ] || w=5
+
 # The record of KEY, as the table has it.
 record() {
 	sql "SELECT coalesce(ok_slot::text, '-') || ' ' || coalesce(failed_status::text, '-')
@@ -26,6 +31,63 @@ record() {
 		[ "$bg_status" -eq 0 ]
 	done
 	[ "$(runs "$log")" -eq 1 ]
+}
+
+@test "the issue's cron runs with -n -q -E 0, 0.8 s apart: one run, all exit 0, nothing said" {
+	log=$BATS_TEST_TMPDIR/log
+	for m in 1 2 3; do
+		bg "m$m" pglock -n -q -E 0 --once-per 1000d cron-n sh -c 'echo run >>"$0"; sleep 0.3' "$log"
+		sleep 0.8	# not to synchronise: cron on machines whose clocks differ
+	done
+	for m in 1 2 3; do
+		bgwait "m$m" 20
+		[ "$bg_status" -eq 0 ]
+		[ ! -s "$BATS_TEST_TMPDIR/m$m.err" ]
+	done
+	[ "$(runs "$log")" -eq 1 ]
+	[ "$(record cron-n)" = "$(sql "SELECT floor(extract(epoch FROM now()) / 86400000)::bigint") -" ]
+}
+
+@test "--once behind a run still going: -w exits 1 without running; after its success -n exits 0 without running" {
+	d=$BATS_TEST_TMPDIR
+	mkfifo "$d/fifo"
+	bg first pglock --once busy-k sh -c 'echo first >>"$0/log"; read x <"$0/fifo"' "$d"
+	wait_until 10 held "$(sha_id busy-k)"
+	wait_until 10 test -s "$d/log"
+	run -1 --separate-stderr timeout 20 "$PGLOCK" -w "$w" --once busy-k sh -c 'echo w >>"$0/log"' "$d"
+	assert_output ''
+	[[ "$stderr" =~ ^"pglock: busy-k: timed out after ${w}s waiting for the lock, held by pid "[0-9]+" (pglock: busy-k, local, user "[^,]+", for "[0-9]+"s)"$ ]]
+	[ -z "$(record busy-k)" ]
+	fifo_go "$d/fifo"
+	bgwait first 20
+	[ "$bg_status" -eq 0 ]
+	[ "$(record busy-k)" = "0 -" ]
+	run -0 --separate-stderr timeout 20 "$PGLOCK" -n --once busy-k sh -c 'echo n >>"$0/log"' "$d"
+	assert_output ''
+	assert_equal "$stderr" ''
+	run -0 cat "$d/log"
+	assert_output first
+}
+
+@test "--once with -E 0 behind a run still going: -n and -w exit 0 without running, and the step is not done" {
+	d=$BATS_TEST_TMPDIR
+	mkfifo "$d/fifo"
+	bg first pglock --once busyz-k sh -c 'echo first >>"$0/log"; read x <"$0/fifo"' "$d"
+	wait_until 10 held "$(sha_id busyz-k)"
+	wait_until 10 test -s "$d/log"
+	for wait in -n "-w $w"; do
+		# shellcheck disable=SC2086
+		run -0 --separate-stderr timeout 20 "$PGLOCK" -q $wait -E 0 --once busyz-k sh -c 'echo z >>"$0/log"' "$d"
+		assert_output ''
+		assert_equal "$stderr" ''
+	done
+	[ -z "$(record busyz-k)" ]
+	fifo_go "$d/fifo"
+	bgwait first 20
+	[ "$bg_status" -eq 0 ]
+	[ "$(record busyz-k)" = "0 -" ]
+	run -0 cat "$d/log"
+	assert_output first
 }
 
 # eight SCOPE-ARGS...: 8 runs at once of a job that takes 0.5 s, all
@@ -130,6 +192,21 @@ eight() {
 	done
 }
 
+@test "through PgBouncer, a SIGKILLed run is not recorded and leaves no lock: the next run runs" {
+	start_pgbouncer transaction
+	log=$BATS_TEST_TMPDIR/log
+	bg runner pglock -h 127.0.0.1 -p "$PGB_PORT" --once pkill-k sh -c 'echo run >>"$0"; sleep 60' "$log"
+	wait_until 10 held "$(sha_id pkill-k)"
+	wait_until 10 test -s "$log"
+	kill -KILL "$(bgpid runner)"
+	wait_until 10 free "$(sha_id pkill-k)"
+	[ "$(sql "SELECT count(*) FROM pglock_runs WHERE key = 'pkill-k'")" -eq 0 ]
+	run -0 timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$PGB_PORT" --once pkill-k sh -c 'echo run >>"$0"' "$log"
+	[ "$(runs "$log")" -eq 2 ]
+	[ "$(record pkill-k)" = "0 -" ]
+	stop_pgbouncer
+}
+
 @test "--once-per: the next slot of the server's clock runs again" {
 	log=$BATS_TEST_TMPDIR/log
 	slot() { psql -XAtc "SELECT floor(extract(epoch FROM now()) / 10)::bigint"; }
@@ -171,6 +248,21 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	run -1 pglock --status --ok-within 1d never-k
 	run -1 --separate-stderr pglock --status --json never-k
 	[[ "$output" == *'"runs": ['*'{"key": "never-k", "last_ok": null, "last_failed": null}'* ]]
+}
+
+@test "--runs-table in a new schema, 8 first users at once: one run, all exit 0; --status --runs-table reads it" {
+	sql "CREATE SCHEMA s_runs"
+	CLEANUP="psql -XAtqc 'DROP SCHEMA s_runs CASCADE'"
+	eight rt-k --runs-table s_runs.t
+	# A transaction's lock creates the table before the lock: the 8
+	# create it at once.
+	eight rt-x --scope transaction --runs-table s_runs.x
+	[ "$(sql "SELECT key || ' ' || (ok_slot IS NOT NULL) || ' ' || (failed_at IS NULL) FROM s_runs.t")" = "rt-k true true" ]
+	[ "$(sql "SELECT key || ' ' || (ok_slot IS NOT NULL) || ' ' || (failed_at IS NULL) FROM s_runs.x")" = "rt-x true true" ]
+	run -1 --separate-stderr pglock --status --runs-table s_runs.t rt-k
+	[ "${#lines[@]}" -eq 2 ]
+	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope"
+	assert_line --index 1 --regexp "^rt-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]+	$(hostname)	[0-9]+\.[0-9]{3}$"
 }
 
 @test "a role that may not create the runs table gets one line naming the statements: 69" {
