@@ -388,7 +388,7 @@ local_end(PGconn *c, struct sockaddr_storage *ss, socklen_t *len)
 static void
 setup_params(char ms[4][32], long wait_ms, long lease_ms)
 {
-	long idle = (lease_ms + 999) / 1000 - 3 * 2;
+	long idle = (lease_ms + 999) / 1000 - 6;	/* 3 probes, 2 s apart */
 
 	snprintf(ms[0], 32, "%ld", wait_ms > 0 ? wait_ms : 0);
 	snprintf(ms[1], 32, "%ld", lease_ms);
