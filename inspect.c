@@ -167,11 +167,11 @@ static int
 locks_or_err(const char *what, PGconn *c, const struct key *k,
     struct lock_row **rows)
 {
-	char why[512];
+	struct err why;
 	int n;
 
-	if ((n = lock_status(c, k, rows, why, sizeof(why))) == -1)
-		die(EXIT_UNAVAILABLE, "%s: %s", what, why);
+	if ((n = lock_status(c, k, rows, &why)) == -1)
+		die(EXIT_UNAVAILABLE, "%s: %s", what, why.msg);
 	return n;
 }
 
@@ -239,16 +239,17 @@ static int
 print_runs(const struct opts *o, PGconn *c, const char *key, int n)
 {
 	struct runs_row r;
-	char why[1024], k[1024], host[512], *name = record_key(o, key);
+	struct err why;
+	char k[1024], host[512], *name = record_key(o, key);
 
 	/* Another role's table this one may not read: no record shown. */
-	if (runs_read(c, o->runs_sql, name, &r, why, sizeof(why)) == -1 ||
+	if (runs_read(c, o->runs_sql, name, &r, &why) == -1 ||
 	    (r.denied && o->ok_within_ms >= 0))
-		die(EXIT_UNAVAILABLE, "--status: %s", why);
+		die(EXIT_UNAVAILABLE, "--status: %s", why.msg);
 	free(name);
 	if (r.denied && n == 0 && !o->quiet)
 		say("--status: this role may not read the record of runs (%s): "
-		    "none is shown", why);
+		    "none is shown", why.msg);
 	if (!o->json) {
 		if (r.has_ok)
 			printf("%s	last_ok	%s	%s	%.3f\n", field(key, k,
@@ -343,7 +344,8 @@ break_holders(const struct opts *o, PGconn *c)
 	const char *sql = PQserverVersion(c) >= 140000 ?
 	    "SELECT pg_catalog.pg_terminate_backend($1::int, 5000)" :
 	    "SELECT pg_catalog.pg_terminate_backend($1::int)";
-	char pid[16], why[512], user[256], app[256];
+	char pid[16], user[256], app[256];
+	struct err why;
 	const char *params[2] = { pid, NULL };
 	const char *state;
 	struct lock_row *rows;
@@ -362,11 +364,11 @@ break_holders(const struct opts *o, PGconn *c)
 			held++;
 			snprintf(pid, sizeof(pid), "%d", rows[i].pid);
 			if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS,
-			    why, sizeof(why))) == NULL)
+			    &why)) == NULL)
 				die(EXIT_UNAVAILABLE, "%s: --break: %s",
-				    o->label, why);
+				    o->label, why.msg);
 			state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-			conn_result_error(res, why, sizeof(why));
+			conn_result_error(res, &why);
 			if (PQresultStatus(res) == PGRES_TUPLES_OK &&
 			    strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
 				printf("%d\t%s\t%s\t%s\t%s\n", rows[i].pid,
@@ -379,11 +381,12 @@ break_holders(const struct opts *o, PGconn *c)
 				status = EXIT_UNAVAILABLE;
 			} else if (state != NULL && strcmp(state, "42501") == 0) {
 				say("%s: may not end pid %d of user %s: %s",
-				    o->label, rows[i].pid, rows[i].user, why);
+				    o->label, rows[i].pid, rows[i].user,
+				    why.msg);
 				status = EXIT_NOPERM;
 			} else {
 				die(EXIT_UNAVAILABLE, "%s: --break: %s",
-				    o->label, why);
+				    o->label, why.msg);
 			}
 			PQclear(res);
 		}
@@ -399,13 +402,13 @@ break_holders(const struct opts *o, PGconn *c)
 int
 forget(const struct opts *o, PGconn *c)
 {
-	char why[1024];
+	struct err why;
 	char *name = record_key(o, o->key);
-	int rc = runs_forget(c, o->runs_sql, name, why, sizeof(why));
+	int rc = runs_forget(c, o->runs_sql, name, &why);
 
 	free(name);
 	if (rc == -1)
-		die(EXIT_UNAVAILABLE, "%s: --forget: %s", o->label, why);
+		die(EXIT_UNAVAILABLE, "%s: --forget: %s", o->label, why.msg);
 	if (rc == 0 && !o->quiet)
 		say("%s: no record to forget", o->label);
 	return rc == 1 ? 0 : 1;

@@ -426,11 +426,11 @@ flush_stdout_or_err(void)
 static long
 duration_or_err(const char *opt, const char *s)
 {
-	char why[256];
+	struct err why;
 	long ms;
 
-	if (arg_duration_ms(s, &ms, why, sizeof(why)) == -1)
-		usage_err("%s: %s", opt, why);
+	if (arg_duration_ms(s, &ms, &why) == -1)
+		usage_err("%s: %s", opt, why.msg);
 	return ms;
 }
 
@@ -462,7 +462,7 @@ set_mode(struct opts *o, enum mode m)
 static int
 lock_option_or_err(struct opts *o, int c, char *arg)
 {
-	char why[1024];
+	struct err why;
 	long n;
 
 	switch (c) {
@@ -480,22 +480,21 @@ lock_option_or_err(struct opts *o, int c, char *arg)
 		o->lock.wait_ms = duration_or_err("-w", arg);
 		break;
 	case 'E':
-		if (arg_long(arg, 0, 255, &n, why, sizeof(why)) == -1)
-			usage_err("-E: %s", why);
+		if (arg_long(arg, 0, 255, &n, &why) == -1)
+			usage_err("-E: %s", why.msg);
 		o->conflict_exit = (int)n;
 		break;
 	case OPT_ID:
 		o->raw_id = 1;
 		break;
 	case OPT_HASH:
-		if (key_scheme_check(arg, why, sizeof(why)) == -1)
-			usage_err("--hash: %s", why);
+		if (key_scheme_check(arg, &why) == -1)
+			usage_err("--hash: %s", why.msg);
 		o->hash = arg;
 		break;
 	case OPT_NAMESPACE:
-		if (arg_long(arg, INT32_MIN, INT32_MAX, &n, why,
-		    sizeof(why)) == -1)
-			usage_err("--namespace: %s", why);
+		if (arg_long(arg, INT32_MIN, INT32_MAX, &n, &why) == -1)
+			usage_err("--namespace: %s", why.msg);
 		o->has_ns = 1;
 		o->ns = (int32_t)n;
 		break;
@@ -511,8 +510,8 @@ lock_option_or_err(struct opts *o, int c, char *arg)
 		o->scope = (int)n;
 		break;
 	case OPT_SLOTS:
-		if (arg_long(arg, 2, 1000, &n, why, sizeof(why)) == -1)
-			usage_err("--slots: %s", why);
+		if (arg_long(arg, 2, 1000, &n, &why) == -1)
+			usage_err("--slots: %s", why.msg);
 		o->lock.slots = (int)n;
 		break;
 	default:
@@ -525,12 +524,12 @@ lock_option_or_err(struct opts *o, int c, char *arg)
 static int
 conn_option_or_err(struct opts *o, int c, char *arg)
 {
-	char why[1024];
+	struct err why;
 
 	switch (c) {
 	case 'd':
-		if (conn_check(arg, why, sizeof(why)) == -1)
-			usage_err("-d: %s", why);
+		if (conn_check(arg, &why) == -1)
+			usage_err("-d: %s", why.msg);
 		/* Connect with a copy; ps shows the masked original. */
 		if ((o->conn.dbname = strdup(arg)) == NULL)
 			die_errno(EXIT_OSERR, "strdup");
@@ -558,7 +557,7 @@ conn_option_or_err(struct opts *o, int c, char *arg)
 static int
 run_option_or_err(struct opts *o, int c, char *arg)
 {
-	char why[1024];
+	struct err why;
 
 	switch (c) {
 	case 'c':
@@ -585,8 +584,8 @@ run_option_or_err(struct opts *o, int c, char *arg)
 			    ARG_MAX_MS / 4000);
 		break;
 	case OPT_LOST_SIG:
-		if (arg_signal(arg, &o->lost_sig, why, sizeof(why)) == -1)
-			usage_err("--lost-signal: %s", why);
+		if (arg_signal(arg, &o->lost_sig, &why) == -1)
+			usage_err("--lost-signal: %s", why.msg);
 		lost_signal_or_err(arg, o->lost_sig);
 		break;
 	case OPT_KILL_AFTER:
@@ -598,8 +597,8 @@ run_option_or_err(struct opts *o, int c, char *arg)
 			usage_err("%s", "--max-time: must be more than 0");
 		break;
 	case OPT_ONCE_PER:
-		if (arg_period_ms(arg, &o->period_ms, why, sizeof(why)) == -1)
-			usage_err("--once-per: %s", why);
+		if (arg_period_ms(arg, &o->period_ms, &why) == -1)
+			usage_err("--once-per: %s", why.msg);
 		if (o->period_ms == 0)
 			usage_err("%s", "--once-per: must be more than 0");
 		o->once = o->record = 1;
@@ -628,7 +627,7 @@ run_option_or_err(struct opts *o, int c, char *arg)
 static int
 mode_option_or_err(struct opts *o, int c, char *arg)
 {
-	char why[1024];
+	struct err why;
 
 	switch (c) {
 	case OPT_COUNTER:
@@ -663,9 +662,9 @@ mode_option_or_err(struct opts *o, int c, char *arg)
 		set_mode(o, MODE_FORGET);
 		break;
 	case OPT_OK_WITHIN:
-		if (arg_period_ms(arg, &o->ok_within_ms, why, sizeof(why)) ==
+		if (arg_period_ms(arg, &o->ok_within_ms, &why) ==
 		    -1)
-			usage_err("--ok-within: %s", why);
+			usage_err("--ok-within: %s", why.msg);
 		break;
 	default:
 		return 0;
@@ -889,16 +888,16 @@ scrub_env(void)
 void
 resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 {
-	char why[1024];
+	struct err why;
 
 	if (o->raw_id) {
-		if (key_parse_id(text, k, why, sizeof(why)) == -1)
-			usage_err("--id: %s", why);
+		if (key_parse_id(text, k, &why) == -1)
+			usage_err("--id: %s", why.msg);
 	} else if (o->has_ns) {
 		key_namespace(o->ns, text, strlen(text), k);
-	} else if (key_hash_scheme(o->hash, text, strlen(text), k, why,
-	    sizeof(why)) == -1) {
-		die(EXIT_SOFTWARE, "%s", why);
+	} else if (key_hash_scheme(o->hash, text, strlen(text), k,
+	    &why) == -1) {
+		die(EXIT_SOFTWARE, "%s", why.msg);
 	}
 	/* The server hashes text: bytes that are not UTF-8 are the caller's. */
 	if (k->sql != NULL && !key_utf8_ok(text, strlen(text)))
@@ -953,12 +952,12 @@ bound_wait(const struct opts *o)
 static PGconn *
 connect_or_err(const struct opts *o)
 {
-	char why[1024];
+	struct err why;
 	PGconn *c;
 
-	if ((c = conn_open(&o->conn, why, sizeof(why))) == NULL)
-		die(EXIT_UNAVAILABLE, "%s", why);
-	switch (conn_standby(c, why, sizeof(why))) {
+	if ((c = conn_open(&o->conn, &why)) == NULL)
+		die(EXIT_UNAVAILABLE, "%s", why.msg);
+	switch (conn_standby(c, &why)) {
 	case 0:
 		return c;
 	case 1:
@@ -966,7 +965,7 @@ connect_or_err(const struct opts *o)
 		    "recovery), where an advisory lock excludes nobody",
 		    PQhost(c), PQport(c));
 	default:
-		die(EXIT_UNAVAILABLE, "%s", why);
+		die(EXIT_UNAVAILABLE, "%s", why.msg);
 	}
 }
 
@@ -1004,7 +1003,8 @@ int
 main(int argc, char **argv)
 {
 	struct opts o;
-	char why[1024], appname[64];
+	struct err why;
+	char appname[64];
 	PGconn *c;
 	long start;
 	int status;
@@ -1033,8 +1033,8 @@ main(int argc, char **argv)
 	bound_wait(&o);
 	/* A query that only reads or breaks dies by signal, as psql. */
 	if (o.mode != MODE_STATUS && o.mode != MODE_BREAK &&
-	    o.mode != MODE_FORGET && !o.peek && sig_init(why, sizeof(why)) == -1)
-		die(EXIT_OSERR, "%s", why);
+	    o.mode != MODE_FORGET && !o.peek && sig_init(&why) == -1)
+		die(EXIT_OSERR, "%s", why.msg);
 
 	switch (o.mode) {
 	case MODE_STATUS:

@@ -137,13 +137,12 @@ holder(PGconn *c, const struct key *k, char *buf, size_t len)
 {
 	char app[256];
 	struct lock_row *rows;
+	struct err why;
 	int i, n;
 
 	buf[0] = '\0';
-	if ((n = lock_status(c, k, &rows, buf, len)) == -1) {
-		buf[0] = '\0';
+	if ((n = lock_status(c, k, &rows, &why)) == -1)
 		return buf;
-	}
 	for (i = 0; i < n && !rows[i].held; i++)
 		;
 	if (i < n && rows[i].hidden)
@@ -173,13 +172,14 @@ static void
 report_busy(const struct run *r)
 {
 	const struct opts *o = r->o;
-	char who[512] = "", why[256];
+	char who[512] = "";
+	struct err why;
 
 	if (o->quiet)
 		return;
 	/* A timed-out wait aborted the transaction that waited. */
 	if (r->lk.xact)
-		(void)conn_end(r->c, 0, CONN_ANSWER_MS, why, sizeof(why));
+		(void)conn_end(r->c, 0, CONN_ANSWER_MS, &why);
 	if (r->lk.slots > 0) {
 		say("%s: all %d slots are held%s", o->label, r->lk.slots,
 		    o->lock.wait_ms == 0 ? "" : ", to the end of -w");
@@ -224,15 +224,15 @@ may_run_again(const struct run *r, const char *why)
 static void
 fork_watchdog_or_err(const struct opts *o, PGconn *c, struct child *ch)
 {
-	char why[1024];
+	struct err why;
 
 	ch->lost_sig = o->lost_sig;
 	ch->kill_after_ms = o->kill_after_ms;
 	ch->notify = o->mode == MODE_HOLD ? o->caller : 0;
 	ch->session_fd = PQsocket(c);
 	ch->kill_by = -1;
-	if (child_fork_watchdog(ch, why, sizeof(why)) == -1)
-		die(EXIT_OSERR, "%s", why);
+	if (child_fork_watchdog(ch, &why) == -1)
+		die(EXIT_OSERR, "%s", why.msg);
 }
 
 /* ---- spawn ------------------------------------------------------------- */
@@ -259,11 +259,11 @@ export_lock_env_or_err(const struct run *r)
 static void
 spawn_or_err(const struct opts *o, struct child *ch)
 {
-	char why[1024];
+	struct err why;
 
-	if (child_spawn(o->argv, ch, why, sizeof(why)) == -1) {
+	if (child_spawn(o->argv, ch, &why) == -1) {
 		child_abort(ch);
-		die(EXIT_OSERR, "%s", why);
+		die(EXIT_OSERR, "%s", why.msg);
 	}
 }
 
@@ -277,7 +277,7 @@ acquire_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
 	enum lock_result got;
-	char why[1024];
+	struct err why;
 	int sig = 0;
 
 	/*
@@ -286,22 +286,20 @@ acquire_or_err(struct run *r)
 	 * at its gate until the check has passed (not under --fence: its
 	 * environment is not complete until then). --slots waits its own way.
 	 */
-	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, why, sizeof(why)) ==
+	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, &why) ==
 	    -1) {
-		if (may_run_again(r, why))
+		if (may_run_again(r, why.msg))
 			return RUN_AGAIN;
-		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 	}
 	if (!o->no_fork)
 		fork_watchdog_or_err(o, r->c, &r->ch);
 	if (r->lk.slots > 0) {
-		got = slots_take(r->c, &r->lk, &r->backend_pid, &sig, why,
-		    sizeof(why));
+		got = slots_take(r->c, &r->lk, &r->backend_pid, &sig, &why);
 		if (got == LOCK_ACQUIRED)
 			export_lock_env_or_err(r);
 	} else {
-		got = lock_wait(r->c, &r->lk, &r->backend_pid, &sig, why,
-		    sizeof(why));
+		got = lock_wait(r->c, &r->lk, &r->backend_pid, &sig, &why);
 	}
 	if (got == LOCK_ACQUIRED && r->lk.slots == 0) {
 		export_lock_env_or_err(r);
@@ -309,8 +307,7 @@ acquire_or_err(struct run *r)
 		if (!o->no_fork && !o->fence && !o->once)
 			spawn_or_err(o, &r->ch);
 		/* ---- verify ---- */
-		got = lock_verify(r->c, &r->lk, r->backend_pid, &sig, why,
-		    sizeof(why));
+		got = lock_verify(r->c, &r->lk, r->backend_pid, &sig, &why);
 	}
 	if (got != LOCK_ACQUIRED && !o->no_fork)
 		child_abort(&r->ch);
@@ -339,11 +336,11 @@ acquire_or_err(struct run *r)
 		 * refused connection, it is tried again, within
 		 * --connect-timeout and -w.
 		 */
-		if (may_run_again(r, why))
+		if (may_run_again(r, why.msg))
 			return RUN_AGAIN;
 		break;
 	}
-	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 }
 
 /* -v: the lock is held, after how long, by which server process. */
@@ -370,13 +367,13 @@ static int
 allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
     long wait_ms, struct counter_req *r, long long *v)
 {
-	char why[1024];
+	struct err why;
 	int sig = 0;
 
 	if (counter_lock(o->table_sql, tenant, wait_ms, r) == -1)
 		die_errno(EXIT_OSERR, "malloc");
 	r->lock.lease_ms = lease_ms(o);
-	switch (counter_next(c, r, v, &sig, why, sizeof(why))) {
+	switch (counter_next(c, r, v, &sig, &why)) {
 	case COUNTER_OK:
 		return 0;
 	case COUNTER_BUSY:
@@ -389,7 +386,7 @@ allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
 	case COUNTER_ERROR:
 		break;
 	}
-	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 }
 
 /*
@@ -406,7 +403,8 @@ fence_or_err(const struct run *r)
 	const struct opts *o = r->o;
 	struct counter_req cr;
 	struct conn_opts co;
-	char why[1024], num[32], *tenant;
+	struct err why;
+	char num[32], *tenant;
 	size_t len = sizeof("pglock-fence:") + strlen(o->key);
 	long long v;
 	PGconn *fc;
@@ -418,15 +416,15 @@ fence_or_err(const struct run *r)
 	/* Its own connection is not bound by -w: the lock is held already. */
 	co = o->conn;
 	co.deadline_ms = -1;
-	fc = r->lk.xact ? conn_open(&co, why, sizeof(why)) : r->c;
+	fc = r->lk.xact ? conn_open(&co, &why) : r->c;
 	if (fc == NULL)
-		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
+		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why.msg);
 	status = allocate_or_err(o, fc, tenant, -1, &cr, &v);
 	free(tenant);
 	if (status != 0)
 		return status;
-	if (conn_end(fc, 1, r->answer_ms, why, sizeof(why)) == -1)
-		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why);
+	if (conn_end(fc, 1, r->answer_ms, &why) == -1)
+		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why.msg);
 	if (fc != r->c)
 		PQfinish(fc);
 	snprintf(num, sizeof(num), "%lld", v);
@@ -444,14 +442,15 @@ once_done_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
 	struct runs_row row;
-	char why[1024], *name = record_key(o, o->key);
+	struct err why;
+	char *name = record_key(o, o->key);
 
 	/* First use: no table, so no server clock read yet either. */
-	if (runs_read(r->c, o->runs_sql, name, &row, why, sizeof(why)) == -1 ||
-	    (row.no_table && (runs_table(r->c, o->runs_sql, why,
-	    sizeof(why)) == -1 || runs_read(r->c, o->runs_sql, name, &row,
-	    why, sizeof(why)) == -1)) || row.denied)
-		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	if (runs_read(r->c, o->runs_sql, name, &row, &why) == -1 ||
+	    (row.no_table && (runs_table(r->c, o->runs_sql, &why) == -1 ||
+	    runs_read(r->c, o->runs_sql, name, &row, &why) == -1)) ||
+	    row.denied)
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 	if (row.no_table)	/* dropped meanwhile: no clock read */
 		die(EXIT_UNAVAILABLE, "%s: table %s went away", o->label,
 		    o->runs_sql);
@@ -490,13 +489,13 @@ static int
 exec_or_err(const struct run *r)
 {
 	int fl = fcntl(PQsocket(r->c), F_GETFD), status = 0;
-	char why[1024];
+	struct err why;
 
 	if (fl == -1 || fcntl(PQsocket(r->c), F_SETFD, fl & ~FD_CLOEXEC) ==
 	    -1)
 		die_errno(EXIT_OSERR, "fcntl");
-	child_exec(r->o->argv, &status, why, sizeof(why));
-	say("%s", why);
+	child_exec(r->o->argv, &status, &why);
+	say("%s", why.msg);
 	return status;
 }
 
@@ -549,7 +548,7 @@ watch_or_err(struct run *r)
 	struct lease_check check;
 	struct child_watch w;
 	enum child_end end;
-	char why[1024];
+	struct err why;
 	int status = 0;
 
 	if (o->no_fork)
@@ -559,25 +558,26 @@ watch_or_err(struct run *r)
 	lease_start(&check, r->c, &r->lk, o->check_ms, r->since);
 	r->ch.kill_by = lease_end(&check);
 	switch (child_open_gate(&r->ch, o->argv != NULL ? o->argv[0] :
-	    "--hold", &status, why, sizeof(why))) {
+	    "--hold", &status, &why)) {
 	case CHILD_STARTED:
 		/* Said once the watchdog is armed: a SIGKILL then tells the script. */
 		if (o->mode == MODE_HOLD)
 			hold_line_or_err(r);
 		break;
 	case CHILD_NOEXEC:
-		say("%s", why);
+		say("%s", why.msg);
 		return status;
 	case CHILD_OSERR:
-		die(EXIT_OSERR, "%s", why);
+		die(EXIT_OSERR, "%s", why.msg);
 	}
 	w.fd = PQsocket(r->c);
 	w.step = lease_step;
 	w.finish = lease_finish;
 	w.arg = &check;
 	w.max_ms = o->max_ms;
-	end = child_wait(&r->ch, &w, &status, why, sizeof(why));
-	return end == CHILD_EXITED ? status : watch_ended_or_err(r, end, why);
+	end = child_wait(&r->ch, &w, &status, &why);
+	return end == CHILD_EXITED ? status :
+	    watch_ended_or_err(r, end, why.msg);
 }
 
 /* ---- record ------------------------------------------------------------ */
@@ -593,7 +593,8 @@ record_or_err(const struct run *r, int status, double seconds)
 {
 	const struct opts *o = r->o;
 	struct runs_outcome out;
-	char why[1024], id[48], *name;
+	struct err why;
+	char id[48], *name;
 	int rc;
 
 	key_format(&r->lk.key, id, sizeof(id));
@@ -602,16 +603,16 @@ record_or_err(const struct run *r, int status, double seconds)
 	out.status = status;
 	out.seconds = seconds;
 	out.slot = r->slot;
-	rc = runs_write(r->c, o->runs_sql, &out, why, sizeof(why));
+	rc = runs_write(r->c, o->runs_sql, &out, &why);
 	free(name);
 	if (rc == 0)
 		return 0;
 	if (status == 0)
 		die(EXIT_LOST, "%s: the command succeeded, but its success could "
 		    "not be recorded (%s): it counts as not done", o->label,
-		    why);
+		    why.msg);
 	say("%s: the command's failure could not be recorded (%s)", o->label,
-	    why);
+	    why.msg);
 	return -1;
 }
 
@@ -625,7 +626,7 @@ static int
 take_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
-	char why[1024];
+	struct err why;
 	int status;
 
 	choose_scope(r);
@@ -636,8 +637,8 @@ take_or_err(struct run *r)
 	 * and creates it then: a round trip saved on every other run.
 	 */
 	if (o->record && (r->lk.xact || r->lk.prove || !o->once) &&
-	    runs_table(r->c, o->runs_sql, why, sizeof(why)) == -1)
-		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	    runs_table(r->c, o->runs_sql, &why) == -1)
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 	if (o->verbose && r->lk.wait_ms != 0)
 		report_holder(r);
 	r->t0 = r->w.start = mono_seconds();
@@ -663,7 +664,7 @@ run_lock(const struct opts *o, PGconn *c)
 {
 	struct run r = { .o = o, .c = c, .lk = o->lock, .ch = { .pid = -1 },
 	    .w = { o->label, 0, 0 }, .answer_ms = answer_ms(o), .slot = -1 };
-	char why[1024];
+	struct err why;
 	double ran;
 	int status;
 
@@ -697,15 +698,16 @@ run_lock(const struct opts *o, PGconn *c)
 		 */
 		if (o->record && record_or_err(&r, status, mono_seconds() -
 		    ran) == -1 && r.lk.xact) {
-			(void)conn_end(c, 0, r.answer_ms, why, sizeof(why));
+			(void)conn_end(c, 0, r.answer_ms, &why);
 			child_reap(&r.ch);
 			return status;
 		}
 	}
 	/* ---- release ---- */
-	if (lock_release(c, &r.lk, r.answer_ms, why, sizeof(why)) == -1)
+	if (lock_release(c, &r.lk, r.answer_ms, &why) == -1)
 		die(EXIT_LOST, "%s: the release does not show the lock held "
-		    "to the end: it may have been lost (%s)", o->label, why);
+		    "to the end: it may have been lost (%s)", o->label,
+		    why.msg);
 	child_reap(&r.ch);
 	if (o->verbose)
 		say("%s: released after %.2fs", o->label, mono_seconds() - r.t0);
@@ -716,11 +718,11 @@ run_lock(const struct opts *o, PGconn *c)
 static int
 peek_or_err(const struct opts *o, PGconn *c)
 {
-	char why[1024];
+	struct err why;
 	long long v;
 
-	if (counter_peek(c, o->table_sql, o->key, &v, why, sizeof(why)) == -1)
-		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	if (counter_peek(c, o->table_sql, o->key, &v, &why) == -1)
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 	if (o->json) {
 		printf("{\"tenant\": ");
 		json_str(o->key);
@@ -738,7 +740,8 @@ run_counter(const struct opts *o, PGconn *c)
 	struct counter_req cr;
 	struct run r = { .o = o, .c = c, .ch = { .pid = -1 },
 	    .answer_ms = answer_ms(o) };
-	char why[1024], num[32];
+	struct err why;
+	char num[32];
 	long long v;
 	int status;
 
@@ -753,14 +756,14 @@ run_counter(const struct opts *o, PGconn *c)
 		if (fflush(stdout) == EOF || ferror(stdout)) {
 			int e = errno;
 
-			(void)conn_end(c, 0, r.answer_ms, why, sizeof(why));
+			(void)conn_end(c, 0, r.answer_ms, &why);
 			errno = e;
 			die_errno(EXIT_OSERR, "stdout: version %lld rolled back", v);
 		}
-		if (conn_end(c, 1, r.answer_ms, why, sizeof(why)) == -1)
+		if (conn_end(c, 1, r.answer_ms, &why) == -1)
 			die(EXIT_LOST, "%s: the commit of version %lld is not "
 			    "confirmed (%s): check with --peek", o->label, v,
-			    why);
+			    why.msg);
 		return 0;
 	}
 	r.lk = cr.lock;
@@ -772,10 +775,10 @@ run_counter(const struct opts *o, PGconn *c)
 	fork_watchdog_or_err(o, c, &r.ch);
 	status = watch_or_err(&r);
 	/* A failed command consumes no number. */
-	if (conn_end(c, status == 0, r.answer_ms, why, sizeof(why)) == -1 &&
+	if (conn_end(c, status == 0, r.answer_ms, &why) == -1 &&
 	    status == 0)
 		die(EXIT_LOST, "%s: the commit of version %lld is not "
-		    "confirmed (%s): check with --peek", o->label, v, why);
+		    "confirmed (%s): check with --peek", o->label, v, why.msg);
 	child_reap(&r.ch);
 	return status;
 }

@@ -17,10 +17,10 @@
 
 /* A failed parse must leave one readable line, whatever the input. */
 static void
-check_err(const char *err, size_t errlen)
+check_err(const struct err *err)
 {
-	CHECK(memchr(err, '\0', errlen) != NULL);
-	CHECK(err[0] != '\0');
+	CHECK(memchr(err->msg, '\0', sizeof(err->msg)) != NULL);
+	CHECK(err->msg[0] != '\0');
 }
 
 /*
@@ -58,17 +58,17 @@ ref_duration_ms(const char *s, long long *ms)
 }
 
 static void
-fuzz_duration(const char *s, char *err, size_t errlen)
+fuzz_duration(const char *s, struct err *err)
 {
 	char again[32];
 	long ms = -7, ms2 = -7;
 	long long ref = -7;
 	int rc, want;
 
-	rc = arg_duration_ms(s, &ms, err, errlen);
+	rc = arg_duration_ms(s, &ms, err);
 	want = ref_duration_ms(s, &ref);
 	if (rc == -1) {
-		check_err(err, errlen);
+		check_err(err);
 		CHECK(want != 0);
 		return;
 	}
@@ -78,19 +78,19 @@ fuzz_duration(const char *s, char *err, size_t errlen)
 	CHECK((long long)ms == ref);
 	/* What pglock would print (whole ms) must read back unchanged. */
 	snprintf(again, sizeof(again), "%ld.%03ld", ms / 1000, ms % 1000);
-	CHECK(arg_duration_ms(again, &ms2, err, errlen) == 0);
+	CHECK(arg_duration_ms(again, &ms2, err) == 0);
 	CHECK(ms2 == ms);
 }
 
 static void
-fuzz_long(const char *s, long lo, long hi, char *err, size_t errlen)
+fuzz_long(const char *s, long lo, long hi, struct err *err)
 {
 	char again[32];
 	const char *p = s;
 	long v = -7, v2 = -7;
 
-	if (arg_long(s, lo, hi, &v, err, errlen) == -1) {
-		check_err(err, errlen);
+	if (arg_long(s, lo, hi, &v, err) == -1) {
+		check_err(err);
 		return;
 	}
 	CHECK(v >= lo && v <= hi);
@@ -99,24 +99,24 @@ fuzz_long(const char *s, long lo, long hi, char *err, size_t errlen)
 		p++;
 	CHECK(*p != '\0' && strspn(p, "0123456789") == strlen(p));
 	snprintf(again, sizeof(again), "%ld", v);
-	CHECK(arg_long(again, lo, hi, &v2, err, errlen) == 0 && v2 == v);
+	CHECK(arg_long(again, lo, hi, &v2, err) == 0 && v2 == v);
 }
 
 static void
-fuzz_signal(const char *s, char *err, size_t errlen)
+fuzz_signal(const char *s, struct err *err)
 {
 	char again[32], upper[16];
 	size_t i, n;
 	int sig = -7, sig2 = -7;
 
-	if (arg_signal(s, &sig, err, errlen) == -1) {
-		check_err(err, errlen);
+	if (arg_signal(s, &sig, err) == -1) {
+		check_err(err);
 		return;
 	}
 	CHECK(sig >= 1 && sig <= 64);
 	/* The number always names the same signal as the name did. */
 	snprintf(again, sizeof(again), "%d", sig);
-	CHECK(arg_signal(again, &sig2, err, errlen) == 0 && sig2 == sig);
+	CHECK(arg_signal(again, &sig2, err) == 0 && sig2 == sig);
 	if (isdigit((unsigned char)s[0]))
 		return;
 	/* Names are short and case does not matter. */
@@ -125,28 +125,29 @@ fuzz_signal(const char *s, char *err, size_t errlen)
 	for (i = 0; i <= n; i++)
 		upper[i] = (char)toupper((unsigned char)s[i]);
 	sig2 = -7;
-	CHECK(arg_signal(upper, &sig2, err, errlen) == 0 && sig2 == sig);
+	CHECK(arg_signal(upper, &sig2, err) == 0 && sig2 == sig);
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	/* Sized to the byte, so ASan sees any write past errlen. */
-	const size_t errlen = 256;
-	char *s, *err;
+	/* On the heap, so ASan sees any write past err's end. */
+	char *s;
+	struct err *err;
 
-	if ((s = malloc(size + 1)) == NULL || (err = malloc(errlen)) == NULL)
+	if ((s = malloc(size + 1)) == NULL ||
+	    (err = malloc(sizeof(*err))) == NULL)
 		abort();
 	/* argv strings end at the first NUL: so does the copy. */
 	memcpy(s, data, size);
 	s[size] = '\0';
 
-	fuzz_duration(s, err, errlen);
-	fuzz_long(s, 0, 255, err, errlen);		/* -E */
-	fuzz_long(s, INT32_MIN, INT32_MAX, err, errlen); /* --namespace */
-	fuzz_long(s, 1, 64, err, errlen);		/* signal numbers */
-	fuzz_long(s, LONG_MIN, LONG_MAX, err, errlen);
-	fuzz_signal(s, err, errlen);
+	fuzz_duration(s, err);
+	fuzz_long(s, 0, 255, err);		/* -E */
+	fuzz_long(s, INT32_MIN, INT32_MAX, err); /* --namespace */
+	fuzz_long(s, 1, 64, err);		/* signal numbers */
+	fuzz_long(s, LONG_MIN, LONG_MAX, err);
+	fuzz_signal(s, err);
 
 	free(err);
 	free(s);

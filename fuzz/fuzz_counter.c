@@ -142,7 +142,8 @@ fuzz_lock(const char *table, const char *tenant, long wait_ms)
 {
 	struct counter_req lk, lk2;
 	struct key plain;
-	char err[128], *buf;
+	struct err err;
+	char *buf;
 	size_t tl = strlen(table), nl = strlen(tenant);
 
 	memset(&lk, 0x5a, sizeof(lk));
@@ -161,11 +162,11 @@ fuzz_lock(const char *table, const char *tenant, long wait_ms)
 	memcpy(buf, "pglock-counter", 15);
 	memcpy(buf + 15, table, tl + 1);
 	memcpy(buf + 16 + tl, tenant, nl);
-	CHECK(key_hash(buf, 16 + tl + nl, &plain, err, sizeof(err)) == 0);
+	CHECK(key_hash(buf, 16 + tl + nl, &plain, &err) == 0);
 	CHECK(plain.id == lk.lock.key.id);
 	free(buf);
 
-	CHECK(key_hash(tenant, nl, &plain, err, sizeof(err)) == 0);
+	CHECK(key_hash(tenant, nl, &plain, &err) == 0);
 	CHECK(plain.id != lk.lock.key.id);
 }
 

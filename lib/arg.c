@@ -15,7 +15,7 @@
 #include "arg.h"
 
 int
-arg_duration_ms(const char *s, long *ms, char *err, size_t errlen)
+arg_duration_ms(const char *s, long *ms, struct err *err)
 {
 	const char *p = s;
 	long whole = 0, frac = 0, scale = 100;
@@ -42,7 +42,7 @@ arg_duration_ms(const char *s, long *ms, char *err, size_t errlen)
 		frac += below_ms;
 	}
 	if (digits == 0 || *p != '\0') {
-		snprintf(err, errlen, "'%s' is not a number of seconds", s);
+		err_set(err, "'%s' is not a number of seconds", s);
 		return -1;
 	}
 	if (frac > 999) {
@@ -55,13 +55,13 @@ arg_duration_ms(const char *s, long *ms, char *err, size_t errlen)
 	*ms = whole * 1000 + frac;
 	return 0;
 range:
-	snprintf(err, errlen, "'%s' seconds is too long (at most %ld)", s,
+	err_set(err, "'%s' seconds is too long (at most %ld)", s,
 	    ARG_MAX_MS / 1000);
 	return -1;
 }
 
 int
-arg_long(const char *s, long lo, long hi, long *out, char *err, size_t errlen)
+arg_long(const char *s, long lo, long hi, long *out, struct err *err)
 {
 	char *end;
 	long v;
@@ -69,11 +69,11 @@ arg_long(const char *s, long lo, long hi, long *out, char *err, size_t errlen)
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (*s == '\0' || isspace((unsigned char)*s) || *end != '\0') {
-		snprintf(err, errlen, "'%s' is not a number", s);
+		err_set(err, "'%s' is not a number", s);
 		return -1;
 	}
 	if (errno == ERANGE || v < lo || v > hi) {
-		snprintf(err, errlen, "'%s' is out of range (%ld to %ld)", s,
+		err_set(err, "'%s' is out of range (%ld to %ld)", s,
 		    lo, hi);
 		return -1;
 	}
@@ -92,14 +92,14 @@ static const struct {
 };
 
 int
-arg_signal(const char *s, int *sig, char *err, size_t errlen)
+arg_signal(const char *s, int *sig, struct err *err)
 {
 	const char *name = s;
 	long n;
 	size_t i;
 
 	if (isdigit((unsigned char)*s)) {
-		if (arg_long(s, 1, 64, &n, err, errlen) == -1)
+		if (arg_long(s, 1, 64, &n, err) == -1)
 			return -1;
 		*sig = (int)n;
 		return 0;
@@ -112,12 +112,12 @@ arg_signal(const char *s, int *sig, char *err, size_t errlen)
 			return 0;
 		}
 	}
-	snprintf(err, errlen, "'%s' is not a signal name", s);
+	err_set(err, "'%s' is not a signal name", s);
 	return -1;
 }
 
 int
-arg_period_ms(const char *s, long long *ms, char *err, size_t errlen)
+arg_period_ms(const char *s, long long *ms, struct err *err)
 {
 	static const char units[] = "smhd";
 	static const long long unit_s[] = { 1, 60, 3600, 86400 };
@@ -130,8 +130,8 @@ arg_period_ms(const char *s, long long *ms, char *err, size_t errlen)
 	if (u != NULL)
 		n--;
 	snprintf(num, sizeof(num), "%.*s", (int)(n < sizeof(num) ? n : 0), s);
-	if (n >= sizeof(num) || arg_duration_ms(num, &part, err, errlen) == -1) {
-		snprintf(err, errlen, "'%s' is not a duration (SECS, or a "
+	if (n >= sizeof(num) || arg_duration_ms(num, &part, err) == -1) {
+		err_set(err, "'%s' is not a duration (SECS, or a "
 		    "number with s, m, h or d)", s);
 		return -1;
 	}

@@ -35,10 +35,10 @@ exit_code(int st)
 }
 
 static void
-exec_error(const char *cmd, int e, int *status, char *err, size_t errlen)
+exec_error(const char *cmd, int e, int *status, struct err *err)
 {
 	*status = (e == ENOENT || e == ENOTDIR) ? EXIT_NOTFOUND : EXIT_NOEXEC;
-	snprintf(err, errlen, "%s: %s", cmd, strerror(e));
+	err_set(err, "%s: %s", cmd, strerror(e));
 }
 
 /*
@@ -266,15 +266,15 @@ watchdog(int fd, int session, const struct child *ch)
  * SOCK_SEQPACKET for the watchdog, whose messages arrive whole.
  */
 static int
-cloexec_pair(int type, int sv[2], char *err, size_t errlen)
+cloexec_pair(int type, int sv[2], struct err *err)
 {
 	if (socketpair(AF_UNIX, type, 0, sv) == -1) {
-		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		err_set(err, "socketpair: %s", strerror(errno));
 		return -1;
 	}
 	if (fcntl(sv[0], F_SETFD, FD_CLOEXEC) == -1 ||
 	    fcntl(sv[1], F_SETFD, FD_CLOEXEC) == -1) {
-		snprintf(err, errlen, "fcntl: %s", strerror(errno));
+		err_set(err, "fcntl: %s", strerror(errno));
 		close(sv[0]);
 		close(sv[1]);
 		return -1;
@@ -349,13 +349,13 @@ suspend(const struct child *ch)
  * and keep pglock's end of its socket. Returns 0, or -1 with the reason.
  */
 static int
-fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
+fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
 {
 	int ends[2];
 	sigset_t mask;
 	pid_t pid;
 
-	if (cloexec_pair(SOCK_SEQPACKET, ends, err, errlen) == -1)
+	if (cloexec_pair(SOCK_SEQPACKET, ends, err) == -1)
 		return -1;
 	sig_block(&mask);
 	pid = fork();
@@ -369,7 +369,7 @@ fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(ends[0]);
 	if (pid == -1) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+		err_set(err, "fork: %s", strerror(errno));
 		close(ends[1]);
 		return -1;
 	}
@@ -379,7 +379,7 @@ fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
 	 * none forked over and over.
 	 */
 	if (setpgid(pid, pgrp == 0 ? pid : pgrp) == -1 && pgrp != 0) {
-		snprintf(err, errlen, "setpgid: %s", strerror(errno));
+		err_set(err, "setpgid: %s", strerror(errno));
 		(void)kill(pid, SIGKILL);
 		(void)waitpid(pid, NULL, 0);
 		close(ends[1]);
@@ -391,13 +391,13 @@ fork_watchdog(struct child *ch, pid_t pgrp, char *err, size_t errlen)
 }
 
 int
-child_fork_watchdog(struct child *ch, char *err, size_t errlen)
+child_fork_watchdog(struct child *ch, struct err *err)
 {
 	ch->foreground = 0;
 	ch->pid = -1;
 	ch->gate = -1;
 	ch->watchdog_pid = -1;
-	if (fork_watchdog(ch, 0, err, errlen) == -1)
+	if (fork_watchdog(ch, 0, err) == -1)
 		return -1;
 	ch->pgrp = ch->watchdog_pid;
 	return 0;
@@ -411,15 +411,15 @@ child_fork_watchdog(struct child *ch, char *err, size_t errlen)
 static void
 replace_watchdog(struct child *ch)
 {
-	char err[256];
+	struct err err;
 
 	child_reap(ch);
-	if (fork_watchdog(ch, ch->pgrp, err, sizeof(err)) == 0)
+	if (fork_watchdog(ch, ch->pgrp, &err) == 0)
 		(void)arm_watchdog(ch);
 }
 
 int
-child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
+child_spawn(char *const argv[], struct child *ch, struct err *err)
 {
 	int sp[2], e;
 	pid_t parent = getpid();
@@ -439,12 +439,12 @@ child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
 	 * command's answer is its exec error, and end of file means exec
 	 * succeeded (or, to the command, that it must not run).
 	 */
-	if (cloexec_pair(SOCK_STREAM, sp, err, errlen) == -1)
+	if (cloexec_pair(SOCK_STREAM, sp, err) == -1)
 		return -1;
 	sig_block(&mask);
 	ch->pid = fork();
 	if (ch->pid == -1) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+		err_set(err, "fork: %s", strerror(errno));
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		close(sp[0]);
 		close(sp[1]);
@@ -494,14 +494,13 @@ child_spawn(char *const argv[], struct child *ch, char *err, size_t errlen)
 }
 
 enum child_start
-child_open_gate(struct child *ch, const char *cmd, int *status, char *err,
-    size_t errlen)
+child_open_gate(struct child *ch, const char *cmd, int *status, struct err *err)
 {
 	ssize_t n;
 	int e = 0;
 
 	if (arm_watchdog(ch) == -1) {
-		snprintf(err, errlen, "watchdog: %s", strerror(errno));
+		err_set(err, "watchdog: %s", strerror(errno));
 		child_abort(ch);
 		return CHILD_OSERR;
 	}
@@ -517,14 +516,14 @@ child_open_gate(struct child *ch, const char *cmd, int *status, char *err,
 	take_terminal(ch);
 	dismiss_watchdog(ch);
 	if (n != (ssize_t)sizeof(e)) {
-		snprintf(err, errlen, "%s: did not start", cmd);
+		err_set(err, "%s: did not start", cmd);
 		return CHILD_OSERR;
 	}
 	if (e < 0) {
-		snprintf(err, errlen, "setpgid: %s", strerror(-e));
+		err_set(err, "setpgid: %s", strerror(-e));
 		return CHILD_OSERR;
 	}
-	exec_error(cmd, e, status, err, errlen);
+	exec_error(cmd, e, status, err);
 	return CHILD_NOEXEC;
 }
 
@@ -539,7 +538,7 @@ child_abort(struct child *ch)
 }
 
 void
-child_exec(char *const argv[], int *status, char *err, size_t errlen)
+child_exec(char *const argv[], int *status, struct err *err)
 {
 	sigset_t mask;
 
@@ -547,7 +546,7 @@ child_exec(char *const argv[], int *status, char *err, size_t errlen)
 	sig_reset();
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	execvp(argv[0], argv);
-	exec_error(argv[0], errno, status, err, errlen);
+	exec_error(argv[0], errno, status, err);
 }
 
 /* How long poll() may wait: until the first of n times (-1: none). */
@@ -575,7 +574,7 @@ poll_ms(long t, const long *at, int n)
  */
 static int
 wait_events(const struct child *ch, int fd, const long *at,
-    struct pollfd p[3], char *err, size_t errlen)
+    struct pollfd p[3], struct err *err)
 {
 	/* After EINTR poll() leaves revents alone: clear them first. */
 	memset(p, 0, 3 * sizeof(p[0]));
@@ -586,7 +585,7 @@ wait_events(const struct child *ch, int fd, const long *at,
 	p[0].events = p[1].events = p[2].events = POLLIN;
 	if (poll(p, 3, at == NULL ? 0 : poll_ms(mono_ms(), at, 3)) == -1 &&
 	    errno != EINTR) {
-		snprintf(err, errlen, "poll: %s", strerror(errno));
+		err_set(err, "poll: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -599,8 +598,7 @@ wait_events(const struct child *ch, int fd, const long *at,
  * lock is lost: then only the KILL is due.
  */
 static int
-forward_and_reap(struct child *ch, int lost, int *st, char *err,
-    size_t errlen)
+forward_and_reap(struct child *ch, int lost, int *st, struct err *err)
 {
 	pid_t r;
 	int sig;
@@ -616,7 +614,7 @@ forward_and_reap(struct child *ch, int lost, int *st, char *err,
 		return 0;
 	}
 	if (r == -1 && errno != EINTR) {
-		snprintf(err, errlen, "waitpid: %s", strerror(errno));
+		err_set(err, "waitpid: %s", strerror(errno));
 		return -1;
 	}
 	return r == ch->pid;
@@ -646,7 +644,7 @@ stop_group(struct child *ch, long end, long *kill_at)
  */
 enum child_end
 child_wait(struct child *ch, const struct child_watch *w, int *status,
-    char *err, size_t errlen)
+    struct err *err)
 {
 	struct pollfd p[3];
 	long t, due = -1, end = ch->kill_by, kill_at = -1, at[3];
@@ -665,21 +663,20 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 		at[1] = kill_at;
 		at[2] = end_at;
 		if (wait_events(ch, watching ? w->fd : -1, look ? NULL : at, p,
-		    err, errlen) == -1)
+		    err) == -1)
 			return CHILD_FAILED;
 
 		if (p[2].revents & (POLLIN | POLLHUP))
 			replace_watchdog(ch);
 		if ((p[0].revents & POLLIN) || look) {
 			look = 0;
-			if ((r = forward_and_reap(ch, lost, &st, err,
-			    errlen)) == -1)
+			if ((r = forward_and_reap(ch, lost, &st, err)) == -1)
 				return CHILD_FAILED;
 			if (r == 1)
 				break;
 		}
 		if (watching && w->step(w->arg, (p[1].revents & (POLLIN |
-		    POLLERR | POLLHUP)) != 0, &due, &end, err, errlen)) {
+		    POLLERR | POLLHUP)) != 0, &due, &end, err)) {
 			/* An answered check: the watchdog's lease too. */
 			if (end != ch->kill_by) {
 				ch->kill_by = end;
@@ -712,7 +709,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	 * the release then, and a lock it finds gone was lost while the
 	 * command ran.
 	 */
-	if (watching && !w->finish(w->arg, err, errlen))
+	if (watching && !w->finish(w->arg, err))
 		lost = 1;
 	/* Leave nothing of the command running without the lock. */
 	if (lost)

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "err.h"
+
 struct child {
 	/* Set by the caller before child_fork_watchdog(): */
 	int lost_sig;		/* for the command if pglock dies */
@@ -47,7 +49,7 @@ enum child_start {
  * (it was stopped itself), it KILLs the group at kill_by. Unarmed, it
  * just exits. Returns 0, or -1 with the reason in err.
  */
-int child_fork_watchdog(struct child *ch, char *err, size_t errlen);
+int child_fork_watchdog(struct child *ch, struct err *err);
 
 /*
  * After child_fork_watchdog(): fork the command (argv, searched in PATH) into the
@@ -56,8 +58,7 @@ int child_fork_watchdog(struct child *ch, char *err, size_t errlen);
  * dies. With argv NULL (--hold) the "command" waits for end of file on
  * standard input, then exits 0. Returns 0, or -1 with the reason in err.
  */
-int child_spawn(char *const argv[], struct child *ch, char *err,
-    size_t errlen);
+int child_spawn(char *const argv[], struct child *ch, struct err *err);
 
 /*
  * Open the gate: the command execs, and gets the terminal if pglock had
@@ -65,7 +66,7 @@ int child_spawn(char *const argv[], struct child *ch, char *err,
  * err; the command is then reaped.
  */
 enum child_start child_open_gate(struct child *ch, const char *cmd, int *status,
-    char *err, size_t errlen);
+    struct err *err);
 
 /*
  * Close the gate, if spawned: the command exits without running, and is
@@ -77,7 +78,7 @@ void child_abort(struct child *ch);
  * Replace pglock by argv (for -F): only returns on failure, with *status
  * 126 or 127 and the reason in err.
  */
-void child_exec(char *const argv[], int *status, char *err, size_t errlen);
+void child_exec(char *const argv[], int *status, struct err *err);
 
 /*
  * What child_wait() watches beside the command: the lock's periodic check
@@ -90,10 +91,10 @@ struct child_watch {
 	 * in *due has come: 1 while the lock is held, 0 when lost (reason in
 	 * err); *end: by when the command must be dead, renewed as it goes.
 	 */
-	int (*step)(void *arg, int readable, long *due, long *end, char *err,
-	    size_t errlen);
+	int (*step)(void *arg, int readable, long *due, long *end,
+	    struct err *err);
 	/* After the command exited: 1 held to the end, 0 lost (err). */
-	int (*finish)(void *arg, char *err, size_t errlen);
+	int (*finish)(void *arg, struct err *err);
 	void *arg;
 	long max_ms;	/* lost_sig when it runs longer; 0: no limit */
 };
@@ -114,7 +115,7 @@ enum child_end {
  * child is reaped. A later end renews the watchdog's kill_by.
  */
 enum child_end child_wait(struct child *ch, const struct child_watch *w,
-    int *status, char *err, size_t errlen);
+    int *status, struct err *err);
 
 /*
  * After child_wait(): reap the watchdog it dismissed (which may take a

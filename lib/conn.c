@@ -32,7 +32,7 @@
 #define TCP_USER_TIMEOUT "10000"
 
 /* The last message the server sent outside a query, e.g. why it hung up. */
-static char server_said[512];
+static struct err server_said;
 
 /*
  * conn_deadline(): when waits give up (-1: never; 0: they gave up
@@ -63,7 +63,7 @@ on_notice(void *arg, const PGresult *res)
 	if (msg != NULL && sev != NULL && strcmp(sev, "NOTICE") != 0 &&
 	    strcmp(sev, "WARNING") != 0 && strcmp(sev, "INFO") != 0 &&
 	    strcmp(sev, "LOG") != 0 && strncmp(sev, "DEBUG", 5) != 0) {
-		conn_oneline(msg, server_said, sizeof(server_said));
+		conn_oneline(msg, &server_said);
 		keep_state(res);
 	}
 }
@@ -77,24 +77,24 @@ conn_is_state(const PGresult *res, const char *state)
 }
 
 void
-conn_oneline(const char *msg, char *err, size_t errlen)
+conn_oneline(const char *msg, struct err *err)
 {
 	size_t i, j = 0;
 
 	/* libpq ends with "\n" and puts hints on "\n\t..." lines. */
-	for (i = 0; msg[i] != '\0' && j + 3 < errlen; i++) {
+	for (i = 0; msg[i] != '\0' && j + 3 < sizeof(err->msg); i++) {
 		if (msg[i] == '\n') {
 			while (msg[i + 1] == '\t' || msg[i + 1] == ' ')
 				i++;
 			if (msg[i + 1] != '\0') {
-				err[j++] = ';';
-				err[j++] = ' ';
+				err->msg[j++] = ';';
+				err->msg[j++] = ' ';
 			}
 			continue;
 		}
-		err[j++] = msg[i];
+		err->msg[j++] = msg[i];
 	}
-	err[j] = '\0';
+	err->msg[j] = '\0';
 }
 
 /*
@@ -126,7 +126,7 @@ retryable(const char *msg)
  * SQLSTATE after the severity, and without LOCATION lines, on one line.
  */
 static void
-plain_error(const char *msg, char *err, size_t errlen)
+plain_error(const char *msg, struct err *err)
 {
 	char buf[1024];
 	const char *p = msg, *nl;
@@ -154,7 +154,7 @@ plain_error(const char *msg, char *err, size_t errlen)
 		p += len;
 	}
 	buf[n < sizeof(buf) ? n : sizeof(buf) - 1] = '\0';
-	conn_oneline(buf, err, errlen);
+	conn_oneline(buf, err);
 }
 
 /* libpq's connect_timeout, if the user set one (-d, PGCONNECT_TIMEOUT). */
@@ -184,7 +184,7 @@ user_timeout_ms(PGconn *c)
  */
 static PGconn *
 connect_once(const char *const *keys, const char *const *vals,
-    long until_ms, int *retry, char *err, size_t errlen)
+    long until_ms, int *retry, struct err *err)
 {
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 	struct pollfd p;
@@ -193,7 +193,7 @@ connect_once(const char *const *keys, const char *const *vals,
 
 	*retry = 0;
 	if ((c = PQconnectStartParams(keys, vals, 1)) == NULL) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, "out of memory");
 		return NULL;
 	}
 	/* The SQLSTATE tells a full server from a wrong password. */
@@ -211,14 +211,14 @@ connect_once(const char *const *keys, const char *const *vals,
 		p.revents = 0;
 		now = mono_ms();
 		if (limit >= 0 && now >= limit) {
-			snprintf(err, errlen, "server %s port %s did not answer "
+			err_set(err, "server %s port %s did not answer "
 			    "in time (timeout expired)", PQhost(c), PQport(c));
 			PQfinish(c);
 			return NULL;
 		}
 		if (poll(&p, 1, limit < 0 ? -1 : (int)(limit - now)) == -1 &&
 		    errno != EINTR) {
-			snprintf(err, errlen, "poll: %s", strerror(errno));
+			err_set(err, "poll: %s", strerror(errno));
 			PQfinish(c);
 			return NULL;
 		}
@@ -227,7 +227,7 @@ connect_once(const char *const *keys, const char *const *vals,
 	}
 	if (PQstatus(c) != CONNECTION_OK) {
 		*retry = retryable(PQerrorMessage(c));
-		plain_error(PQerrorMessage(c), err, errlen);
+		plain_error(PQerrorMessage(c), err);
 		PQfinish(c);
 		return NULL;
 	}
@@ -248,7 +248,7 @@ pause_ms(long ms)
 }
 
 void
-conn_result_error(const PGresult *res, char *err, size_t errlen)
+conn_result_error(const PGresult *res, struct err *err)
 {
 	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
 	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
@@ -257,16 +257,16 @@ conn_result_error(const PGresult *res, char *err, size_t errlen)
 	keep_state(res);
 	if (msg == NULL) {
 		/* Not the server's: libpq's own text (a lost connection). */
-		conn_oneline(PQresultErrorMessage(res), err, errlen);
+		conn_oneline(PQresultErrorMessage(res), err);
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%s%s%s", msg, detail != NULL ? "; " : "",
 	    detail != NULL ? detail : "");
-	conn_oneline(buf, err, errlen);
+	conn_oneline(buf, err);
 }
 
 PGconn *
-conn_open(const struct conn_opts *o, char *err, size_t errlen)
+conn_open(const struct conn_opts *o, struct err *err)
 {
 	const char *keys[16], *vals[16];
 	long start = mono_ms(), until = -1, pause;
@@ -294,7 +294,7 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 	vals[n] = NULL;
 
 	/* Why an earlier session (cut by a restart) hung up is past. */
-	server_said[0] = '\0';
+	server_said.msg[0] = '\0';
 	last_state[0] = '\0';
 	/* Retries end at --connect-timeout; everything ends at -w. */
 	if (o->connect_ms > 0)
@@ -303,7 +303,7 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 		until = o->deadline_ms;
 	srandom((unsigned)getpid() ^ (unsigned)start);
 	for (attempt = 0;; attempt++) {
-		c = connect_once(keys, vals, until, &retry, err, errlen);
+		c = connect_once(keys, vals, until, &retry, err);
 		if (c != NULL)
 			break;
 		if (!retry || o->connect_ms == 0)
@@ -316,8 +316,9 @@ conn_open(const struct conn_opts *o, char *err, size_t errlen)
 		if (mono_ms() + pause > until - 100)
 			pause = until - 100 - mono_ms();
 		if (pause < 0) {
-			n = (int)strlen(err);
-			snprintf(err + n, errlen - (size_t)n, " (gave up after "
+			n = (int)strlen(err->msg);
+			snprintf(err->msg + n, sizeof(err->msg) - (size_t)n,
+			    " (gave up after "
 			    "%d attempts in %.1fs)", attempt + 1,
 			    (double)(mono_ms() - start) / 1000.0);
 			return NULL;
@@ -402,7 +403,7 @@ setup_params(char ms[4][32], long wait_ms, long lease_ms)
 
 int
 conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
-    char *err, size_t errlen)
+    struct err *err)
 {
 	char sql[2048], local[32], ms[4][32];
 	const char *params[8] = { ms[0], ms[1], ms[2], ms[3] };
@@ -423,7 +424,7 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 	snprintf(local, sizeof(local), scope == CONN_XACT ? "true" : "false");
 	if (scope == CONN_PROVE) {
 		if (!tcp) {
-			snprintf(err, errlen, "no TCP connection to prove direct");
+			err_set(err, "no TCP connection to prove direct");
 			return -1;
 		}
 		memcpy(params + 4, e.params, sizeof(e.params));
@@ -456,7 +457,7 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 	}
 	PQconninfoFree(info);
 	if (n >= sizeof(sql)) {
-		snprintf(err, errlen, "the set-up statement is too long");
+		err_set(err, "the set-up statement is too long");
 		return -1;
 	}
 	setup_params(ms, wait_ms, lease_ms);
@@ -464,7 +465,7 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 	    "LEVEL READ COMMITTED", 0, NULL, NULL, NULL, NULL, 0)) ||
 	    !PQsendQueryParams(c, sql, scope == CONN_PROVE ? 8 : 4, text,
 	    params, NULL, NULL, 0)) {
-		conn_oneline(PQerrorMessage(c), err, errlen);
+		conn_oneline(PQerrorMessage(c), err);
 		return -1;
 	}
 	return 0;
@@ -506,7 +507,7 @@ conn_await(PGconn *c, long by)
 
 PGresult *
 conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
-    char *err, size_t errlen)
+    struct err *err)
 {
 	PGresult *res = NULL, *next;
 	long by = mono_ms() + ms;
@@ -522,24 +523,24 @@ conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
 		n++;
 	/* Left in a pipeline or busy (a query not read to its end): not now. */
 	if (PQpipelineStatus(c) != PQ_PIPELINE_OFF || PQisBusy(c)) {
-		snprintf(err, errlen, "the connection is still busy with an "
+		err_set(err, "the connection is still busy with an "
 		    "earlier query");
 		return NULL;
 	}
 	if (!PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0)) {
-		conn_reason(c, err, errlen);
+		conn_reason(c, err);
 		return NULL;
 	}
 	/* Each result, and the end after them, may come later: wait for each. */
 	for (;;) {
 		switch (conn_await(c, by)) {
 		case CONN_LATE:
-			snprintf(err, errlen, "the server did not answer within "
+			err_set(err, "the server did not answer within "
 			    "%ld s", ms / 1000);
 			PQclear(res);
 			return NULL;
 		case CONN_BROKEN:
-			conn_reason(c, err, errlen);
+			conn_reason(c, err);
 			PQclear(res);
 			return NULL;
 		case CONN_READY:
@@ -553,24 +554,24 @@ conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
 			PQclear(next);
 	}
 	if (res == NULL)
-		conn_reason(c, err, errlen);
+		conn_reason(c, err);
 	return res;
 }
 
 int
-conn_end(PGconn *c, int commit, long ms, char *err, size_t errlen)
+conn_end(PGconn *c, int commit, long ms, struct err *err)
 {
 	const char *what = commit ? "COMMIT" : "ROLLBACK";
-	PGresult *res = conn_exec(c, what, NULL, ms, err, errlen);
+	PGresult *res = conn_exec(c, what, NULL, ms, err);
 	int rc = -1;
 
 	/* COMMIT of a failed transaction answers ROLLBACK, not an error. */
 	if (res == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		conn_result_error(res, err, errlen);
+		conn_result_error(res, err);
 	else if (strcmp(PQcmdStatus(res), what) != 0)
-		snprintf(err, errlen, "the transaction was rolled back");
+		err_set(err, "the transaction was rolled back");
 	else
 		rc = 0;
 	PQclear(res);
@@ -586,12 +587,12 @@ conn_cut(PGconn *c)
 }
 
 void
-conn_reason(PGconn *c, char *err, size_t errlen)
+conn_reason(PGconn *c, struct err *err)
 {
-	if (server_said[0] != '\0')
-		snprintf(err, errlen, "%s", server_said);
+	if (server_said.msg[0] != '\0')
+		err_set(err, "%s", server_said.msg);
 	else
-		conn_oneline(PQerrorMessage(c), err, errlen);
+		conn_oneline(PQerrorMessage(c), err);
 }
 
 
@@ -725,7 +726,7 @@ mask_written(char *s)
 }
 
 int
-conn_check(const char *conninfo, char *err, size_t errlen)
+conn_check(const char *conninfo, struct err *err)
 {
 	PQconninfoOption *opts;
 	char *msg = NULL, *masked, *p;
@@ -735,7 +736,7 @@ conn_check(const char *conninfo, char *err, size_t errlen)
 	if (strncasecmp(conninfo, "postgres", 8) == 0 &&
 	    !is_conninfo(conninfo) && (strncmp(conninfo + 8, "://", 3) == 0 ||
 	    strncasecmp(conninfo + 8, "ql://", 5) == 0)) {
-		snprintf(err, errlen, "a URI begins with postgresql:// or "
+		err_set(err, "a URI begins with postgresql:// or "
 		    "postgres://, in lower case (libpq would take this one for "
 		    "a database name)");
 		return -1;
@@ -748,7 +749,7 @@ conn_check(const char *conninfo, char *err, size_t errlen)
 		return 0;
 	}
 	if (msg == NULL || (masked = strdup(conninfo)) == NULL) {
-		snprintf(err, errlen, "out of memory");
+		err_set(err, "out of memory");
 		PQfreemem(msg);
 		return -1;
 	}
@@ -772,7 +773,7 @@ conn_check(const char *conninfo, char *err, size_t errlen)
 		}
 		j += j == i;
 	}
-	conn_oneline(msg, err, errlen);
+	conn_oneline(msg, err);
 	free(masked);
 	PQfreemem(msg);
 	return -1;
@@ -813,7 +814,7 @@ conn_hide_password(char *conninfo)
  */
 static PGresult *
 conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
-    char *err, size_t errlen)
+    struct err *err)
 {
 	int s;
 
@@ -836,12 +837,12 @@ conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
 			if (wait_by > 0)
 				conn_cancel(c);
 			wait_by = 0;
-			snprintf(err, errlen, "the server did not answer within "
+			err_set(err, "the server did not answer within "
 			    "%.3gs", (double)wait_bound_ms / 1000.0);
 			*failed = 1;
 			return NULL;
 		case EV_BROKEN:
-			conn_reason(c, err, errlen);
+			conn_reason(c, err);
 			*failed = 1;
 			return NULL;
 		}
@@ -850,23 +851,22 @@ conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
 
 PGresult *
 conn_pipe_next(PGconn *c, int *sig, void (*tick)(void *), void *arg,
-    char *err, size_t errlen)
+    struct err *err)
 {
 	PGresult *res, *more;
 	int failed;
 
-	res = conn_next(c, sig, tick, arg, &failed, err, errlen);
+	res = conn_next(c, sig, tick, arg, &failed, err);
 	if (res == NULL && !failed)
-		conn_reason(c, err, errlen);
+		conn_reason(c, err);
 	if (res == NULL || PQresultStatus(res) == PGRES_PIPELINE_SYNC)
 		return res;
-	while ((more = conn_next(c, sig, NULL, NULL, &failed, err,
-	    errlen)) != NULL)
+	while ((more = conn_next(c, sig, NULL, NULL, &failed, err)) != NULL)
 		PQclear(more);
 	if (failed) {
 		/* Why it hung up, such as a pooler's refusal, came first. */
 		if (PQresultStatus(res) == PGRES_FATAL_ERROR)
-			conn_result_error(res, err, errlen);
+			conn_result_error(res, err);
 		PQclear(res);
 		return NULL;
 	}
@@ -874,15 +874,15 @@ conn_pipe_next(PGconn *c, int *sig, void (*tick)(void *), void *arg,
 }
 
 int
-conn_pipe_end(PGconn *c, int *sig, char *err, size_t errlen)
+conn_pipe_end(PGconn *c, int *sig, struct err *err)
 {
 	PGresult *res;
-	char later[256] = "";
+	struct err later;
 	int synced;
 
 	do {
 		if ((res = conn_pipe_next(c, sig, NULL, NULL, err != NULL ?
-		    err : later, err != NULL ? errlen : sizeof(later))) == NULL)
+		    err : &later)) == NULL)
 			return -1;
 		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
 		PQclear(res);
@@ -892,7 +892,7 @@ conn_pipe_end(PGconn *c, int *sig, char *err, size_t errlen)
 }
 
 int
-conn_standby(PGconn *c, char *err, size_t errlen)
+conn_standby(PGconn *c, struct err *err)
 {
 	const char *hot = PQparameterStatus(c, "in_hot_standby");
 	PGresult *res;
@@ -902,13 +902,13 @@ conn_standby(PGconn *c, char *err, size_t errlen)
 		return strcmp(hot, "on") == 0;
 	/* Servers before 14 (or a pooler that does not pass it on): ask. */
 	res = conn_exec(c, "SELECT pg_catalog.pg_is_in_recovery()", NULL,
-	    CONN_ANSWER_MS, err, errlen);
+	    CONN_ANSWER_MS, err);
 	if (res == NULL)
 		return -1;
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
 		rc = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	else
-		conn_result_error(res, err, errlen);
+		conn_result_error(res, err);
 	PQclear(res);
 	return rc;
 }
@@ -1003,7 +1003,8 @@ tcp_direct(PGconn *c)
 {
 	struct conn_ends e;
 	const char *params[5];
-	char proof[256], sql[512], why[256];
+	char proof[256], sql[512];
+	struct err why;
 	PGresult *res;
 	int rc;
 
@@ -1013,7 +1014,7 @@ tcp_direct(PGconn *c)
 	params[4] = NULL;
 	conn_proof_sql(1, proof, sizeof(proof));
 	snprintf(sql, sizeof(sql), "SELECT %s", proof);
-	res = conn_exec(c, sql, params, CONN_ANSWER_MS, why, sizeof(why));
+	res = conn_exec(c, sql, params, CONN_ANSWER_MS, &why);
 	rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
 	    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);

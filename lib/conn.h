@@ -10,6 +10,8 @@
 
 #include <libpq-fe.h>
 
+#include "err.h"
+
 struct conn_opts {
 	const char *dbname;	/* -d: a database name, conninfo or URI */
 	const char *host;	/* -h */
@@ -27,7 +29,7 @@ struct conn_opts {
  * jittered backoff for connect_ms; no attempt outlives deadline_ms.
  * Returns the connection, or NULL with libpq's reason in err.
  */
-PGconn *conn_open(const struct conn_opts *o, char *err, size_t errlen);
+PGconn *conn_open(const struct conn_opts *o, struct err *err);
 
 /* Whose the lock's settings are: see conn_send_setup(). */
 enum conn_scope {
@@ -51,7 +53,7 @@ enum conn_scope {
  * skipped, so old servers work. Returns 0 or -1.
  */
 int conn_send_setup(PGconn *c, long wait_ms, long lease_ms,
-    enum conn_scope scope, char *err, size_t errlen);
+    enum conn_scope scope, struct err *err);
 
 /*
  * Queue sql with its n params on c, in pipeline mode (entered if need
@@ -93,20 +95,20 @@ enum conn_ready conn_await(PGconn *c, long by);
  * reason in err: the connection failed, or the server did not answer.
  */
 PGresult *conn_exec(PGconn *c, const char *sql, const char *const *params,
-    long ms, char *err, size_t errlen);
+    long ms, struct err *err);
 
 /*
  * End the open transaction: COMMIT (commit) or ROLLBACK, answered within
  * ms. Returns 0, or -1 with the reason when it failed, was not answered,
  * or a COMMIT was answered by a rollback.
  */
-int conn_end(PGconn *c, int commit, long ms, char *err, size_t errlen);
+int conn_end(PGconn *c, int commit, long ms, struct err *err);
 
 /*
  * Is the server in recovery (a standby)? 1, 0, or -1 with the reason in
  * err. Free on servers 14 and later, which report it at connection.
  */
-int conn_standby(PGconn *c, char *err, size_t errlen);
+int conn_standby(PGconn *c, struct err *err);
 
 enum conn_path {
 	CONN_UNPROVEN,		/* maybe a pooler: anything not proven */
@@ -154,7 +156,7 @@ int conn_cut(PGconn *c);
  * as "terminating connection due to administrator command") if it sent one,
  * else libpq's error text.
  */
-void conn_reason(PGconn *c, char *err, size_t errlen);
+void conn_reason(PGconn *c, struct err *err);
 
 /*
  * The one reader of pipelines: the next statement's result, with the NULL
@@ -164,14 +166,14 @@ void conn_reason(PGconn *c, char *err, size_t errlen);
  * tick(arg), if set, is called every second.
  */
 PGresult *conn_pipe_next(PGconn *c, int *sig, void (*tick)(void *),
-    void *arg, char *err, size_t errlen);
+    void *arg, struct err *err);
 
 /*
  * Read what is left of the pipeline up to its sync, and leave pipeline
  * mode: 0, or -1 if the connection failed. With err NULL, the caller has
  * the reason already: the first one is what matters.
  */
-int conn_pipe_end(PGconn *c, int *sig, char *err, size_t errlen);
+int conn_pipe_end(PGconn *c, int *sig, struct err *err);
 
 /*
  * Ask the server to cancel the running query: a lock waiter leaves the
@@ -183,7 +185,7 @@ void conn_cancel(PGconn *c);
  * Check that a -d value that looks like a conninfo string or URI parses.
  * Returns 0, or -1 with libpq's reason in err.
  */
-int conn_check(const char *conninfo, char *err, size_t errlen);
+int conn_check(const char *conninfo, struct err *err);
 
 /*
  * Overwrite, in place, a conninfo string or URI that holds a password (as
@@ -196,12 +198,12 @@ void conn_hide_password(char *conninfo);
 int conn_is_state(const PGresult *res, const char *state);
 
 /* Copy a libpq message into err as one line, without the trailing newline. */
-void conn_oneline(const char *msg, char *err, size_t errlen);
+void conn_oneline(const char *msg, struct err *err);
 
 /*
  * A failed result's error as one line: the server's message, without
  * libpq's "FATAL:  " or "ERROR:  " in front, and its detail if any.
  */
-void conn_result_error(const PGresult *res, char *err, size_t errlen);
+void conn_result_error(const PGresult *res, struct err *err);
 
 #endif

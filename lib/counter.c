@@ -81,7 +81,8 @@ counter_lock(const char *table, const char *tenant, long wait_ms,
     struct counter_req *out)
 {
 	size_t tl = strlen(table), n = strlen(tenant);
-	char *s = malloc(16 + tl + n), err[64];
+	char *s = malloc(16 + tl + n);
+	struct err err;
 	int rc;
 
 	if (s == NULL)
@@ -94,7 +95,7 @@ counter_lock(const char *table, const char *tenant, long wait_ms,
 	memset(out, 0, sizeof(*out));
 	out->table = table;
 	out->tenant = tenant;
-	rc = key_hash(s, 16 + tl + n, &out->lock.key, err, sizeof(err));
+	rc = key_hash(s, 16 + tl + n, &out->lock.key, &err);
 	out->lock.wait_ms = wait_ms;
 	free(s);
 	return rc;
@@ -102,7 +103,7 @@ counter_lock(const char *table, const char *tenant, long wait_ms,
 
 int
 counter_peek(PGconn *c, const char *table, const char *tenant,
-    long long *version, char *err, size_t errlen)
+    long long *version, struct err *err)
 {
 	char sql[640];
 	const char *params[2] = { tenant, NULL };
@@ -111,7 +112,7 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
 
 	snprintf(sql, sizeof(sql), "SELECT version FROM %s WHERE tenant = $1",
 	    table);
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) ==
 	    NULL)
 		return -1;
 	if (PQresultStatus(res) == PGRES_TUPLES_OK) {
@@ -122,7 +123,7 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
 		*version = 0;	/* no table yet: nobody has a version */
 		rc = 0;
 	} else {
-		conn_result_error(res, err, errlen);
+		conn_result_error(res, err);
 	}
 	PQclear(res);
 	return rc;
@@ -141,8 +142,7 @@ struct bumped {
 };
 
 static enum counter_result
-bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
-    size_t errlen)
+bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 {
 	const struct lock_req *lk = &r->lock;
 	char sql[1024], id[2][24];
@@ -161,17 +161,16 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 	    "SELECT true AS got FROM pg_catalog.pg_advisory_xact_lock($2::bigint)",
 	    r->table);
 	if (!PQenterPipelineMode(c) ||
-	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, CONN_XACT, err,
-	    errlen) == -1 ||
+	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, CONN_XACT,
+	    err) == -1 ||
 	    conn_queue(c, sql, 2, params) == -1 ||
 	    !PQpipelineSync(c)) {
-		conn_oneline(PQerrorMessage(c), err, errlen);
+		conn_oneline(PQerrorMessage(c), err);
 		return COUNTER_ERROR;
 	}
 	/* BEGIN, the settings, the bump; then the sync. */
 	for (step = 0; step < 3; step++) {
-		if ((res = conn_pipe_next(c, &b->sig, NULL, NULL, err,
-		    errlen)) == NULL)
+		if ((res = conn_pipe_next(c, &b->sig, NULL, NULL, err)) == NULL)
 			return b->sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
 		if (PQresultStatus(res) == PGRES_FATAL_ERROR && !errors++) {
 			/* The first error is the one that matters. */
@@ -180,7 +179,7 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 			else if (conn_is_state(res, "42P01"))
 				b->no_table = 1;
 			else
-				conn_result_error(res, err, errlen);
+				conn_result_error(res, err);
 		} else if (step == 2 && PQresultStatus(res) == PGRES_TUPLES_OK) {
 			if (PQntuples(res) == 0) {
 				out = COUNTER_BUSY;
@@ -192,7 +191,7 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 		}
 		PQclear(res);
 	}
-	if (conn_pipe_end(c, &b->sig, NULL, 0) == -1)
+	if (conn_pipe_end(c, &b->sig, NULL) == -1)
 		return b->sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
 	if (b->sig != 0)
 		return COUNTER_INTERRUPTED;
@@ -201,24 +200,24 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, char *err,
 
 enum counter_result
 counter_next(PGconn *c, const struct counter_req *r, long long *version,
-    int *sig, char *err, size_t errlen)
+    int *sig, struct err *err)
 {
 	struct bumped b = { 0, 0, 0 };
-	char why[64];
+	struct err why;
 	enum counter_result res;
 
-	res = bump(c, r, &b, err, errlen);
+	res = bump(c, r, &b, err);
 	if (res != COUNTER_OK && b.no_table) {
-		if (conn_end(c, 0, CONN_ANSWER_MS, err, errlen) == -1 ||
+		if (conn_end(c, 0, CONN_ANSWER_MS, err) == -1 ||
 		    table_create(c, r->table, "(tenant text PRIMARY KEY, "
-		    "version bigint NOT NULL)", "SELECT, INSERT, UPDATE", err,
-		    errlen) == -1)
+		    "version bigint NOT NULL)", "SELECT, INSERT, UPDATE",
+		    err) == -1)
 			return COUNTER_ERROR;
 		b.no_table = 0;
-		res = bump(c, r, &b, err, errlen);
+		res = bump(c, r, &b, err);
 	}
 	if (res != COUNTER_OK)
-		(void)conn_end(c, 0, CONN_ANSWER_MS, why, sizeof(why));
+		(void)conn_end(c, 0, CONN_ANSWER_MS, &why);
 	*version = b.version;
 	*sig = b.sig;
 	return res;

@@ -10,6 +10,7 @@
 
 #include <libpq-fe.h>
 
+#include "err.h"
 #include "lock.h"
 
 enum counter_result {
@@ -44,7 +45,7 @@ int counter_lock(const char *table, const char *tenant, long wait_ms,
 
 /* Read TENANT's current version: 0 for a new tenant (or no table yet). */
 int counter_peek(PGconn *c, const char *table, const char *tenant,
-    long long *version, char *err, size_t errlen);
+    long long *version, struct err *err);
 
 /*
  * Open a READ COMMITTED transaction, take the tenant's transaction-scoped
@@ -53,6 +54,6 @@ int counter_peek(PGconn *c, const char *table, const char *tenant,
  * forwarded signal while waiting cancels (*sig).
  */
 enum counter_result counter_next(PGconn *c, const struct counter_req *r,
-    long long *version, int *sig, char *err, size_t errlen);
+    long long *version, int *sig, struct err *err);
 
 #endif

@@ -369,50 +369,48 @@ scheme_find(const char *name)
 }
 
 int
-key_hash(const char *key, size_t len, struct key *out, char *err,
-    size_t errlen)
+key_hash(const char *key, size_t len, struct key *out, struct err *err)
 {
 	if (h_sha256(key, len, out) == -1) {
-		snprintf(err, errlen, "sha256 is not available");
+		err_set(err, "sha256 is not available");
 		return -1;
 	}
 	return 0;
 }
 
 int
-key_scheme_check(const char *scheme, char *err, size_t errlen)
+key_scheme_check(const char *scheme, struct err *err)
 {
+	const size_t len = sizeof(err->msg);
 	size_t i, n;
 	int w;
 
 	if (scheme_find(scheme) != NULL)
 		return 0;
-	if (errlen == 0)
-		return -1;
 	/* Name every valid scheme: the caller has nowhere else to look. */
-	w = snprintf(err, errlen, "unknown hash scheme '%s' (one of:", scheme);
-	for (i = 0; i < NSCHEMES && w >= 0 && (size_t)w < errlen; i++) {
+	w = err_set(err, "unknown hash scheme '%s' (one of:", scheme);
+	for (i = 0; i < NSCHEMES && w >= 0 && (size_t)w < len; i++) {
 		n = (size_t)w;
-		w = snprintf(err + n, errlen - n, "%s %s", i == 0 ? "" : ",",
+		w = snprintf(err->msg + n, len - n, "%s %s", i == 0 ? "" : ",",
 		    schemes[i].name);
 		w = w < 0 ? w : w + (int)n;
 	}
-	if (w >= 0 && (size_t)w < errlen)
-		snprintf(err + w, errlen - (size_t)w, ")");
+	if (w >= 0 && (size_t)w < len)
+		snprintf(err->msg + w, len - (size_t)w, ")");
 	return -1;
 }
 
 int
 key_hash_scheme(const char *scheme, const char *key, size_t len,
-    struct key *out, char *err, size_t errlen)
+    struct key *out, struct err *err)
 {
 	const struct scheme *s;
 
-	if (key_scheme_check(scheme, err, errlen) == -1)
+	if (key_scheme_check(scheme, err) == -1)
 		return -1;
 	s = scheme_find(scheme);
 	if (s->hash(key, len, out) == -1) {
-		snprintf(err, errlen, "%s is not available", s->name);
+		err_set(err, "%s is not available", s->name);
 		return -1;
 	}
 	out->sql = s->sql;
@@ -470,7 +468,7 @@ parse_num(const char *s, const char **end, long long lo, long long hi,
 }
 
 int
-key_parse_id(const char *s, struct key *out, char *err, size_t errlen)
+key_parse_id(const char *s, struct key *out, struct err *err)
 {
 	const char *e;
 	long long a, b;
@@ -485,8 +483,7 @@ key_parse_id(const char *s, struct key *out, char *err, size_t errlen)
 		set_pair(out, (int32_t)a, (int32_t)b);
 		return 0;
 	}
-	snprintf(err, errlen,
-	    "'%s' is not a lock id (a bigint N, or two int4 A,B)", s);
+	err_set(err, "'%s' is not a lock id (a bigint N, or two int4 A,B)", s);
 	return -1;
 }
 

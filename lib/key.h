@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
+
 /* The two advisory-lock key spaces; they never conflict with each other. */
 enum key_space {
 	KEY_BIGINT,	/* pg_advisory_lock(bigint) */
@@ -30,11 +32,10 @@ struct key {
 };
 
 /* Default scheme: first 8 bytes of SHA-256 of KEY, big-endian, signed. */
-int key_hash(const char *key, size_t len, struct key *out, char *err,
-    size_t errlen);
+int key_hash(const char *key, size_t len, struct key *out, struct err *err);
 
 /* Is scheme a known scheme's name? 0, or -1 with the known ones in err. */
-int key_scheme_check(const char *scheme, char *err, size_t errlen);
+int key_scheme_check(const char *scheme, struct err *err);
 
 /*
  * Hash KEY with the named scheme (NULL: the default, sha256) into out.
@@ -42,7 +43,7 @@ int key_scheme_check(const char *scheme, char *err, size_t errlen);
  * reason lists the valid names.
  */
 int key_hash_scheme(const char *scheme, const char *key, size_t len,
-    struct key *out, char *err, size_t errlen);
+    struct key *out, struct err *err);
 
 /*
  * The pair (ns, hashtext(KEY)) for --namespace, as
@@ -68,7 +69,7 @@ const char *key_scheme_describe(const char *scheme);
 const char *key_scheme_name(size_t i);
 
 /* Parse a raw id: "N" (bigint) or "A,B" (two int4). Returns 0 or -1. */
-int key_parse_id(const char *s, struct key *out, char *err, size_t errlen);
+int key_parse_id(const char *s, struct key *out, struct err *err);
 
 /* Write the id as PGLOCK_ID shows it: "N" or "A,B". */
 void key_format(const struct key *k, char *buf, size_t len);

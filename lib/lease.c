@@ -29,25 +29,25 @@ lease_end(const struct lease_check *k)
 
 /* The message for a check left unanswered. */
 static void
-unanswered(const struct lease *l, char *err, size_t errlen)
+unanswered(const struct lease *l, struct err *err)
 {
-	snprintf(err, errlen, "the server did not answer the lock check "
+	err_set(err, "the server did not answer the lock check "
 	    "within %.3g s", (double)l->answer_ms / 1000.0);
 }
 
 /* Read what came: 1 held (an answer renews the lease), else 0. */
 static int
-take_answer(struct lease_check *k, char *err, size_t errlen)
+take_answer(struct lease_check *k, struct err *err)
 {
 	/* PQisBusy parses what came, such as a FATAL notice. */
 	if (!PQconsumeInput(k->conn)) {
 		(void)PQisBusy(k->conn);
-		conn_reason(k->conn, err, errlen);
+		conn_reason(k->conn, err);
 		return 0;
 	}
 	if (PQisBusy(k->conn) || k->sent < 0)
 		return 1;
-	if (lock_check_read(k->conn, err, errlen) != 1)
+	if (lock_check_read(k->conn, err) != 1)
 		return 0;
 	/* The lease runs from the answered check's sending. */
 	k->answered = k->sent;
@@ -56,12 +56,11 @@ take_answer(struct lease_check *k, char *err, size_t errlen)
 }
 
 int
-lease_step(void *arg, int readable, long *due, long *end, char *err,
-    size_t errlen)
+lease_step(void *arg, int readable, long *due, long *end, struct err *err)
 {
 	struct lease_check *k = arg;
 	const struct lease *l = &k->lease;
-	int held = !readable || take_answer(k, err, errlen);
+	int held = !readable || take_answer(k, err);
 	long t;
 
 	*end = lease_end(k);
@@ -70,16 +69,16 @@ lease_step(void *arg, int readable, long *due, long *end, char *err,
 	t = mono_ms();
 	if (t >= k->answered + l->dead_ms) {
 		/* pglock itself was stopped that long. */
-		snprintf(err, errlen, "no check was answered for %.3g s",
+		err_set(err, "no check was answered for %.3g s",
 		    (double)l->dead_ms / 1000.0);
 		return 0;
 	}
 	if (k->sent >= 0 && t >= k->sent + l->answer_ms) {
-		unanswered(l, err, errlen);
+		unanswered(l, err);
 		return 0;
 	}
 	if (k->sent < 0 && t >= k->next) {
-		if (lock_check_send(k->conn, k->lock, err, errlen) == -1)
+		if (lock_check_send(k->conn, k->lock, err) == -1)
 			return 0;
 		k->sent = t;
 		k->next = t + l->check_ms;
@@ -89,7 +88,7 @@ lease_step(void *arg, int readable, long *due, long *end, char *err,
 }
 
 int
-lease_finish(void *arg, char *err, size_t errlen)
+lease_finish(void *arg, struct err *err)
 {
 	struct lease_check *k = arg;
 
@@ -97,13 +96,13 @@ lease_finish(void *arg, char *err, size_t errlen)
 		return 1;
 	switch (conn_await(k->conn, k->sent + k->lease.answer_ms)) {
 	case CONN_LATE:
-		unanswered(&k->lease, err, errlen);
+		unanswered(&k->lease, err);
 		return 0;
 	case CONN_BROKEN:
-		conn_reason(k->conn, err, errlen);
+		conn_reason(k->conn, err);
 		return 0;
 	case CONN_READY:
 		break;
 	}
-	return lock_check_read(k->conn, err, errlen) == 1;
+	return lock_check_read(k->conn, err) == 1;
 }

@@ -12,6 +12,7 @@
 
 #include <libpq-fe.h>
 
+#include "err.h"
 #include "lock.h"
 
 struct lease {
@@ -68,14 +69,13 @@ long lease_end(const struct lease_check *k);
  * the reason in err; *due is the next time to call without input, *end
  * what lease_end() says now. A child_watch's step (lib/child.h).
  */
-int lease_step(void *k, int readable, long *due, long *end, char *err,
-    size_t errlen);
+int lease_step(void *k, int readable, long *due, long *end, struct err *err);
 
 /*
  * After the command exited: read a check still in flight, within its
  * bound, so the session is free for the release. Returns 1 while the
  * lock is held, 0 when the check found it lost (reason in err).
  */
-int lease_finish(void *k, char *err, size_t errlen);
+int lease_finish(void *k, struct err *err);
 
 #endif

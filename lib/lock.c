@@ -98,7 +98,7 @@ send_portal_closer(PGconn *c, const struct lock_req *r)
 
 /* Queue the check's query on a connection in pipeline mode. */
 static int
-send_check(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
+send_check(PGconn *c, const struct lock_req *r, struct err *err)
 {
 	char sql[1024], tag[512];
 	struct args a;
@@ -117,22 +117,21 @@ send_check(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	    r->shared ? "ShareLock" : "ExclusiveLock", tag);
 	if (conn_queue(c, sql, a.n, a.params) == -1 ||
 	    !send_portal_closer(c, r)) {
-		conn_oneline(PQerrorMessage(c), err, errlen);
+		conn_oneline(PQerrorMessage(c), err);
 		return -1;
 	}
 	return 0;
 }
 
 int
-lock_check_send(PGconn *c, const struct lock_req *r, char *err,
-    size_t errlen)
+lock_check_send(PGconn *c, const struct lock_req *r, struct err *err)
 {
 	if (!PQenterPipelineMode(c)) {
-		conn_oneline(PQerrorMessage(c), err, errlen);
+		conn_oneline(PQerrorMessage(c), err);
 		return -1;
 	}
-	if (send_check(c, r, err, errlen) == -1 || !PQpipelineSync(c)) {
-		conn_oneline(PQerrorMessage(c), err, errlen);
+	if (send_check(c, r, err) == -1 || !PQpipelineSync(c)) {
+		conn_oneline(PQerrorMessage(c), err);
 		return -1;
 	}
 	return 0;
@@ -140,7 +139,7 @@ lock_check_send(PGconn *c, const struct lock_req *r, char *err,
 
 /* Column col of a one-row result as a backend pid; -1 if it is not one. */
 int
-lock_result_pid(PGresult *res, int col, int *pid, char *err, size_t errlen)
+lock_result_pid(PGresult *res, int col, int *pid, struct err *err)
 {
 	char *end;
 	long v;
@@ -149,7 +148,7 @@ lock_result_pid(PGresult *res, int col, int *pid, char *err, size_t errlen)
 	errno = 0;
 	v = strtol(PQgetvalue(res, 0, col), &end, 10);
 	if (errno != 0 || *end != '\0' || v <= 0 || v > INT_MAX) {
-		snprintf(err, errlen, "the server sent a bad backend pid");
+		err_set(err, "the server sent a bad backend pid");
 		return -1;
 	}
 	*pid = (int)v;
@@ -161,21 +160,21 @@ lock_result_pid(PGresult *res, int col, int *pid, char *err, size_t errlen)
  * pid goes to pid when not NULL.
  */
 static int
-check_result(PGresult *res, int *pid, char *err, size_t errlen)
+check_result(PGresult *res, int *pid, struct err *err)
 {
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		conn_result_error(res, err, errlen);
+		conn_result_error(res, err);
 		return -1;
 	}
 	if (PQntuples(res) != 1 || PQnfields(res) != 2) {
-		snprintf(err, errlen, "the server's answer to the lock check "
+		err_set(err, "the server's answer to the lock check "
 		    "is not PostgreSQL's");
 		return -1;
 	}
-	if (pid != NULL && lock_result_pid(res, 0, pid, err, errlen) == -1)
+	if (pid != NULL && lock_result_pid(res, 0, pid, err) == -1)
 		return -1;
 	if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
-		snprintf(err, errlen, "the lock is not held by this session");
+		err_set(err, "the lock is not held by this session");
 		return 0;
 	}
 	return 1;
@@ -183,7 +182,7 @@ check_result(PGresult *res, int *pid, char *err, size_t errlen)
 
 /* Read the check's pipeline up to its sync: 1 held, 0 not, -1 error. */
 static int
-check_read(PGconn *c, int *pid, char *err, size_t errlen)
+check_read(PGconn *c, int *pid, struct err *err)
 {
 	PGresult *res;
 	int held = -1, n = 0;
@@ -193,7 +192,7 @@ check_read(PGconn *c, int *pid, char *err, size_t errlen)
 			if (PQstatus(c) != CONNECTION_BAD)
 				continue;	/* the end of one statement */
 			if (n == 0 || held != -1)
-				conn_reason(c, err, errlen);
+				conn_reason(c, err);
 			held = -1;
 			break;
 		}
@@ -202,7 +201,7 @@ check_read(PGconn *c, int *pid, char *err, size_t errlen)
 			break;
 		}
 		if (n++ == 0)
-			held = check_result(res, pid, err, errlen);
+			held = check_result(res, pid, err);
 		PQclear(res);
 	}
 	(void)PQexitPipelineMode(c);
@@ -210,9 +209,9 @@ check_read(PGconn *c, int *pid, char *err, size_t errlen)
 }
 
 int
-lock_check_read(PGconn *c, char *err, size_t errlen)
+lock_check_read(PGconn *c, struct err *err)
 {
-	return check_read(c, NULL, err, errlen);
+	return check_read(c, NULL, err);
 }
 
 /*
@@ -222,14 +221,13 @@ lock_check_read(PGconn *c, char *err, size_t errlen)
  * does not hold the lock.
  */
 enum lock_result
-lock_recheck(PGconn *c, const struct lock_req *r, int pid, char *err,
-    size_t errlen)
+lock_recheck(PGconn *c, const struct lock_req *r, int pid, struct err *err)
 {
 	int held, pid2 = 0;
 
-	if (lock_check_send(c, r, err, errlen) == -1)
+	if (lock_check_send(c, r, err) == -1)
 		return LOCK_ERROR;
-	held = check_read(c, &pid2, err, errlen);
+	held = check_read(c, &pid2, err);
 	if (held == -1)
 		return LOCK_ERROR;
 	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
@@ -259,12 +257,12 @@ lock_fn(int xact, int try, int shared)
 
 /* The lock call's answer: granted (with pid and id), busy, or an error. */
 enum lock_result
-lock_answer(PGresult *res, struct lock_req *r, int *backend_pid, char *err,
-    size_t errlen)
+lock_answer(PGresult *res, struct lock_req *r, int *backend_pid,
+    struct err *err)
 {
 	const char *state;
 	struct key k;
-	char why[64];
+	struct err why;
 
 	if (PQresultStatus(res) == PGRES_FATAL_ERROR) {
 		/* 55P03 lock_not_available: lock_timeout */
@@ -273,20 +271,20 @@ lock_answer(PGresult *res, struct lock_req *r, int *backend_pid, char *err,
 			return LOCK_BUSY;
 	}
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		conn_result_error(res, err, errlen);
+		conn_result_error(res, err);
 		return LOCK_ERROR;
 	}
 	if (PQntuples(res) != 1 || PQnfields(res) != 3 + r->prove) {
-		snprintf(err, errlen, "the server's answer to the lock call "
+		err_set(err, "the server's answer to the lock call "
 		    "is not PostgreSQL's");
 		return LOCK_ERROR;
 	}
 	if (strcmp(PQgetvalue(res, 0, 0), "f") == 0)
 		return LOCK_BUSY;
-	if (lock_result_pid(res, 1, backend_pid, err, errlen) == -1)
+	if (lock_result_pid(res, 1, backend_pid, err) == -1)
 		return LOCK_ERROR;
 	/* The id as the server computed it, for server-side schemes. */
-	if (key_parse_id(PQgetvalue(res, 0, 2), &k, why, sizeof(why)) == 0) {
+	if (key_parse_id(PQgetvalue(res, 0, 2), &k, &why) == 0) {
 		r->key.id = k.id;
 		r->key.a = k.a;
 		r->key.b = k.b;
@@ -295,7 +293,7 @@ lock_answer(PGresult *res, struct lock_req *r, int *backend_pid, char *err,
 }
 
 int
-lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
+lock_send(PGconn *c, const struct lock_req *r, struct err *err)
 {
 	char sql[1024], proof[256] = "";
 	const char *params[6];
@@ -312,7 +310,7 @@ lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	 */
 	if (r->prove) {
 		if (conn_ends(c, &e) == -1) {
-			snprintf(err, errlen, "no TCP connection to prove direct");
+			err_set(err, "no TCP connection to prove direct");
 			return -1;
 		}
 		memcpy(params + a.n, e.params, sizeof(e.params));
@@ -330,7 +328,7 @@ lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	    "", a.e[0], a.n == 1 ? "" : "::text || ',' || ", a.n == 1 ? "" :
 	    a.e[1], r->prove ? ", " : "", proof);
 	if ((size_t)n >= sizeof(sql)) {
-		snprintf(err, errlen, "the lock statement is too long");
+		err_set(err, "the lock statement is too long");
 		return -1;
 	}
 	/*
@@ -340,17 +338,17 @@ lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 	 * nothing but lock calls) and no transaction id: vacuum goes on.
 	 */
 	if (!PQenterPipelineMode(c)) {
-		conn_oneline(PQerrorMessage(c), err, errlen);
+		conn_oneline(PQerrorMessage(c), err);
 		return -1;
 	}
 	if (conn_send_setup(c, r->wait_ms, r->lease_ms, r->prove ? CONN_PROVE :
-	    r->xact ? CONN_XACT : CONN_SESSION, err, errlen) == -1)
+	    r->xact ? CONN_XACT : CONN_SESSION, err) == -1)
 		return -1;
 	if (conn_queue(c, sql, a.n + (r->prove ? 4 : 0), params) == -1 ||
 	    !PQsendFlushRequest(c) ||
-	    (!r->local && send_check(c, r, err, errlen) == -1) ||
+	    (!r->local && send_check(c, r, err) == -1) ||
 	    !PQpipelineSync(c)) {
-		conn_oneline(PQerrorMessage(c), err, errlen);
+		conn_oneline(PQerrorMessage(c), err);
 		return -1;
 	}
 	return 0;
@@ -358,43 +356,43 @@ lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen)
 
 enum lock_result
 lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
-    char *err, size_t errlen)
+    struct err *err)
 {
 	enum lock_result out;
 	PGresult *res;
 	int set, unproven;
 
 	*sig = 0;
-	if ((res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg, err,
-	    errlen)) == NULL)
+	if ((res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg,
+	    err)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 	if (r->xact && PQresultStatus(res) == PGRES_COMMAND_OK) {
 		/* BEGIN; then the settings */
 		PQclear(res);
-		if ((res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg, err,
-	    errlen)) == NULL)
+		if ((res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg,
+	    err)) == NULL)
 			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 	}
 	set = PQresultStatus(res) == PGRES_TUPLES_OK;
 	if (!set)		/* the lock's answer is then ABORTED */
-		conn_result_error(res, err, errlen);
+		conn_result_error(res, err);
 	else if ((set = !conn_setup_standby(res)) == 0)
-		snprintf(err, errlen, "%s", lock_standby_said);
+		err_set(err, "%s", lock_standby_said);
 	PQclear(res);
-	if ((res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg, err,
-	    errlen)) == NULL)
+	if ((res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg,
+	    err)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 	/* Under prove, maybe a pooler: then nothing was taken. */
 	unproven = set && r->prove && PQresultStatus(res) == PGRES_TUPLES_OK &&
 	    PQntuples(res) == 1 && PQnfields(res) == 4 &&
 	    strcmp(PQgetvalue(res, 0, 3), "t") != 0;
-	out = set && !unproven ? lock_answer(res, r, backend_pid, err,
-	    errlen) : LOCK_ERROR;
+	out = set && !unproven ? lock_answer(res, r, backend_pid, err) :
+	    LOCK_ERROR;
 	PQclear(res);
 	if (out == LOCK_ACQUIRED && *sig == 0)
 		return LOCK_ACQUIRED;
 	if (conn_pipe_end(c, sig, out == LOCK_ERROR && !unproven ? NULL :
-	    err, errlen) == -1) {
+	    err) == -1) {
 		out = LOCK_ERROR;
 		unproven = 0;
 	}
@@ -405,14 +403,14 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	/* Maybe a pooler: a transaction's lock, asked for now. */
 	r->prove = 0;
 	r->xact = 1;
-	if (lock_send(c, r, err, errlen) == -1)
+	if (lock_send(c, r, err) == -1)
 		return LOCK_ERROR;
-	return lock_wait(c, r, backend_pid, sig, err, errlen);
+	return lock_wait(c, r, backend_pid, sig, err);
 }
 
 enum lock_result
 lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
-    char *err, size_t errlen)
+    struct err *err)
 {
 	enum lock_result out = LOCK_ERROR;
 	PGresult *res;
@@ -421,30 +419,29 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 	if (r->local) {
 		/* No check: the lock call's own backend pid must be libpq's. */
 		held = backend_pid == PQbackendPID(c);
-		snprintf(err, errlen, "the lock is not held by this session");
+		err_set(err, "the lock is not held by this session");
 	} else {
-		if ((res = conn_pipe_next(c, sig, NULL, NULL, err, errlen)) ==
+		if ((res = conn_pipe_next(c, sig, NULL, NULL, err)) ==
 		    NULL)
 			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
-		held = check_result(res, NULL, err, errlen);
+		held = check_result(res, NULL, err);
 		PQclear(res);
 	}
 	if (held != -1)
 		out = held == 1 ? LOCK_ACQUIRED : LOCK_NOT_REAL;
-	if (conn_pipe_end(c, sig, out == LOCK_ERROR ? NULL : err, errlen) ==
+	if (conn_pipe_end(c, sig, out == LOCK_ERROR ? NULL : err) ==
 	    -1)
 		out = LOCK_ERROR;
 	if (*sig != 0)
 		return LOCK_INTERRUPTED;
 	/* A transaction's lock stays on its server connection, pooled or not. */
 	if (out == LOCK_ACQUIRED && !r->xact && backend_pid != PQbackendPID(c))
-		out = lock_recheck(c, r, backend_pid, err, errlen);
+		out = lock_recheck(c, r, backend_pid, err);
 	return out;
 }
 
 int
-lock_release(PGconn *c, const struct lock_req *r, long ms, char *err,
-    size_t errlen)
+lock_release(PGconn *c, const struct lock_req *r, long ms, struct err *err)
 {
 	char sql[256];
 	const char *params[3];
@@ -453,19 +450,19 @@ lock_release(PGconn *c, const struct lock_req *r, long ms, char *err,
 	int rc = -1;
 
 	if (r->xact)
-		return conn_end(c, 1, ms, err, errlen);
+		return conn_end(c, 1, ms, err);
 	key_args(&r->key, &a);
 	call(&a, r->shared ? "pg_catalog.pg_advisory_unlock_shared" :
 	    "pg_catalog.pg_advisory_unlock", sql, sizeof(sql));
 	params[0] = a.params[0];
 	params[1] = a.n > 1 ? a.params[1] : NULL;
 	params[2] = NULL;
-	if ((res = conn_exec(c, sql, params, ms, err, errlen)) == NULL)
+	if ((res = conn_exec(c, sql, params, ms, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		conn_result_error(res, err, errlen);
+		conn_result_error(res, err);
 	else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0)
-		snprintf(err, errlen, "the lock was no longer held");
+		err_set(err, "the lock was no longer held");
 	else
 		rc = 0;
 	PQclear(res);
@@ -480,7 +477,7 @@ lock_release(PGconn *c, const struct lock_req *r, long ms, char *err,
 
 int
 lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
-    char *err, size_t errlen)
+    struct err *err)
 {
 	char sql[2048], tag[512] = "true";
 	const char *params[3] = { NULL, NULL, NULL };
@@ -523,17 +520,17 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	    " ORDER BY 1, l.granted DESC, since, l.pid", since, since, tag);
 	params[0] = a.n > 0 ? a.params[0] : NULL;
 	params[1] = a.n > 1 ? a.params[1] : NULL;
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) ==
 	    NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 11) {
-		conn_result_error(res, err, errlen);
+		conn_result_error(res, err);
 		PQclear(res);
 		return -1;
 	}
 	n = PQntuples(res);
 	if ((*rows = r = calloc((size_t)n + 1, sizeof(*r))) == NULL) {
-		snprintf(err, errlen, "calloc: %s", strerror(errno));
+		err_set(err, "calloc: %s", strerror(errno));
 		PQclear(res);
 		return -1;
 	}

@@ -10,6 +10,7 @@
 
 #include <libpq-fe.h>
 
+#include "err.h"
 #include "key.h"
 
 struct lock_req {
@@ -46,7 +47,7 @@ enum lock_result {
  * Returns 0, or -1 with the reason in err. Read the answers with
  * lock_wait() and lock_verify().
  */
-int lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen);
+int lock_send(PGconn *c, const struct lock_req *r, struct err *err);
 
 /*
  * Wait for the server's answer to the lock call. LOCK_ACQUIRED means
@@ -57,7 +58,7 @@ int lock_send(PGconn *c, const struct lock_req *r, char *err, size_t errlen);
  * *backend_pid is the server process that holds the lock.
  */
 enum lock_result lock_wait(PGconn *c, struct lock_req *r, int *backend_pid,
-    int *sig, char *err, size_t errlen);
+    int *sig, struct err *err);
 
 /*
  * After LOCK_ACQUIRED from lock_wait(): read the check. LOCK_ACQUIRED
@@ -66,17 +67,16 @@ enum lock_result lock_wait(PGconn *c, struct lock_req *r, int *backend_pid,
  * LOCK_NOT_REAL, LOCK_INTERRUPTED or LOCK_ERROR.
  */
 enum lock_result lock_verify(PGconn *c, const struct lock_req *r,
-    int backend_pid, int *sig, char *err, size_t errlen);
+    int backend_pid, int *sig, struct err *err);
 
 /* Send the "is it still mine?" query without waiting for the answer. */
-int lock_check_send(PGconn *c, const struct lock_req *r, char *err,
-    size_t errlen);
+int lock_check_send(PGconn *c, const struct lock_req *r, struct err *err);
 
 /*
  * Read the answer to lock_check_send once PQisBusy() is false. Returns 1
  * when still held, 0 when gone, -1 on error; the reason is in err.
  */
-int lock_check_read(PGconn *c, char *err, size_t errlen);
+int lock_check_read(PGconn *c, struct err *err);
 
 /*
  * Release the lock (unlock, or COMMIT the transaction that holds it),
@@ -84,8 +84,7 @@ int lock_check_read(PGconn *c, char *err, size_t errlen);
  * connection failed or the server did not answer (the lock may have been
  * lost while the command ran).
  */
-int lock_release(PGconn *c, const struct lock_req *r, long ms, char *err,
-    size_t errlen);
+int lock_release(PGconn *c, const struct lock_req *r, long ms, struct err *err);
 
 /* For lib/slots, which builds its own statements on the same parts: */
 
@@ -97,18 +96,17 @@ const char *lock_fn(int xact, int try, int shared);
  * granted (r->key gets the id the server computed), busy, or an error.
  */
 enum lock_result lock_answer(PGresult *res, struct lock_req *r,
-    int *backend_pid, char *err, size_t errlen);
+    int *backend_pid, struct err *err);
 
 /* Column col of a one-row result as a backend pid: 0, or -1 if not one. */
-int lock_result_pid(PGresult *res, int col, int *pid, char *err,
-    size_t errlen);
+int lock_result_pid(PGresult *res, int col, int *pid, struct err *err);
 
 /*
  * Through a pooler, PQbackendPID() is the pooler's invention: check again,
  * in a transaction of its own, that backend pid holds r's lock.
  */
 enum lock_result lock_recheck(PGconn *c, const struct lock_req *r, int pid,
-    char *err, size_t errlen);
+    struct err *err);
 
 /* The reason given when the server is a standby. */
 extern const char lock_standby_said[];
@@ -136,6 +134,6 @@ struct lock_row {
  * rows in *rows, which the caller frees, or -1 with the reason in err.
  */
 int lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
-    char *err, size_t errlen);
+    struct err *err);
 
 #endif

@@ -21,25 +21,25 @@
 #define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSOF'"
 
 int
-runs_table(PGconn *c, const char *table, char *err, size_t errlen)
+runs_table(PGconn *c, const char *table, struct err *err)
 {
 	const char *params[2] = { table, NULL };
 	PGresult *res;
 	int there;
 
 	if ((res = conn_exec(c, "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
-	    params, CONN_ANSWER_MS, err, errlen)) == NULL)
+	    params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	there = PQresultStatus(res) == PGRES_TUPLES_OK &&
 	    PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);
 	return there ? 0 : table_create(c, table, COLUMNS,
-	    "SELECT, INSERT, UPDATE, DELETE", err, errlen);
+	    "SELECT, INSERT, UPDATE, DELETE", err);
 }
 
 int
 runs_read(PGconn *c, const char *table, const char *key,
-    struct runs_row *row, char *err, size_t errlen)
+    struct runs_row *row, struct err *err)
 {
 	char sql[1024];
 	const char *params[2] = { key, NULL };
@@ -56,7 +56,7 @@ runs_read(PGconn *c, const char *table, const char *key,
 	    " r.failed_at IS NOT NULL, pg_catalog.to_char(r.failed_at, " ISO "),"
 	    " r.failed_host, r.failed_status"
 	    " FROM (SELECT 1) n LEFT JOIN %s r ON r.key = $1", table);
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) ==
 	    NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
@@ -65,7 +65,7 @@ runs_read(PGconn *c, const char *table, const char *key,
 		row->no_table = conn_is_state(res, "42P01");
 		row->denied = conn_is_state(res, "42501");
 		if (!row->no_table) {
-			conn_result_error(res, err, errlen);
+			conn_result_error(res, err);
 			rc = row->denied ? 0 : -1;
 		}
 		PQclear(res);
@@ -77,7 +77,7 @@ runs_read(PGconn *c, const char *table, const char *key,
 	 */
 	if (PQtransactionStatus(c) == PQTRANS_INTRANS)
 		PQclear(conn_exec(c, "SET LOCAL statement_timeout = 0", NULL,
-		    CONN_ANSWER_MS, err, errlen));
+		    CONN_ANSWER_MS, err));
 	row->now_ms = strtod(PQgetvalue(res, 0, 0), NULL);
 	if ((row->has_ok = *PQgetvalue(res, 0, 1) == 't')) {
 		snprintf(row->ok_at, sizeof(row->ok_at), "%s",
@@ -102,7 +102,7 @@ runs_read(PGconn *c, const char *table, const char *key,
 
 int
 runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
-    char *err, size_t errlen)
+    struct err *err)
 {
 	char sql[1024], host[256], num[2][32];
 	const char *params[6] = { o->key, o->id, host, num[0], num[1], NULL };
@@ -134,28 +134,27 @@ runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
 		    " failed_host = EXCLUDED.failed_host, failed_status ="
 		    " EXCLUDED.failed_status", table);
 	}
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) ==
 	    NULL)
 		return -1;
 	/* First use, outside a transaction: create the table, write again. */
 	if (conn_is_state(res, "42P01") && PQtransactionStatus(c) == PQTRANS_IDLE) {
 		PQclear(res);
-		if (runs_table(c, table, err, errlen) == -1 || (res =
-		    conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
+		if (runs_table(c, table, err) == -1 || (res =
+		    conn_exec(c, sql, params, CONN_ANSWER_MS, err)) ==
 		    NULL)
 			return -1;
 	}
 	if (PQresultStatus(res) == PGRES_COMMAND_OK)
 		rc = 0;
 	else
-		conn_result_error(res, err, errlen);
+		conn_result_error(res, err);
 	PQclear(res);
 	return rc;
 }
 
 int
-runs_forget(PGconn *c, const char *table, const char *key, char *err,
-    size_t errlen)
+runs_forget(PGconn *c, const char *table, const char *key, struct err *err)
 {
 	char sql[640];
 	const char *params[2] = { key, NULL };
@@ -163,7 +162,7 @@ runs_forget(PGconn *c, const char *table, const char *key, char *err,
 	int rc = -1;
 
 	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE key = $1", table);
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err, errlen)) ==
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) ==
 	    NULL)
 		return -1;
 	if (PQresultStatus(res) == PGRES_COMMAND_OK)
@@ -171,7 +170,7 @@ runs_forget(PGconn *c, const char *table, const char *key, char *err,
 	else if (conn_is_state(res, "42P01"))
 		rc = 0;
 	else
-		conn_result_error(res, err, errlen);
+		conn_result_error(res, err);
 	PQclear(res);
 	return rc;
 }

@@ -11,6 +11,8 @@
 
 #include <libpq-fe.h>
 
+#include "err.h"
+
 /* A key's record as read, and the server's clock when it was read. */
 struct runs_row {
 	int no_table;		/* the table does not exist (yet) */
@@ -33,7 +35,7 @@ struct runs_row {
  * creating it on first use. Returns 0, or -1 with the reason in err (for
  * a role that may not create it, the statements to run).
  */
-int runs_table(PGconn *c, const char *table, char *err, size_t errlen);
+int runs_table(PGconn *c, const char *table, struct err *err);
 
 /*
  * Read key's record into *row (zeroed when there is none; no_table set
@@ -42,7 +44,7 @@ int runs_table(PGconn *c, const char *table, char *err, size_t errlen);
  * reason.
  */
 int runs_read(PGconn *c, const char *table, const char *key,
-    struct runs_row *row, char *err, size_t errlen);
+    struct runs_row *row, struct err *err);
 
 /* One outcome of a run, to record. */
 struct runs_outcome {
@@ -60,10 +62,9 @@ struct runs_outcome {
  * created first. Returns 0, or -1 with the reason.
  */
 int runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
-    char *err, size_t errlen);
+    struct err *err);
 
 /* Delete key's record: 1 when there was one, 0 none, -1 error (err). */
-int runs_forget(PGconn *c, const char *table, const char *key, char *err,
-    size_t errlen);
+int runs_forget(PGconn *c, const char *table, const char *key, struct err *err);
 
 #endif

@@ -46,14 +46,14 @@ set_flags(int fd)
 }
 
 int
-sig_init(char *err, size_t errlen)
+sig_init(struct err *err)
 {
 	struct sigaction sa;
 	size_t i;
 
 	if (pipe(wake) == -1 || set_flags(wake[0]) == -1 ||
 	    set_flags(wake[1]) == -1) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		err_set(err, "pipe: %s", strerror(errno));
 		return -1;
 	}
 	memset(&sa, 0, sizeof(sa));
@@ -68,7 +68,7 @@ sig_init(char *err, size_t errlen)
 		    old.sa_handler == SIG_IGN && handled[i] != SIGCHLD)
 			continue;
 		if (sigaction(handled[i], &sa, NULL) == -1) {
-			snprintf(err, errlen, "sigaction: %s", strerror(errno));
+			err_set(err, "sigaction: %s", strerror(errno));
 			return -1;
 		}
 		caught[i] = 1;

@@ -10,12 +10,14 @@
 #include <signal.h>
 #include <stddef.h>
 
+#include "err.h"
+
 /*
  * Install the handlers (TERM, INT, HUP, QUIT, USR1, USR2, CHLD; not for a
  * signal the caller ignores) and the wake-up pipe. Returns 0, or -1 with
  * the reason in err.
  */
-int sig_init(char *err, size_t errlen);
+int sig_init(struct err *err);
 
 /* The descriptor that becomes readable when a signal has arrived. */
 int sig_fd(void);

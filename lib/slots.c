@@ -19,14 +19,15 @@
 void
 slots_key(const struct key *base, int i, struct key *out)
 {
-	char id[48], buf[96], err[64];
+	char id[48], buf[96];
+	struct err err;
 	int n;
 
 	key_format(base, id, sizeof(id));
 	/* NULs apart, as the counter's: no KEY on a command line is this. */
 	n = snprintf(buf, sizeof(buf), "pglock-slot%c%s%c%d", '\0', id, '\0',
 	    i);
-	(void)key_hash(buf, (size_t)n, out, err, sizeof(err));
+	(void)key_hash(buf, (size_t)n, out, &err);
 }
 
 /* One wait for slots: the connection, the request, and where errors go. */
@@ -34,8 +35,7 @@ struct slotter {
 	PGconn *c;
 	struct lock_req *r;
 	int *sig;
-	char *err;
-	size_t errlen;
+	struct err *err;
 };
 
 /*
@@ -56,30 +56,30 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 	steps = first ? 1 + r->xact : 0;
 	if (!PQenterPipelineMode(s->c) || (first &&
 	    conn_send_setup(s->c, r->wait_ms, r->lease_ms, r->xact ? CONN_XACT :
-	    CONN_SESSION, s->err, s->errlen) == -1) ||
+	    CONN_SESSION, s->err) == -1) ||
 	    conn_queue(s->c, sql, n, params) == -1 ||
 	    !PQpipelineSync(s->c)) {
-		conn_oneline(PQerrorMessage(s->c), s->err, s->errlen);
+		conn_oneline(PQerrorMessage(s->c), s->err);
 		return NULL;
 	}
 	/* BEGIN and the settings answer first; the first error is kept. */
 	while ((res = conn_pipe_next(s->c, s->sig, r->waiting, r->waiting_arg,
-	    s->err, s->errlen)) != NULL && steps-- > 0) {
+	    s->err)) != NULL && steps-- > 0) {
 		if ((PQresultStatus(res) != PGRES_COMMAND_OK &&
 		    PQresultStatus(res) != PGRES_TUPLES_OK) ||
 		    conn_setup_standby(res)) {
 			if (conn_setup_standby(res))
-				snprintf(s->err, s->errlen, "%s", lock_standby_said);
+				err_set(s->err, "%s", lock_standby_said);
 			else
-				conn_result_error(res, s->err, s->errlen);
+				conn_result_error(res, s->err);
 			PQclear(res);
-			(void)conn_pipe_end(s->c, s->sig, NULL, 0);
+			(void)conn_pipe_end(s->c, s->sig, NULL);
 			return NULL;
 		}
 		PQclear(res);
 	}
 	/* A signal that came meanwhile is the caller's to look at. */
-	if (res == NULL || conn_pipe_end(s->c, s->sig, NULL, 0) == -1) {
+	if (res == NULL || conn_pipe_end(s->c, s->sig, NULL) == -1) {
 		PQclear(res);
 		return NULL;
 	}
@@ -96,21 +96,20 @@ enum slot_state {
 
 /* The slot statement's answer: SLOT_GOT, SLOT_NONE or SLOT_FAILED. */
 static enum slot_state
-slot_answer(PGresult *res, struct lock_req *r, int *pid, char *err,
-    size_t errlen)
+slot_answer(PGresult *res, struct lock_req *r, int *pid, struct err *err)
 {
 	enum slot_state got = SLOT_FAILED;
 
 	if (res == NULL)
 		return SLOT_FAILED;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		conn_result_error(res, err, errlen);
+		conn_result_error(res, err);
 	else if (PQntuples(res) == 0)
 		got = SLOT_NONE;
 	else if (PQnfields(res) != 3 || strcmp(PQgetvalue(res, 0, 2), "t") != 0)
-		snprintf(err, errlen, "the server's answer to the slot call is "
+		err_set(err, "the server's answer to the slot call is "
 		    "not PostgreSQL's");
-	else if (lock_result_pid(res, 1, pid, err, errlen) == 0) {
+	else if (lock_result_pid(res, 1, pid, err) == 0) {
 		r->slot = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
 		got = SLOT_GOT;
 	}
@@ -130,7 +129,7 @@ join_queue(const struct slotter *s, const char **qparams, int *pid)
 	    "pg_advisory_lock($1::bigint)", qparams, 1);
 	enum slot_state got = res == NULL ? SLOT_FAILED :
 	    PQresultStatus(res) == PGRES_TUPLES_OK ? SLOT_WAITING :
-	    lock_answer(res, s->r, pid, s->err, s->errlen) == LOCK_BUSY ?
+	    lock_answer(res, s->r, pid, s->err) == LOCK_BUSY ?
 	    SLOT_NONE : SLOT_FAILED;
 
 	PQclear(res);
@@ -146,7 +145,7 @@ nap(const struct slotter *s)
 	int rc = res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : -1;
 
 	if (res != NULL && rc == -1)
-		conn_result_error(res, s->err, s->errlen);
+		conn_result_error(res, s->err);
 	PQclear(res);
 	return rc;
 }
@@ -161,13 +160,13 @@ nap(const struct slotter *s)
 static void
 leave_queue(PGconn *c, const struct lock_req *r, const char *qparams[])
 {
-	char why[256];
+	struct err why;
 
 	if (r->xact && PQtransactionStatus(c) == PQTRANS_INERROR)
 		PQclear(conn_exec(c, "ROLLBACK AND CHAIN", NULL, CONN_ANSWER_MS,
-		    why, sizeof(why)));
+		    &why));
 	PQclear(conn_exec(c, "SELECT pg_catalog.pg_advisory_unlock($1::bigint)",
-	    qparams, CONN_ANSWER_MS, why, sizeof(why)));
+	    qparams, CONN_ANSWER_MS, &why));
 }
 
 /* The ids of slots 1..n of base as an array literal, {id1,id2,...}. */
@@ -193,9 +192,9 @@ slot_array(const struct key *base, int n)
 
 enum lock_result
 slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
-    char *err, size_t errlen)
+    struct err *err)
 {
-	struct slotter s = { c, r, sig, err, errlen };
+	struct slotter s = { c, r, sig, err };
 	struct key k;
 	long until = r->wait_ms > 0 ? mono_ms() + r->wait_ms : -1;
 	char qid[24], ids[2][24], sql[512], *list;
@@ -208,7 +207,7 @@ slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	(void)key_params(&k, ids);
 	snprintf(qid, sizeof(qid), "%s", ids[0]);
 	if ((list = slot_array(&r->key, r->slots)) == NULL) {
-		snprintf(err, errlen, "malloc: %s", strerror(errno));
+		err_set(err, "malloc: %s", strerror(errno));
 		return LOCK_ERROR;
 	}
 	params[0] = list;
@@ -222,7 +221,7 @@ slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	    lock_fn(r->xact, 1, 0));
 	/* -n: a free slot now, or none; no queue to wait in. */
 	got = r->wait_ms == 0 ? slot_answer(exchange(&s, sql, params, 1), r,
-	    backend_pid, err, errlen) : join_queue(&s, qparams, backend_pid);
+	    backend_pid, err) : join_queue(&s, qparams, backend_pid);
 	queued = got == SLOT_WAITING;
 	/* Only the queue's holder tries the slots: at once, then every 0.1 s. */
 	while (got == SLOT_WAITING && *sig == 0) {
@@ -235,7 +234,7 @@ slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 				r->waiting(r->waiting_arg);
 		}
 		got = slot_answer(exchange(&s, sql, params, 0), r, backend_pid,
-		    err, errlen);
+		    err);
 		if (got == SLOT_GOT)
 			queued = 0;
 		else if (got == SLOT_NONE && (until < 0 || mono_ms() < until))
@@ -253,5 +252,5 @@ slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	if (r->local && !r->xact)
 		return *backend_pid == PQbackendPID(c) ? LOCK_ACQUIRED :
 		    LOCK_NOT_REAL;
-	return lock_recheck(c, r, *backend_pid, err, errlen);
+	return lock_recheck(c, r, *backend_pid, err);
 }

@@ -8,6 +8,7 @@
 
 #include <libpq-fe.h>
 
+#include "err.h"
 #include "key.h"
 #include "lock.h"
 
@@ -19,7 +20,7 @@
  * released with lock_release(); the results are lock_wait()'s.
  */
 enum lock_result slots_take(PGconn *c, struct lock_req *r, int *backend_pid,
-    int *sig, char *err, size_t errlen);
+    int *sig, struct err *err);
 
 /* The key of slot i (1..N) of base; i = 0: the queue of its waiters. */
 void slots_key(const struct key *base, int i, struct key *out);

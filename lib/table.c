@@ -12,25 +12,26 @@
 
 int
 table_create(PGconn *c, const char *q, const char *columns,
-    const char *privs, char *err, size_t errlen)
+    const char *privs, struct err *err)
 {
-	char sql[1024], why[64];
+	char sql[1024];
+	struct err why;
 	const char *params[2] = { q, NULL };
 	PGresult *res;
 	int rc = -1;
 
-	if ((res = conn_exec(c, "BEGIN", NULL, CONN_ANSWER_MS, err, errlen)) ==
+	if ((res = conn_exec(c, "BEGIN", NULL, CONN_ANSWER_MS, err)) ==
 	    NULL)
 		return -1;
 	PQclear(res);
 	if ((res = conn_exec(c, "SELECT pg_catalog.pg_advisory_xact_lock("
 	    "pg_catalog.hashtextextended('pglock-create ' || $1, 0))", params,
-	    CONN_ANSWER_MS, err, errlen)) == NULL)
+	    CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	PQclear(res);
 	snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s %s", q,
 	    columns);
-	if ((res = conn_exec(c, sql, NULL, CONN_ANSWER_MS, err, errlen)) ==
+	if ((res = conn_exec(c, sql, NULL, CONN_ANSWER_MS, err)) ==
 	    NULL)
 		return -1;
 	if (PQresultStatus(res) == PGRES_COMMAND_OK) {
@@ -39,17 +40,17 @@ table_create(PGconn *c, const char *q, const char *columns,
 		char *role = PQescapeIdentifier(c, PQuser(c),
 		    strlen(PQuser(c)));
 
-		snprintf(err, errlen, "table %s does not exist and this role "
+		err_set(err, "table %s does not exist and this role "
 		    "may not create it; have an administrator run: CREATE "
 		    "TABLE %s %s; GRANT %s ON %s TO %s", q, q, columns, privs, q,
 		    role != NULL ? role : PQuser(c));
 		PQfreemem(role);
 	} else {
-		conn_result_error(res, err, errlen);
+		conn_result_error(res, err);
 	}
 	PQclear(res);
 	if (rc == 0)
-		return conn_end(c, 1, CONN_ANSWER_MS, err, errlen);
-	(void)conn_end(c, 0, CONN_ANSWER_MS, why, sizeof(why));
+		return conn_end(c, 1, CONN_ANSWER_MS, err);
+	(void)conn_end(c, 0, CONN_ANSWER_MS, &why);
 	return rc;
 }

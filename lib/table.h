@@ -10,6 +10,8 @@
 
 #include <libpq-fe.h>
 
+#include "err.h"
+
 /*
  * Create table q (quoted, as counter_table_sql() writes it) with columns
  * (SQL, in parentheses) if it does not exist, in a transaction of its own
@@ -18,6 +20,6 @@
  * and the GRANT of privs to run.
  */
 int table_create(PGconn *c, const char *q, const char *columns,
-    const char *privs, char *err, size_t errlen);
+    const char *privs, struct err *err);
 
 #endif

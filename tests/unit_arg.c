@@ -66,7 +66,7 @@ main(void)
 		{ "sigusr1", SIGUSR1 }, { "INT", SIGINT }, { "FOO", 0 },
 		{ "", 0 }, { "0", 0 }, { "65", 0 }, { "9x", 0 }, { "SIG", 0 },
 	};
-	char err[128];
+	struct err err;
 	size_t i;
 	long ms, v;
 	int sig, rc;
@@ -74,22 +74,23 @@ main(void)
 	for (i = 0; i < sizeof(periods) / sizeof(periods[0]); i++) {
 		long long pms = -1;
 
-		rc = arg_period_ms(periods[i].in, &pms, err, sizeof(err));
-		expect(periods[i].ms < 0 ? rc == -1 && err[0] != '\0' :
+		rc = arg_period_ms(periods[i].in, &pms, &err);
+		expect(periods[i].ms < 0 ? rc == -1 && err.msg[0] != '\0' :
 		    rc == 0 && pms == periods[i].ms, "period", periods[i].in);
 	}
 	for (i = 0; i < sizeof(durations) / sizeof(durations[0]); i++) {
 		ms = -7;
-		rc = arg_duration_ms(durations[i].in, &ms, err, sizeof(err));
+		rc = arg_duration_ms(durations[i].in, &ms, &err);
 		if (durations[i].ms < 0)
-			expect(rc == -1 && err[0] != '\0', "duration rejected",
+			expect(rc == -1 && err.msg[0] != '\0',
+			    "duration rejected",
 			    durations[i].in);
 		else
 			expect(rc == 0 && ms == durations[i].ms,
 			    "duration value", durations[i].in);
 	}
 	for (i = 0; i < sizeof(longs) / sizeof(longs[0]); i++) {
-		rc = arg_long(longs[i].in, 0, 255, &v, err, sizeof(err));
+		rc = arg_long(longs[i].in, 0, 255, &v, &err);
 		if (longs[i].v < 0)
 			expect(rc == -1, "integer rejected", longs[i].in);
 		else
@@ -97,7 +98,7 @@ main(void)
 			    longs[i].in);
 	}
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		rc = arg_signal(sigs[i].in, &sig, err, sizeof(err));
+		rc = arg_signal(sigs[i].in, &sig, &err);
 		if (sigs[i].sig == 0)
 			expect(rc == -1, "signal rejected", sigs[i].in);
 		else

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * err: why a call failed, one line for pglock.c, run.c or inspect.c to
+ * print. lib/ fills it (err_set) and never prints it.
+ */
+#ifndef PGLOCK_ERR_H
+#define PGLOCK_ERR_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+struct err {
+	char msg[1024];
+};
+
+/* Set e's reason, printf-style, cut to fit; returns what vsnprintf does. */
+static inline int err_set(struct err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static inline int
+err_set(struct err *e, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	/* Only written: cppcheck takes e->msg for a read of *e. */
+	/* cppcheck-suppress ctuuninitvar */
+	n = vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+#endif
