@@ -137,6 +137,12 @@ flyway|flyway lockNum for \"public\".\"flyway_schema_history\"|77433833903597"
 	[ "$n" -eq 2 ]
 }
 
+@test "--explain --hash sha256 is the default scheme, named: the same lines, the SQL expression too" {
+	run -0 pglock --explain --hash sha256 deploy
+	[ "$output" = "$(pglock --explain deploy)" ]
+	[ "$(grep -c $'^sql\t' <<<"$output")" -eq 2 ]
+}
+
 @test "--explain needs no server for client-side schemes" {
 	run -0 env PGHOST=/nonexistent PGPORT=1 "$PGLOCK" --explain --hash md5-60 t
 	assert_line $'id\t1023881695908026374'

@@ -48,20 +48,31 @@ record() {
 	[ "$(record cron-n)" = "$(sql "SELECT floor(extract(epoch FROM now()) / 86400000)::bigint") -" ]
 }
 
-@test "--once behind a run still going: -w exits 1 without running; after its success -n exits 0 without running" {
+# first_run KEY: a --once run of KEY that logs "first" to $d/log and then
+# goes on until finish_first; d is the test's directory.
+first_run() {
 	d=$BATS_TEST_TMPDIR
 	mkfifo "$d/fifo"
-	bg first pglock --once busy-k sh -c 'echo first >>"$0/log"; read x <"$0/fifo"' "$d"
-	wait_until 10 held "$(sha_id busy-k)"
+	bg first pglock --once "$1" sh -c 'echo first >>"$0/log"; read x <"$0/fifo"' "$d"
+	wait_until 10 held "$(sha_id "$1")"
 	wait_until 10 test -s "$d/log"
+}
+
+# finish_first KEY: the first run succeeds, and its success is recorded.
+finish_first() {
+	fifo_go "$d/fifo"
+	bgwait first 20
+	[ "$bg_status" -eq 0 ]
+	[ "$(record "$1")" = "0 -" ]
+}
+
+@test "--once behind a run still going: -w exits 1 without running; after its success -n exits 0 without running" {
+	first_run busy-k
 	run -1 --separate-stderr timeout 20 "$PGLOCK" -w "$w" --once busy-k sh -c 'echo w >>"$0/log"' "$d"
 	assert_output ''
 	[[ "$stderr" =~ ^"pglock: busy-k: timed out after ${w}s waiting for the lock, held by pid "[0-9]+" (pglock: busy-k, local, user "[^,]+", for "[0-9]+"s)"$ ]]
 	[ -z "$(record busy-k)" ]
-	fifo_go "$d/fifo"
-	bgwait first 20
-	[ "$bg_status" -eq 0 ]
-	[ "$(record busy-k)" = "0 -" ]
+	finish_first busy-k
 	run -0 --separate-stderr timeout 20 "$PGLOCK" -n --once busy-k sh -c 'echo n >>"$0/log"' "$d"
 	assert_output ''
 	assert_equal "$stderr" ''
@@ -70,11 +81,7 @@ record() {
 }
 
 @test "--once with -E 0 behind a run still going: -n and -w exit 0 without running, and the step is not done" {
-	d=$BATS_TEST_TMPDIR
-	mkfifo "$d/fifo"
-	bg first pglock --once busyz-k sh -c 'echo first >>"$0/log"; read x <"$0/fifo"' "$d"
-	wait_until 10 held "$(sha_id busyz-k)"
-	wait_until 10 test -s "$d/log"
+	first_run busyz-k
 	for wait in -n "-w $w"; do
 		# shellcheck disable=SC2086
 		run -0 --separate-stderr timeout 20 "$PGLOCK" -q $wait -E 0 --once busyz-k sh -c 'echo z >>"$0/log"' "$d"
@@ -82,10 +89,7 @@ record() {
 		assert_equal "$stderr" ''
 	done
 	[ -z "$(record busyz-k)" ]
-	fifo_go "$d/fifo"
-	bgwait first 20
-	[ "$bg_status" -eq 0 ]
-	[ "$(record busyz-k)" = "0 -" ]
+	finish_first busyz-k
 	run -0 cat "$d/log"
 	assert_output first
 }
