@@ -27,11 +27,12 @@ pglock build/san/pglock: $(SRC) $(HDR)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(PQ_LIBS)
 
-tests/unit_arg build/san/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h
+tests/unit_arg build/san/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h lib/err.h
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ tests/unit_arg.c lib/arg.c
 
-tests/unit_key build/san/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.c lib/hash.c lib/key.h lib/hash.h
+tests/unit_key build/san/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.c lib/hash.c lib/key.h lib/hash.h \
+	lib/err.h
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/unit_key.c lib/key.c lib/hash.c $(PQ_LIBS)
 

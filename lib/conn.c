@@ -397,7 +397,9 @@ setup_params(char ms[4][32], long wait_ms, long lease_ms)
 	snprintf(ms[3], 32, "5");
 	if (lease_ms > 0) {
 		snprintf(ms[2], 32, "%ld", lease_ms);
-		snprintf(ms[3], 32, "%ld", idle > 1 ? idle : 1);
+		/* Linux takes at most 32767 s: tcp_user_timeout bounds it. */
+		snprintf(ms[3], 32, "%ld", idle < 1 ? 1 : idle > 32767 ?
+		    32767 : idle);
 	}
 }
 

@@ -178,11 +178,16 @@ frozen_waiter() {
 	# $3: S; $4: the keepalives' idle part) for this role only.
 	sql "DROP ROLE IF EXISTS pglock_ka; CREATE ROLE pglock_ka LOGIN; ALTER ROLE pglock_ka SET log_statement = 'all'"
 	log=$PGLOCK_TEST_DIR/pg/log
-	for c_s_idle in 5:20000:14 10:40000:34 0.5:3500:1; do
-		IFS=: read -r c s idle <<<"$c_s_idle"
+	# C:S:tcp_user_timeout:idle. S rounds up to whole seconds (C 2.1 s:
+	# S 8.4 s, idle 3 s, not 2). Without a lease (-F) S is 0,
+	# tcp_user_timeout libpq's 10 s and the idle part 5 s.
+	for c_s_t_idle in 5:20000:20000:14 10:40000:40000:34 0.5:3500:3500:1 2.1:8400:8400:3 -F:0:10000:5; do
+		IFS=: read -r c s t idle <<<"$c_s_t_idle"
+		args=(--check-interval "$c")
+		[ "$c" != -F ] || args=(-F)
 		n=$(wc -l <"$log")
-		run -0 pglock -h 127.0.0.1 -U pglock_ka --check-interval "$c" ka-k true
-		run -0 grep -c "parameters: .*\$2 = '$s', \$3 = '$s', \$4 = '$idle'" <(tail -n +"$((n + 1))" "$log")
+		run -0 pglock -h 127.0.0.1 -U pglock_ka "${args[@]}" ka-k true
+		run -0 grep -c "parameters: .*\$2 = '$s', \$3 = '$t', \$4 = '$idle'" <(tail -n +"$((n + 1))" "$log")
 		assert_output 1
 	done
 }

@@ -169,7 +169,8 @@ raw_free() {
 		id=$(sed -n 's/^id\t\(-\{0,1\}[0-9]*\).*/\1/p' <<<"$out")
 		expr=$(sed -n '$s/^sql\tSELECT pg_advisory_lock(\(.*\));$/\1/p' <<<"$out")
 		[[ "$expr" == *"E'k\\x1b[31m\\n\\\\x''q\\u009b\\u202e'"* ]]
-		[ -n "$id" ] && [ "$(sql "SELECT $expr")" = "$id" ]
+		[ -n "$id" ]
+		[ "$(sql "SELECT $expr")" = "$id" ]
 	done
 }
 

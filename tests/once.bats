@@ -33,6 +33,8 @@ record() {
 	[ "$(runs "$log")" -eq 1 ]
 }
 
+# The runs do not meet (0.3 s jobs, 0.8 s apart): the next tests try -n and
+# -E 0 behind a run still going.
 @test "the issue's cron runs with -n -q -E 0, 0.8 s apart: one run, all exit 0, nothing said" {
 	log=$BATS_TEST_TMPDIR/log
 	for m in 1 2 3; do
