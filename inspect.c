@@ -83,8 +83,8 @@ explain_sql(const struct opts *o, const struct key *k, const char *id,
 			    k->sql);
 			put_literal(f, o->key);
 			fprintf(f, "%s);", strchr(k->sql, '$') + 2);
-		} else if (!o->raw_id && !o->has_ns && (o->hash == NULL ||
-		    strcmp(o->hash, "sha256") == 0)) {
+		} else if (!o->raw_id && !o->has_ns &&
+		    key_scheme_is_default(o->hash)) {
 			fputs("SELECT pg_advisory_lock(('x' || left(encode("
 			    "sha256(convert_to(", f);
 			put_literal(f, o->key);

@@ -926,7 +926,7 @@ record_key(const struct opts *o, const char *text)
 		snprintf(name, len, "id:%s", id);
 	} else if (o->has_ns) {
 		snprintf(name, len, "namespace %d:%s", (int)o->ns, text);
-	} else if (o->hash != NULL && strcmp(o->hash, "sha256") != 0) {
+	} else if (!key_scheme_is_default(o->hash)) {
 		snprintf(name, len, "%s:%s", o->hash, text);
 	} else {
 		snprintf(name, len, "%s", text);

@@ -391,15 +391,17 @@ setup_params(char ms[4][32], long wait_ms, long lease_ms)
 {
 	long idle = (lease_ms + 999) / 1000 - 6;	/* 3 probes, 2 s apart */
 
-	snprintf(ms[0], 32, "%ld", wait_ms > 0 ? wait_ms : 0);
-	snprintf(ms[1], 32, "%ld", lease_ms);
-	snprintf(ms[2], 32, "%s", TCP_USER_TIMEOUT);
-	snprintf(ms[3], 32, "5");
+	/* Linux takes at most 32767 s of idle: tcp_user_timeout bounds it. */
+	if (idle > 32767)
+		idle = 32767;
+	snprintf(ms[0], sizeof(ms[0]), "%ld", wait_ms > 0 ? wait_ms : 0);
+	snprintf(ms[1], sizeof(ms[1]), "%ld", lease_ms);
 	if (lease_ms > 0) {
-		snprintf(ms[2], 32, "%ld", lease_ms);
-		/* Linux takes at most 32767 s: tcp_user_timeout bounds it. */
-		snprintf(ms[3], 32, "%ld", idle < 1 ? 1 : idle > 32767 ?
-		    32767 : idle);
+		snprintf(ms[2], sizeof(ms[2]), "%ld", lease_ms);
+		snprintf(ms[3], sizeof(ms[3]), "%ld", idle > 1 ? idle : 1);
+	} else {
+		snprintf(ms[2], sizeof(ms[2]), "%s", TCP_USER_TIMEOUT);
+		snprintf(ms[3], sizeof(ms[3]), "5");
 	}
 }
 

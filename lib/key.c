@@ -369,6 +369,12 @@ scheme_find(const char *name)
 }
 
 int
+key_scheme_is_default(const char *scheme)
+{
+	return scheme_find(scheme) == &schemes[0];
+}
+
+int
 key_hash(const char *key, size_t len, struct key *out, struct err *err)
 {
 	if (h_sha256(key, len, out) == -1) {

@@ -59,6 +59,9 @@ void key_namespace(int32_t ns, const char *key, size_t len, struct key *out);
  */
 const char *key_scheme_sql(const char *scheme);
 
+/* Is scheme the default, sha256, by name or as NULL? 1 or 0. */
+int key_scheme_is_default(const char *scheme);
+
 /*
  * One line for --explain: what the scheme matches (library or pattern) and
  * its formula. NULL for an unknown scheme.
