@@ -83,8 +83,7 @@ explain_sql(const struct opts *o, const struct key *k, const char *id,
 			    k->sql);
 			put_literal(f, o->key);
 			fprintf(f, "%s);", strchr(k->sql, '$') + 2);
-		} else if (!o->raw_id && !o->has_ns &&
-		    key_scheme_is_default(o->hash)) {
+		} else if (key_scheme_is_default(o->how.scheme)) {
 			fputs("SELECT pg_advisory_lock(('x' || left(encode("
 			    "sha256(convert_to(", f);
 			put_literal(f, o->key);
@@ -109,8 +108,7 @@ explain(const struct opts *o)
 	    "transaction: held by a transaction left open" };
 	struct key k;
 	char id[48], scheme[512], *sql[2];
-	const char *name = o->raw_id ? "id" : o->has_ns ? "namespace" :
-	    o->hash != NULL ? o->hash : "sha256";
+	const char *name = key_how_name(&o->how);
 	const char *space;
 	uint32_t classid, objid;
 	int objsubid, i;
@@ -120,21 +118,13 @@ explain(const struct opts *o)
 	key_locktag(&k, &classid, &objid, &objsubid);
 	space = k.space == KEY_BIGINT ? "bigint" : "int4 pair";
 	explain_sql(o, &k, id, sql);
-	if (o->raw_id)
-		snprintf(scheme, sizeof(scheme), "--id: the key is the lock id");
-	else if (o->has_ns)
-		snprintf(scheme, sizeof(scheme), "--namespace %" PRId32 ": the "
-		    "pair (%" PRId32 ", hashtext(key)), as pg_advisory_lock(%"
-		    PRId32 ", hashtext(key)) takes it", o->ns, o->ns, o->ns);
-	else
-		snprintf(scheme, sizeof(scheme), "%s: %s", name,
-		    key_scheme_describe(o->hash));
+	(void)key_how_describe(&o->how, scheme, sizeof(scheme));
 	if (o->json) {
 		printf("{\"key\": ");
 		json_str(o->key);
 		printf(", \"scheme\": \"%s\", ", name);
-		if (o->has_ns)
-			printf("\"namespace\": %" PRId32 ", ", o->ns);
+		if (strcmp(name, "namespace") == 0)
+			printf("\"namespace\": %" PRId32 ", ", o->how.ns);
 		printf("\"space\": \"%s\", \"scope\": \"%s\", \"id\": \"%s\", "
 		    "\"server_computed\": %s, \"classid\": %lu, \"objid\": %lu, "
 		    "\"objsubid\": %d, \"sql\": [", space, scope_names[o->scope],

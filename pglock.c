@@ -449,6 +449,27 @@ shell_argv(char *cmd)
 	return sh_argv;
 }
 
+/*
+ * --hash, --id and --namespace each choose how KEY becomes an id: one of
+ * them (--hash again only changes the scheme).
+ */
+static void
+choose_scheme(struct opts *o, const char *scheme)
+{
+	const char *was = o->how.scheme;
+
+	if (was != NULL && strcmp(was, scheme) != 0) {
+		if (strcmp(scheme, "id") == 0 || strcmp(was, "id") == 0)
+			usage_err("%s", "--id takes an id: no --hash or "
+			    "--namespace");
+		if (strcmp(scheme, "namespace") == 0 ||
+		    strcmp(was, "namespace") == 0)
+			usage_err("%s", "--namespace hashes with hashtext: no "
+			    "--hash");
+	}
+	o->how.scheme = scheme;
+}
+
 static void
 set_mode(struct opts *o, enum mode m)
 {
@@ -485,18 +506,18 @@ lock_option_or_err(struct opts *o, int c, char *arg)
 		o->conflict_exit = (int)n;
 		break;
 	case OPT_ID:
-		o->raw_id = 1;
+		choose_scheme(o, "id");
 		break;
 	case OPT_HASH:
 		if (key_scheme_check(arg, &why) == -1)
 			usage_err("--hash: %s", why.msg);
-		o->hash = arg;
+		choose_scheme(o, arg);
 		break;
 	case OPT_NAMESPACE:
 		if (arg_long(arg, INT32_MIN, INT32_MAX, &n, &why) == -1)
 			usage_err("--namespace: %s", why.msg);
-		o->has_ns = 1;
-		o->ns = (int32_t)n;
+		choose_scheme(o, "namespace");
+		o->how.ns = (int32_t)n;
 		break;
 	case OPT_FENCE:
 		o->fence = 1;
@@ -714,7 +735,7 @@ enum {
 	M_STATUS = 1 << MODE_STATUS, M_EXPLAIN = 1 << MODE_EXPLAIN,
 	M_BREAK = 1 << MODE_BREAK, M_COUNTER = 1 << MODE_COUNTER,
 	M_FORGET = 1 << MODE_FORGET,
-	A_HASH = 1 << 8, A_NS = 1 << 9, A_ID = 1 << 10, A_JSON = 1 << 11,
+	A_ID = 1 << 10, A_JSON = 1 << 11,
 	A_MAX_TIME = 1 << 12, A_NO_FORK = 1 << 13, A_SLOTS = 1 << 14,
 	A_SHARED = 1 << 15, A_RECORD = 1 << 16, A_ONCE = 1 << 17,
 	A_PEEK = 1 << 18, A_FENCE = 1 << 19, A_SCOPE = 1 << 20,
@@ -724,8 +745,8 @@ enum {
 static unsigned
 asked(const struct opts *o)
 {
-	return 1U << o->mode | (o->hash != NULL ? A_HASH : 0) |
-	    (o->has_ns ? A_NS : 0) | (o->raw_id ? A_ID : 0) |
+	return 1U << o->mode | (o->how.scheme != NULL &&
+	    strcmp(o->how.scheme, "id") == 0 ? A_ID : 0) |
 	    (o->json ? A_JSON : 0) | (o->max_ms > 0 ? A_MAX_TIME : 0) |
 	    (o->no_fork ? A_NO_FORK : 0) | (o->lock.slots > 0 ? A_SLOTS : 0) |
 	    (o->lock.shared ? A_SHARED : 0) | (o->record ? A_RECORD : 0) |
@@ -746,9 +767,6 @@ struct rule {
 
 /* Before the arguments are read. */
 static const struct rule option_rules[] = {
-	{ A_HASH, 0, A_NS, "--namespace hashes with hashtext: no --hash" },
-	{ A_ID, 0, A_HASH | A_NS,
-	    "--id takes an id: no --hash or --namespace" },
 	{ A_JSON, M_STATUS | M_EXPLAIN | A_PEEK, 0,
 	    "--json is for --status, --explain and --peek" },
 	{ A_MAX_TIME, M_RUN | M_HOLD | M_COUNTER, A_NO_FORK,
@@ -890,47 +908,31 @@ resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 {
 	struct err why;
 
-	if (o->raw_id) {
-		if (key_parse_id(text, k, &why) == -1)
-			usage_err("--id: %s", why.msg);
-	} else if (o->has_ns) {
-		key_namespace(o->ns, text, strlen(text), k);
-	} else if (key_hash_scheme(o->hash, text, strlen(text), k,
-	    &why) == -1) {
+	switch (key_make(&o->how, text, strlen(text), k, &why)) {
+	case 0:
+		return;
+	case KEY_BAD:
+		usage_err("%s", why.msg);
+	default:
 		die(EXIT_SOFTWARE, "%s", why.msg);
 	}
-	/* The server hashes text: bytes that are not UTF-8 are the caller's. */
-	if (k->sql != NULL && !key_utf8_ok(text, strlen(text)))
-		usage_err("%s: not valid UTF-8, which the server-side scheme "
-		    "%s needs", printable(text), o->has_ns ? "--namespace" :
-		    o->hash);
 }
 
-/*
- * The name KEY's record goes by: the lock's, so that another scheme or
- * namespace for the same text is another job, and --id 42 and 042 one.
- * KEY itself under the default scheme; the caller frees it.
- */
+/* The name KEY's record of runs goes by; the caller frees it. */
 char *
 record_key(const struct opts *o, const char *text)
 {
-	size_t len = strlen(text) + 64;
-	char *name = malloc(len), id[48];
 	struct key k;
+	size_t len = strlen(text) + 64;
+	char *name = malloc(len);
+	int n;
 
 	if (name == NULL)
 		die_errno(EXIT_OSERR, "malloc");
-	if (o->raw_id) {
-		resolve_key_or_err(o, text, &k);
-		key_format(&k, id, sizeof(id));
-		snprintf(name, len, "id:%s", id);
-	} else if (o->has_ns) {
-		snprintf(name, len, "namespace %d:%s", (int)o->ns, text);
-	} else if (!key_scheme_is_default(o->hash)) {
-		snprintf(name, len, "%s:%s", o->hash, text);
-	} else {
-		snprintf(name, len, "%s", text);
-	}
+	resolve_key_or_err(o, text, &k);
+	n = key_record_name(&o->how, text, name, len);
+	if (n < 0 || (size_t)n >= len)
+		die(EXIT_SOFTWARE, "no record name for '%s'", text);
 	return name;
 }
 

@@ -36,10 +36,7 @@ struct opts {
 	char **keys;		/* --status: the KEYs, NULL-terminated */
 	char **argv;		/* COMMAND [ARG ...], or $SHELL -c STRING */
 	char *shell_cmd;	/* -c */
-	int raw_id;		/* --id: KEY is a lock id */
-	const char *hash;	/* --hash SCHEME; NULL: sha256 */
-	int has_ns;		/* --namespace N */
-	int32_t ns;
+	struct key_how how;	/* --hash, --id or --namespace N */
 	int scope;		/* SCOPE_*: --scope */
 	int conflict_exit;
 	int no_fork;
@@ -101,7 +98,7 @@ void flush_stdout_or_err(void);
 void resolve_key_or_err(const struct opts *o, const char *text,
     struct key *k);
 
-/* The name KEY's record of runs goes by (malloc'd). */
+/* The name KEY's record of runs goes by (malloc'd); bad input exits 64. */
 char *record_key(const struct opts *o, const char *text);
 
 #endif

@@ -151,6 +151,26 @@ check_scheme_range(const char *name, const struct key *k)
 		CHECK(k->a == INT32_MIN);
 }
 
+/* KEY under a --hash scheme, as key_make takes it. */
+static int
+hash_as(const char *scheme, const char *key, size_t len, struct key *out,
+    struct err *err)
+{
+	const struct key_how how = { scheme, 0 };
+
+	return key_make(&how, key, len, out, err);
+}
+
+/* KEY under --namespace ns: hashtext's text, so valid UTF-8 only. */
+static void
+ns_as(int32_t ns, const char *key, size_t len, struct key *out)
+{
+	const struct key_how how = { "namespace", ns };
+	struct err err;
+
+	CHECK(key_make(&how, key, len, out, &err) == 0);
+}
+
 /* KEY under every scheme: no crash, same answer twice, valid locktag. */
 static void
 fuzz_schemes(const char *key, size_t len)
@@ -164,12 +184,18 @@ fuzz_schemes(const char *key, size_t len)
 	for (i = 0; (name = key_scheme_name(i)) != NULL; i++) {
 		memset(&k, 0xa5, sizeof(k));
 		memset(&k2, 0x5a, sizeof(k2));
-		rc = key_hash_scheme(name, key, len, &k, &err);
-		rc2 = key_hash_scheme(name, key, len, &k2, &err);
+		rc = hash_as(name, key, len, &k, &err);
+		rc2 = hash_as(name, key, len, &k2, &err);
 		CHECK(rc == rc2);
-		if (rc == -1) {
-			/* Only a digest the provider refuses (FIPS) fails. */
+		if (rc != 0) {
+			/*
+			 * Only a digest the provider refuses (FIPS) fails, or
+			 * text that is not UTF-8 for a server-side scheme.
+			 */
 			CHECK(memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
+			CHECK(rc == KEY_UNKNOWN || (rc == KEY_BAD &&
+			    key_scheme_sql(name) != NULL &&
+			    !key_utf8_ok(key, len)));
 			continue;
 		}
 		CHECK(rc == 0 && same_key(&k, &k2));
@@ -181,14 +207,14 @@ fuzz_schemes(const char *key, size_t len)
 		check_params(&k);
 		if (i == 0) {
 			/* The first scheme is the default, and key_hash. */
-			CHECK(key_hash_scheme(NULL, key, len, &k2, &err) == 0 &&
+			CHECK(hash_as(NULL, key, len, &k2, &err) == 0 &&
 			    same_key(&k, &k2));
 			CHECK(key_hash(key, len, &k2, &err) == 0);
 			CHECK(k2.space == k.space && k2.id == k.id);
 		}
 		if (strcmp(name, "hashtext") == 0) {
 			/* --namespace pairs the same hashtext with ns. */
-			key_namespace(-1, key, len, &ns);
+			ns_as(-1, key, len, &ns);
 			CHECK(ns.space == KEY_PAIR && ns.a == -1);
 			CHECK(ns.b == k.id && ns.sql == k.sql);
 			CHECK(ns.text == key);
@@ -215,7 +241,7 @@ fuzz_unknown_scheme(const char *name)
 	if ((err = malloc(sizeof(*err))) == NULL)
 		abort();
 	CHECK(key_scheme_sql(name) == NULL);
-	CHECK(key_hash_scheme(name, "k", 1, &k, err) == -1);
+	CHECK(hash_as(name, "k", 1, &k, err) == KEY_UNKNOWN);
 	len = strlen(err->msg);
 	CHECK(len < sizeof(err->msg));
 	CHECK(strncmp(err->msg, "unknown hash scheme '", 21) == 0);

@@ -277,84 +277,96 @@ h_flyway(const char *k, size_t len, struct key *out)
 	return 0;
 }
 
+/*
+ * One row per way from KEY to an id: the --hash schemes, then the two
+ * that their own option chooses, --id and --namespace N.
+ */
 static const struct scheme {
 	const char *name;
+	const char *option;	/* NULL: chosen by --hash NAME */
 	/* The server-side expression ($1 = KEY), or NULL: hashed here. */
 	const char *sql;
 	const char *describe;
-	int (*hash)(const char *, size_t, struct key *);	/* -1: not here */
+	/* -1: not in this build. --id has none: KEY is parsed. */
+	int (*hash)(const char *, size_t, struct key *);
 } schemes[] = {
 	/* The first row is the default. */
-	{ "sha256", NULL,
+	{ "sha256", NULL, NULL,
 	    "pglock's default: first 8 bytes of SHA-256(KEY), big-endian "
 	    "signed bigint; in SQL ('x' || left(encode(sha256(convert_to(KEY, "
 	    "'UTF8')), 'hex'), 16))::bit(64)::bigint",
 	    h_sha256 },
-	{ "hashtext", "hashtext($1)",
+	{ "hashtext", NULL, "hashtext($1)",
 	    "pg_advisory_lock(hashtext(KEY)) snippets, Laravel's "
 	    "laravel-database-advisory-lock, good_job's hashtext option: "
 	    "PostgreSQL hashtext(KEY), int4 sign-extended to bigint, computed "
 	    "by the server (offline value assumes a little-endian server and "
 	    "a UTF8 database)",
 	    h_hashtext },
-	{ "hashtextextended", "hashtextextended($1, 0)",
+	{ "hashtextextended", NULL, "hashtextextended($1, 0)",
 	    "npm pg-advisory-lock v2, SQL snippets: PostgreSQL "
 	    "hashtextextended(KEY, 0), bigint, computed by the server "
 	    "(PostgreSQL 11+; offline value assumes a little-endian server "
 	    "and a UTF8 database)",
 	    h_hashtextextended },
-	{ "md5", NULL,
+	{ "md5", NULL, NULL,
 	    "good_job, pg-boss before 10: first 8 bytes of MD5(KEY), "
 	    "big-endian signed bigint; ('x' || substr(md5(KEY), 1, 16))"
 	    "::bit(64)::bigint",
 	    h_md5 },
-	{ "md5-60", NULL,
+	{ "md5-60", NULL, NULL,
 	    "Python int(md5(KEY).hexdigest()[:15], 16): first 60 bits of "
 	    "MD5(KEY), big-endian, non-negative bigint",
 	    h_md5_60 },
-	{ "siphash24", NULL,
+	{ "siphash24", NULL, NULL,
 	    "Java Guava Hashing.sipHash24().hashBytes(KEY).asLong(): "
 	    "SipHash-2-4, key 00..0f, little-endian signed bigint",
 	    h_siphash24 },
-	{ "guava-sha256-abs", NULL,
+	{ "guava-sha256-abs", NULL, NULL,
 	    "Java Math.abs(Hashing.sha256().hashString(KEY, UTF_8).asInt()): "
 	    "first 4 bytes of SHA-256(KEY), little-endian int4, absolute "
 	    "value (-2147483648 stays), as bigint",
 	    h_guava_sha256_abs },
-	{ "crc32", NULL,
+	{ "crc32", NULL, NULL,
 	    "django-pglocks: CRC-32(KEY) as a signed int4, sign-extended to "
 	    "bigint",
 	    h_crc32 },
-	{ "crc32u", NULL,
+	{ "crc32u", NULL, NULL,
 	    "Symfony Lock PostgreSqlStore: CRC-32(KEY) unsigned, as bigint",
 	    h_crc32u },
-	{ "with_advisory_lock", NULL,
+	{ "with_advisory_lock", NULL, NULL,
 	    "Rails with_advisory_lock gem: int4 pair (CRC-32(KEY) & "
 	    "0x7fffffff, 0)",
 	    h_with_advisory_lock },
-	{ "pg_lock", NULL,
+	{ "pg_lock", NULL, NULL,
 	    "Heroku pg_lock gem: int4 pair (-2147483648, CRC-32(KEY) as a "
 	    "signed int4)",
 	    h_pg_lock },
-	{ "rails-migrations", NULL,
+	{ "rails-migrations", NULL, NULL,
 	    "Rails migrations, KEY = database name: bigint CRC-32(KEY) * "
 	    "2053462845",
 	    h_rails },
-	{ "golang-migrate", NULL,
+	{ "golang-migrate", NULL, NULL,
 	    "golang-migrate, KEY = database name, schema public, table "
 	    "schema_migrations: bigint uint32(CRC-32(\"public\\0"
 	    "schema_migrations\\0\" KEY) * 1486364155)",
 	    h_golang_migrate },
-	{ "flyway", NULL,
+	{ "flyway", NULL, NULL,
 	    "Flyway, default schema history table (KEY ignored): bigint "
 	    "77431708279161 + Java hashCode of "
 	    "\"public\".\"flyway_schema_history\" = 77433833903597",
 	    h_flyway },
+	{ "id", "--id", NULL, "the key is the lock id", NULL },
+	/* hashtext's int4, with N before it: the lock's pair. */
+	{ "namespace", "--namespace", "hashtext($1)",
+	    "the pair (N, hashtext(key)), as pg_advisory_lock(N, "
+	    "hashtext(key)) takes it",
+	    h_hashtext },
 };
 
 #define NSCHEMES (sizeof(schemes) / sizeof(schemes[0]))
 
-/* NULL selects the default scheme. */
+/* Any row by name; NULL selects the default scheme. */
 static const struct scheme *
 scheme_find(const char *name)
 {
@@ -387,18 +399,21 @@ key_hash(const char *key, size_t len, struct key *out, struct err *err)
 int
 key_scheme_check(const char *scheme, struct err *err)
 {
+	const struct scheme *s = scheme_find(scheme);
 	const size_t len = sizeof(err->msg);
+	const char *name;
 	size_t i, n;
 	int w;
 
-	if (scheme_find(scheme) != NULL)
+	if (s != NULL && s->option == NULL)
 		return 0;
 	/* Name every valid scheme: the caller has nowhere else to look. */
 	w = err_set(err, "unknown hash scheme '%s' (one of:", scheme);
-	for (i = 0; i < NSCHEMES && w >= 0 && (size_t)w < len; i++) {
+	for (i = 0; (name = key_scheme_name(i)) != NULL && w >= 0 &&
+	    (size_t)w < len; i++) {
 		n = (size_t)w;
 		w = snprintf(err->msg + n, len - n, "%s %s", i == 0 ? "" : ",",
-		    schemes[i].name);
+		    name);
 		w = w < 0 ? w : w + (int)n;
 	}
 	if (w >= 0 && (size_t)w < len)
@@ -407,29 +422,86 @@ key_scheme_check(const char *scheme, struct err *err)
 }
 
 int
-key_hash_scheme(const char *scheme, const char *key, size_t len,
+key_make(const struct key_how *how, const char *key, size_t len,
     struct key *out, struct err *err)
 {
-	const struct scheme *s;
+	const struct scheme *s = scheme_find(how->scheme);
+	struct err why;
 
-	if (key_scheme_check(scheme, err) == -1)
-		return -1;
-	s = scheme_find(scheme);
+	if (s == NULL) {
+		(void)key_scheme_check(how->scheme, err);
+		return KEY_UNKNOWN;
+	}
+	if (s->hash == NULL) {	/* --id */
+		if (key_parse_id(key, out, &why) == 0)
+			return 0;
+		err_set(err, "%s: %s", s->option, why.msg);
+		return KEY_BAD;
+	}
+	/* The server hashes text: bytes that are not UTF-8 are the caller's. */
+	if (s->sql != NULL && !key_utf8_ok(key, len)) {
+		err_set(err, "%.*s: not valid UTF-8, which the server-side "
+		    "scheme %s needs", (int)(len < 512 ? len : 512), key,
+		    s->option != NULL ? s->option : s->name);
+		return KEY_BAD;
+	}
 	if (s->hash(key, len, out) == -1) {
 		err_set(err, "%s is not available", s->name);
-		return -1;
+		return KEY_UNKNOWN;
 	}
+	if (s->option != NULL)	/* --namespace N */
+		set_pair(out, how->ns, (int32_t)out->id);
 	out->sql = s->sql;
 	out->text = s->sql != NULL ? key : NULL;
 	return 0;
 }
 
-void
-key_namespace(int32_t ns, const char *key, size_t len, struct key *out)
+const char *
+key_how_name(const struct key_how *how)
 {
-	set_pair(out, ns, s32(hash_pg_bytes(key, len)));
-	out->sql = "hashtext($1)";
-	out->text = key;
+	const struct scheme *s = scheme_find(how->scheme);
+
+	return s == NULL ? NULL : s->name;
+}
+
+int
+key_how_describe(const struct key_how *how, char *buf, size_t len)
+{
+	const struct scheme *s = scheme_find(how->scheme);
+
+	if (s == NULL)
+		return -1;
+	if (s->option == NULL)
+		return snprintf(buf, len, "%s: %s", s->name, s->describe);
+	if (s->hash == NULL)
+		return snprintf(buf, len, "%s: %s", s->option, s->describe);
+	return snprintf(buf, len, "%s %" PRId32 ": %s", s->option, how->ns,
+	    s->describe);
+}
+
+int
+key_record_name(const struct key_how *how, const char *key, char *buf,
+    size_t len)
+{
+	const struct scheme *s = scheme_find(how->scheme);
+	struct key k;
+	struct err why;
+	char id[48];
+
+	if (s == NULL)
+		return -1;
+	if (s == &schemes[0])
+		return snprintf(buf, len, "%s", key);
+	if (s->hash == NULL) {	/* --id: 42 and 042 are one */
+		if (key_parse_id(key, &k, &why) == -1)
+			return -1;
+		key_format(&k, id, sizeof(id));
+		return snprintf(buf, len, "id:%s", id);
+	}
+	if (s->option != NULL)
+		return snprintf(buf, len, "namespace %" PRId32 ":%s", how->ns,
+		    key);
+	return snprintf(buf, len, "%s:%s", s->name, key);
 }
 
 const char *
@@ -451,7 +523,8 @@ key_scheme_describe(const char *scheme)
 const char *
 key_scheme_name(size_t i)
 {
-	return i < NSCHEMES ? schemes[i].name : NULL;
+	return i < NSCHEMES && schemes[i].option == NULL ? schemes[i].name :
+	    NULL;
 }
 
 /* One strict signed decimal in [lo, hi]; end points past it. */

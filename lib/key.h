@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * key: turn a KEY string (under one of several hash schemes, or a raw --id)
- * into a PostgreSQL advisory lock id and describe that id the way pg_locks
- * shows it.
+ * key: turn a KEY string (under one of several hash schemes, --namespace N,
+ * or as a raw --id) into a PostgreSQL advisory lock id and describe that
+ * id the way pg_locks shows it.
  */
 #ifndef PGLOCK_KEY_H
 #define PGLOCK_KEY_H
@@ -34,23 +34,53 @@ struct key {
 /* Default scheme: first 8 bytes of SHA-256 of KEY, big-endian, signed. */
 int key_hash(const char *key, size_t len, struct key *out, struct err *err);
 
-/* Is scheme a known scheme's name? 0, or -1 with the known ones in err. */
-int key_scheme_check(const char *scheme, struct err *err);
+/*
+ * How KEY becomes a lock id: a row of the scheme table. scheme names a
+ * --hash scheme (NULL: the default, sha256), or "id" (--id: KEY is the
+ * id) or "namespace" (--namespace N: the pair (ns, hashtext(KEY))).
+ */
+struct key_how {
+	const char *scheme;
+	int32_t ns;		/* "namespace": N */
+};
+
+/* key_make's failures. */
+enum {
+	KEY_BAD = -1,		/* KEY is not one the scheme takes: the
+				   caller's error (not an id; not UTF-8 for a
+				   server-side scheme) */
+	KEY_UNKNOWN = -2	/* no such scheme, or not in this build */
+};
 
 /*
- * Hash KEY with the named scheme (NULL: the default, sha256) into out.
- * Returns 0, or -1 with the reason in err; for an unknown scheme the
- * reason lists the valid names.
+ * KEY (len bytes) -> lock id under how, into out. Returns 0, or KEY_BAD
+ * or KEY_UNKNOWN with the reason in err; an unknown scheme's reason lists
+ * the valid names.
  */
-int key_hash_scheme(const char *scheme, const char *key, size_t len,
+int key_make(const struct key_how *how, const char *key, size_t len,
     struct key *out, struct err *err);
 
+/* Is scheme a --hash scheme's name? 0, or -1 with the valid ones in err. */
+int key_scheme_check(const char *scheme, struct err *err);
+
+/* The scheme's row name ("sha256" for NULL), or NULL if unknown. */
+const char *key_how_name(const struct key_how *how);
+
 /*
- * The pair (ns, hashtext(KEY)) for --namespace, as
- * pg_advisory_lock(ns, hashtext(KEY)) takes it; hashtext as a little-endian
- * server with a UTF8 database computes it.
+ * --explain's line on how into buf (len bytes): who chooses the scheme,
+ * what it matches and its formula. snprintf's return; -1 if unknown.
  */
-void key_namespace(int32_t ns, const char *key, size_t len, struct key *out);
+int key_how_describe(const struct key_how *how, char *buf, size_t len);
+
+/*
+ * The name KEY's record of runs goes by: the lock's, so that another
+ * scheme or namespace for the same text is another job ("md5:KEY",
+ * "namespace 7:KEY"), and --id 42 and 042 one ("id:42"); KEY itself under
+ * the default scheme. snprintf's return; -1 if KEY is no id or how is
+ * unknown.
+ */
+int key_record_name(const struct key_how *how, const char *key, char *buf,
+    size_t len);
 
 /*
  * The SQL expression, with $1 as the key text, for a scheme the server
@@ -63,12 +93,12 @@ const char *key_scheme_sql(const char *scheme);
 int key_scheme_is_default(const char *scheme);
 
 /*
- * One line for --explain: what the scheme matches (library or pattern) and
- * its formula. NULL for an unknown scheme.
+ * What the scheme matches (library or pattern) and its formula, for any
+ * row. NULL for an unknown scheme.
  */
 const char *key_scheme_describe(const char *scheme);
 
-/* The i-th scheme name, for help text, or NULL past the end. */
+/* The i-th --hash scheme's name, for help text, or NULL past the end. */
 const char *key_scheme_name(size_t i);
 
 /* Parse a raw id: "N" (bigint) or "A,B" (two int4). Returns 0 or -1. */

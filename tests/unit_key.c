@@ -27,6 +27,27 @@ result(int ok, const char *what)
 	printf("FAIL %s\n", what);
 }
 
+/* KEY under a --hash scheme, as key_make takes it. */
+static int
+hash_as(const char *scheme, const char *key, size_t len, struct key *out,
+    struct err *err)
+{
+	const struct key_how how = { scheme, 0 };
+
+	return key_make(&how, key, len, out, err);
+}
+
+/* KEY under --namespace ns; a failure leaves a key no test expects. */
+static void
+ns_as(int32_t ns, const char *key, size_t len, struct key *out)
+{
+	const struct key_how how = { "namespace", ns };
+	struct err err;
+
+	if (key_make(&how, key, len, out, &err) != 0)
+		memset(out, 0, sizeof(*out));
+}
+
 /* Keys are printed quoted with escapes: some hold non-ASCII bytes. */
 static void
 quote(const char *s, size_t len, char *buf, size_t size)
@@ -217,7 +238,7 @@ check_scheme(const char *scheme, const struct kv_vector *v, int pair,
 		result(0, what);
 		return;
 	}
-	if (key_hash_scheme(scheme, v->key, v->len, &k, &err) == -1) {
+	if (hash_as(scheme, v->key, v->len, &k, &err) != 0) {
 		snprintf(what, sizeof(what), "%s '%s': %.200s", scheme, q,
 		    err.msg);
 		result(0, what);
@@ -504,14 +525,14 @@ test_measured(void)
 		}
 		/* The schemes' sign handling, on values of both signs. */
 		snprintf(what, sizeof(what), "hashtext '%s' (measured)", q);
-		if (key_hash_scheme("hashtext", measured[i].s,
+		if (hash_as("hashtext", measured[i].s,
 		    measured[i].len, &k, &err) == 0)
 			expect_key(what, &k, 0, measured[i].ht, 0, 0);
 		else
 			result(0, err.msg);
 		snprintf(what, sizeof(what), "hashtextextended '%s' "
 		    "(measured)", q);
-		if (key_hash_scheme("hashtextextended", measured[i].s,
+		if (hash_as("hashtextextended", measured[i].s,
 		    measured[i].len, &k, &err) == 0)
 			expect_key(what, &k, 0, measured[i].hte[0], 0, 0);
 		else
@@ -544,7 +565,7 @@ test_siphash(void)
 	for (i = 0; i < 16; i++)
 		m[i] = (char)i;
 	for (i = 0; i < NELEM(ref); i++) {
-		if (key_hash_scheme("siphash24", m, ref[i].len, &k, &err) == 0)
+		if (hash_as("siphash24", m, ref[i].len, &k, &err) == 0)
 			got = (uint64_t)k.id;
 		snprintf(what, sizeof(what), "siphash24 reference, %zu bytes: "
 		    "got %016" PRIx64 ", want %016" PRIx64, ref[i].len, got,
@@ -780,13 +801,13 @@ test_scheme_api(void)
 
 	/* key_hash, the NULL scheme and "sha256" agree. */
 	ok = key_hash("deploy", 6, &k, &err) == 0 &&
-	    key_hash_scheme(NULL, "deploy", 6, &d, &err) == 0;
+	    hash_as(NULL, "deploy", 6, &d, &err) == 0;
 	result(ok && key_equal(&k, 0, d.id, 0, 0) &&
 	    k.id == INT64_C(-5206911306292520180),
-	    "key_hash == key_hash_scheme(NULL) == sha256 vector");
+	    "key_hash == key_make(NULL) == sha256 vector");
 
 	/* An unknown scheme's reason lists every valid one. */
-	ok = key_hash_scheme("nope", "deploy", 6, &k, &err) == -1
+	ok = hash_as("nope", "deploy", 6, &k, &err) == KEY_UNKNOWN
 	    && strncmp(err.msg, "unknown hash scheme 'nope'", 26) == 0;
 	for (i = 0; ok && (s = key_scheme_name(i)) != NULL; i++)
 		ok = strstr(err.msg, s) != NULL;
@@ -796,28 +817,81 @@ test_scheme_api(void)
 	/* A reason longer than err's room is cut; ASan watches the bounds. */
 	memset(name, 'x', sizeof(name) - 1);
 	name[sizeof(name) - 1] = '\0';
-	ok = key_hash_scheme(name, "x", 1, &k, &err) == -1 &&
+	ok = hash_as(name, "x", 1, &k, &err) == KEY_UNKNOWN &&
 	    strlen(err.msg) == sizeof(err.msg) - 1;
 	result(ok, "unknown scheme error cut to err's room");
-	result(key_hash_scheme("SHA256", "x", 1, &k, &err) == -1,
+	result(hash_as("SHA256", "x", 1, &k, &err) == KEY_UNKNOWN,
 	    "scheme names are case-sensitive");
 
 	/* KEY is bytes with a length: an embedded NUL is hashed. */
-	ok = key_hash_scheme("crc32u", "a\0b", 3, &k, &err) == 0;
+	ok = hash_as("crc32u", "a\0b", 3, &k, &err) == 0;
 	result(ok && key_equal(&k, 0, 367556721, 0, 0),
 	    "crc32u hashes past an embedded NUL");
 	/* goose's DefaultLockID is crc32("goose"). */
-	ok = key_hash_scheme("crc32u", "goose", 5, &k, &err) == 0;
+	ok = hash_as("crc32u", "goose", 5, &k, &err) == 0;
 	result(ok && key_equal(&k, 0, 4097083626, 0, 0), "crc32u goose");
 
 	/* --namespace: (N, hashtext(KEY)). */
-	key_namespace(42, "deploy", 6, &k);
+	ns_as(42, "deploy", 6, &k);
 	expect_key("key_namespace 42 deploy", &k, 1, 0, 42, 338221047);
-	key_namespace(INT32_MIN, "", 0, &k);
+	ns_as(INT32_MIN, "", 0, &k);
 	expect_key("key_namespace INT32_MIN ''", &k, 1, 0, INT32_MIN,
 	    -1477818771);
-	key_namespace(-1, "tenant-a", 8, &k);
+	ns_as(-1, "tenant-a", 8, &k);
 	expect_key("key_namespace -1 tenant-a", &k, 1, 0, -1, -1551630016);
+
+	/* --id and --namespace are rows too, but no --hash names them. */
+	for (i = 0; (s = key_scheme_name(i)) != NULL; i++)
+		result(strcmp(s, "id") != 0 && strcmp(s, "namespace") != 0,
+		    "--id and --namespace are not --hash schemes");
+	result(key_scheme_check("id", &err) == -1 &&
+	    key_scheme_check("namespace", &err) == -1 &&
+	    key_scheme_check("md5", &err) == 0, "--hash takes its own rows");
+	{
+		const struct key_how id = { "id", 0 }, ns = { "namespace", 7 };
+		const struct key_how md5 = { "md5", 0 }, dflt = { NULL, 0 };
+		char buf[256];
+
+		ok = key_make(&id, "042", 3, &k, &err) == 0;
+		result(ok && key_equal(&k, 0, 42, 0, 0) && k.sql == NULL,
+		    "key_make id 042");
+		ok = key_make(&id, "1,-2", 4, &k, &err) == 0;
+		result(ok && key_equal(&k, 1, 0, 1, -2), "key_make id 1,-2");
+		ok = key_make(&id, "x", 1, &k, &err) == KEY_BAD;
+		result(ok && strncmp(err.msg, "--id: 'x' is not a lock id",
+		    26) == 0, "key_make id x: the caller's error, as --id");
+		ok = key_make(&ns, "a\xff", 2, &k, &err) == KEY_BAD;
+		result(ok && strstr(err.msg, "not valid UTF-8, which the "
+		    "server-side scheme --namespace needs") != NULL,
+		    "key_make namespace: text not UTF-8 is the caller's");
+		ok = key_make(&ns, "deploy", 6, &k, &err) == 0;
+		result(ok && k.sql != NULL && strcmp(k.sql, "hashtext($1)") ==
+		    0 && strcmp(k.text, "deploy") == 0,
+		    "key_make namespace: the server computes hashtext");
+		result(strcmp(key_how_name(&dflt), "sha256") == 0 &&
+		    strcmp(key_how_name(&ns), "namespace") == 0 &&
+		    strcmp(key_how_name(&id), "id") == 0, "key_how_name");
+		(void)key_how_describe(&ns, buf, sizeof(buf));
+		result(strncmp(buf, "--namespace 7: the pair (N, "
+		    "hashtext(key))", 42) == 0, "key_how_describe namespace");
+		(void)key_how_describe(&id, buf, sizeof(buf));
+		result(strcmp(buf, "--id: the key is the lock id") == 0,
+		    "key_how_describe id");
+		(void)key_how_describe(&md5, buf, sizeof(buf));
+		result(strncmp(buf, "md5: good_job", 13) == 0,
+		    "key_how_describe md5");
+		(void)key_record_name(&id, "042", buf, sizeof(buf));
+		result(strcmp(buf, "id:42") == 0, "record name id:42");
+		(void)key_record_name(&ns, "k", buf, sizeof(buf));
+		result(strcmp(buf, "namespace 7:k") == 0,
+		    "record name namespace 7:k");
+		(void)key_record_name(&md5, "k", buf, sizeof(buf));
+		result(strcmp(buf, "md5:k") == 0, "record name md5:k");
+		(void)key_record_name(&dflt, "k", buf, sizeof(buf));
+		result(strcmp(buf, "k") == 0, "record name: KEY by default");
+		result(key_record_name(&id, "x", buf, sizeof(buf)) == -1,
+		    "record name: no id, none");
+	}
 }
 
 int

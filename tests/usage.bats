@@ -75,3 +75,31 @@ usage_error() {
 	run -71 bash -c '"$PGLOCK" --version >/dev/full'
 
 }
+
+@test "--hash, --id and --namespace: one of them, in either order; --hash twice takes the last" {
+	local id='pglock: --id takes an id: no --hash or --namespace (see pglock --help)'
+	local ns='pglock: --namespace hashes with hashtext: no --hash (see pglock --help)'
+	run -64 --separate-stderr pglock --id --hash md5 1 true
+	[ "$stderr" = "$id" ]
+	run -64 --separate-stderr pglock --hash md5 --id 1 true
+	[ "$stderr" = "$id" ]
+	run -64 --separate-stderr pglock --namespace 3 --id 1 true
+	[ "$stderr" = "$id" ]
+	run -64 --separate-stderr pglock --id --namespace 3 1 true
+	[ "$stderr" = "$id" ]
+	run -64 --separate-stderr pglock --hash sha256 --namespace 3 k true
+	[ "$stderr" = "$ns" ]
+	run -64 --separate-stderr pglock --namespace 3 --hash crc32 k true
+	[ "$stderr" = "$ns" ]
+	# --id and --namespace are rows of the scheme table, not --hash names.
+	run -64 --separate-stderr pglock --hash id 1 true
+	[[ "$stderr" == "pglock: --hash: unknown hash scheme 'id' (one of: sha256, "*", flyway) (see pglock --help)" ]]
+	run -64 --separate-stderr pglock --hash namespace k true
+	[[ "$stderr" == "pglock: --hash: unknown hash scheme 'namespace' (one of: sha256, "* ]]
+	run -0 pglock --explain --hash md5 --hash crc32 k
+	assert_line --index 1 --regexp $'^scheme\tcrc32: '
+	run -0 pglock --explain --namespace 3 --namespace -4 k
+	assert_line --index 1 $'scheme\t--namespace -4: the pair (N, hashtext(key)), as pg_advisory_lock(N, hashtext(key)) takes it'
+	run -0 pglock --explain --id --id 042
+	assert_line --index 1 $'scheme\t--id: the key is the lock id'
+}
