@@ -151,41 +151,23 @@ check_scheme_range(const char *name, const struct key *k)
 		CHECK(k->a == INT32_MIN);
 }
 
-/* KEY under a --hash scheme, as key_make takes it. */
-static int
-hash_as(const char *scheme, const char *key, size_t len, struct key *out,
-    struct err *err)
-{
-	const struct key_how how = { scheme, 0 };
-
-	return key_make(&how, key, len, out, err);
-}
-
-/* KEY under --namespace ns: hashtext's text, so valid UTF-8 only. */
-static void
-ns_as(int32_t ns, const char *key, size_t len, struct key *out)
-{
-	const struct key_how how = { "namespace", ns };
-	struct err err;
-
-	CHECK(key_make(&how, key, len, out, &err) == 0);
-}
-
 /* KEY under every scheme: no crash, same answer twice, valid locktag. */
 static void
 fuzz_schemes(const char *key, size_t len)
 {
 	struct err err;
 	struct key k, k2, ns;
+	struct key_how how = { NULL, 0 }, in_ns = { "namespace", -1 };
 	const char *name;
 	size_t i;
 	int rc, rc2;
 
 	for (i = 0; (name = key_scheme_name(i)) != NULL; i++) {
+		how.scheme = name;
 		memset(&k, 0xa5, sizeof(k));
 		memset(&k2, 0x5a, sizeof(k2));
-		rc = hash_as(name, key, len, &k, &err);
-		rc2 = hash_as(name, key, len, &k2, &err);
+		rc = key_make(&how, key, len, &k, &err);
+		rc2 = key_make(&how, key, len, &k2, &err);
 		CHECK(rc == rc2);
 		if (rc != 0) {
 			/*
@@ -207,14 +189,15 @@ fuzz_schemes(const char *key, size_t len)
 		check_params(&k);
 		if (i == 0) {
 			/* The first scheme is the default, and key_hash. */
-			CHECK(hash_as(NULL, key, len, &k2, &err) == 0 &&
+			how.scheme = NULL;
+			CHECK(key_make(&how, key, len, &k2, &err) == 0 &&
 			    same_key(&k, &k2));
 			CHECK(key_hash(key, len, &k2, &err) == 0);
 			CHECK(k2.space == k.space && k2.id == k.id);
 		}
 		if (strcmp(name, "hashtext") == 0) {
 			/* --namespace pairs the same hashtext with ns. */
-			ns_as(-1, key, len, &ns);
+			CHECK(key_make(&in_ns, key, len, &ns, &err) == 0);
 			CHECK(ns.space == KEY_PAIR && ns.a == -1);
 			CHECK(ns.b == k.id && ns.sql == k.sql);
 			CHECK(ns.text == key);
@@ -232,6 +215,7 @@ fuzz_schemes(const char *key, size_t len)
 static void
 fuzz_unknown_scheme(const char *name)
 {
+	const struct key_how how = { name, 0 };
 	struct err *err;
 	struct key k;
 	size_t len;
@@ -241,7 +225,7 @@ fuzz_unknown_scheme(const char *name)
 	if ((err = malloc(sizeof(*err))) == NULL)
 		abort();
 	CHECK(key_scheme_sql(name) == NULL);
-	CHECK(hash_as(name, "k", 1, &k, err) == KEY_UNKNOWN);
+	CHECK(key_make(&how, "k", 1, &k, err) == KEY_UNKNOWN);
 	len = strlen(err->msg);
 	CHECK(len < sizeof(err->msg));
 	CHECK(strncmp(err->msg, "unknown hash scheme '", 21) == 0);
