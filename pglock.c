@@ -449,25 +449,12 @@ shell_argv(char *cmd)
 	return sh_argv;
 }
 
-/*
- * --hash, --id and --namespace each choose how KEY becomes an id: one of
- * them (--hash again only changes the scheme).
- */
+/* --hash, --id and --namespace: the last one given chooses the row. */
 static void
-choose_scheme(struct opts *o, const char *scheme)
+choose_scheme(struct opts *o, const char *scheme, unsigned opt)
 {
-	const char *was = o->how.scheme;
-
-	if (was != NULL && strcmp(was, scheme) != 0) {
-		if (strcmp(scheme, "id") == 0 || strcmp(was, "id") == 0)
-			usage_err("%s", "--id takes an id: no --hash or "
-			    "--namespace");
-		if (strcmp(scheme, "namespace") == 0 ||
-		    strcmp(was, "namespace") == 0)
-			usage_err("%s", "--namespace hashes with hashtext: no "
-			    "--hash");
-	}
 	o->how.scheme = scheme;
+	o->key_opts |= opt;
 }
 
 static void
@@ -506,17 +493,17 @@ lock_option_or_err(struct opts *o, int c, char *arg)
 		o->conflict_exit = (int)n;
 		break;
 	case OPT_ID:
-		choose_scheme(o, "id");
+		choose_scheme(o, "id", KEY_OPT_ID);
 		break;
 	case OPT_HASH:
 		if (key_scheme_check(arg, &why) == -1)
 			usage_err("--hash: %s", why.msg);
-		choose_scheme(o, arg);
+		choose_scheme(o, arg, KEY_OPT_HASH);
 		break;
 	case OPT_NAMESPACE:
 		if (arg_long(arg, INT32_MIN, INT32_MAX, &n, &why) == -1)
 			usage_err("--namespace: %s", why.msg);
-		choose_scheme(o, "namespace");
+		choose_scheme(o, "namespace", KEY_OPT_NS);
 		o->how.ns = (int32_t)n;
 		break;
 	case OPT_FENCE:
@@ -735,7 +722,7 @@ enum {
 	M_STATUS = 1 << MODE_STATUS, M_EXPLAIN = 1 << MODE_EXPLAIN,
 	M_BREAK = 1 << MODE_BREAK, M_COUNTER = 1 << MODE_COUNTER,
 	M_FORGET = 1 << MODE_FORGET,
-	A_ID = 1 << 10, A_JSON = 1 << 11,
+	A_HASH = 1 << 8, A_NS = 1 << 9, A_ID = 1 << 10, A_JSON = 1 << 11,
 	A_MAX_TIME = 1 << 12, A_NO_FORK = 1 << 13, A_SLOTS = 1 << 14,
 	A_SHARED = 1 << 15, A_RECORD = 1 << 16, A_ONCE = 1 << 17,
 	A_PEEK = 1 << 18, A_FENCE = 1 << 19, A_SCOPE = 1 << 20,
@@ -745,8 +732,9 @@ enum {
 static unsigned
 asked(const struct opts *o)
 {
-	return 1U << o->mode | (o->how.scheme != NULL &&
-	    strcmp(o->how.scheme, "id") == 0 ? A_ID : 0) |
+	return 1U << o->mode | (o->key_opts & KEY_OPT_HASH ? A_HASH : 0) |
+	    (o->key_opts & KEY_OPT_NS ? A_NS : 0) |
+	    (o->key_opts & KEY_OPT_ID ? A_ID : 0) |
 	    (o->json ? A_JSON : 0) | (o->max_ms > 0 ? A_MAX_TIME : 0) |
 	    (o->no_fork ? A_NO_FORK : 0) | (o->lock.slots > 0 ? A_SLOTS : 0) |
 	    (o->lock.shared ? A_SHARED : 0) | (o->record ? A_RECORD : 0) |
@@ -767,6 +755,9 @@ struct rule {
 
 /* Before the arguments are read. */
 static const struct rule option_rules[] = {
+	{ A_HASH, 0, A_NS, "--namespace hashes with hashtext: no --hash" },
+	{ A_ID, 0, A_HASH | A_NS,
+	    "--id takes an id: no --hash or --namespace" },
 	{ A_JSON, M_STATUS | M_EXPLAIN | A_PEEK, 0,
 	    "--json is for --status, --explain and --peek" },
 	{ A_MAX_TIME, M_RUN | M_HOLD | M_COUNTER, A_NO_FORK,
@@ -800,6 +791,9 @@ static const struct rule command_rules[] = {
 	    "--version-counter must commit after COMMAND: no -F" },
 	{ M_COUNTER, 0, A_ID,
 	    "--version-counter takes a TENANT name, not --id" },
+	{ M_COUNTER, 0, A_HASH | A_NS,
+	    "--version-counter locks a TENANT its own way: no --hash or "
+	    "--namespace" },
 	{ M_COUNTER, 0, A_SCOPE,
 	    "--version-counter always holds its lock in a transaction: no "
 	    "--scope" },

@@ -20,6 +20,9 @@ enum { SCOPE_AUTO, SCOPE_SESSION, SCOPE_TRANSACTION };
 /* By SCOPE_*, as --scope takes them. */
 extern const char *const scope_names[3];
 
+/* The options that choose how KEY becomes an id (opts.key_opts). */
+enum { KEY_OPT_ID = 1, KEY_OPT_HASH = 2, KEY_OPT_NS = 4 };
+
 /* What pglock does: one of the usage lines. */
 enum mode {
 	MODE_RUN, MODE_HOLD, MODE_STATUS, MODE_EXPLAIN, MODE_BREAK,
@@ -37,6 +40,7 @@ struct opts {
 	char **argv;		/* COMMAND [ARG ...], or $SHELL -c STRING */
 	char *shell_cmd;	/* -c */
 	struct key_how how;	/* --hash, --id or --namespace N */
+	unsigned key_opts;	/* KEY_OPT_*: which of them were given */
 	int scope;		/* SCOPE_*: --scope */
 	int conflict_exit;
 	int no_fork;

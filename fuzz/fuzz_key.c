@@ -90,20 +90,30 @@ check_format_truncation(const struct key *k, const char *full)
 static void
 fuzz_id(const char *s)
 {
-	struct err err;
-	char text[64], canon[64];
-	struct key k, k2;
+	const struct key_how id = { "id", 0 };
+	struct err err, made_err;
+	char text[64], canon[64], name[96];
+	struct key k, k2, made;
 	const char *comma;
 	long long a, b;
+	int made_rc;
 
+	/* --id's row of the scheme table is this parser, named. */
+	made_rc = key_make(&id, s, strlen(s), &made, &made_err);
 	memset(&k, 0, sizeof(k));
 	if (key_parse_id(s, &k, &err) == -1) {
 		CHECK(memchr(err.msg, '\0', sizeof(err.msg)) != NULL &&
 	    err.msg[0] != '\0');
+		CHECK(made_rc == KEY_BAD &&
+		    strncmp(made_err.msg, "--id: ", 6) == 0);
+		CHECK(key_record_name(&id, s, name, sizeof(name)) == -1);
 		return;
 	}
+	CHECK(made_rc == 0 && same_key(&k, &made));
 	CHECK(k.sql == NULL && k.text == NULL);
 	key_format(&k, text, sizeof(text));
+	CHECK(key_record_name(&id, s, name, sizeof(name)) > 0 &&
+	    strncmp(name, "id:", 3) == 0 && strcmp(name + 3, text) == 0);
 	memset(&k2, 0, sizeof(k2));
 	CHECK(key_parse_id(text, &k2, &err) == 0);
 	CHECK(same_key(&k, &k2));

@@ -279,7 +279,8 @@ h_flyway(const char *k, size_t len, struct key *out)
 
 /*
  * One row per way from KEY to an id: the --hash schemes, then the two
- * that their own option chooses, --id and --namespace N.
+ * that their own option chooses, --id and --namespace N. Those two stay
+ * last: key_scheme_name() lists the rows before them.
  */
 static const struct scheme {
 	const char *name;
@@ -440,9 +441,11 @@ key_make(const struct key_how *how, const char *key, size_t len,
 	}
 	/* The server hashes text: bytes that are not UTF-8 are the caller's. */
 	if (s->sql != NULL && !key_utf8_ok(key, len)) {
-		err_set(err, "%.*s: not valid UTF-8, which the server-side "
-		    "scheme %s needs", (int)(len < 512 ? len : 512), key,
-		    s->option != NULL ? s->option : s->name);
+		/* Room for the reason when each byte shows as \xHH. */
+		err_set(err, "%.*s%s: not valid UTF-8, which the server-side "
+		    "scheme %s needs", (int)(len < 200 ? len : 200), key,
+		    len > 200 ? "..." : "", s->option != NULL ? s->option :
+		    s->name);
 		return KEY_BAD;
 	}
 	if (s->hash(key, len, out) == -1) {

@@ -53,7 +53,8 @@ enum {
 };
 
 /*
- * KEY (len bytes) -> lock id under how, into out. Returns 0, or KEY_BAD
+ * KEY (len bytes, then a NUL: --id reads it as a string) -> lock id under
+ * how, into out. Returns 0, or KEY_BAD
  * or KEY_UNKNOWN with the reason in err; an unknown scheme's reason lists
  * the valid names.
  */

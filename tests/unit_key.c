@@ -833,12 +833,12 @@ test_scheme_api(void)
 
 	/* --namespace: (N, hashtext(KEY)). */
 	ns_as(42, "deploy", 6, &k);
-	expect_key("key_namespace 42 deploy", &k, 1, 0, 42, 338221047);
+	expect_key("namespace 42 deploy", &k, 1, 0, 42, 338221047);
 	ns_as(INT32_MIN, "", 0, &k);
-	expect_key("key_namespace INT32_MIN ''", &k, 1, 0, INT32_MIN,
+	expect_key("namespace INT32_MIN ''", &k, 1, 0, INT32_MIN,
 	    -1477818771);
 	ns_as(-1, "tenant-a", 8, &k);
-	expect_key("key_namespace -1 tenant-a", &k, 1, 0, -1, -1551630016);
+	expect_key("namespace -1 tenant-a", &k, 1, 0, -1, -1551630016);
 
 	/* --id and --namespace are rows too, but no --hash names them. */
 	for (i = 0; (s = key_scheme_name(i)) != NULL; i++)
@@ -864,6 +864,11 @@ test_scheme_api(void)
 		result(ok && strstr(err.msg, "not valid UTF-8, which the "
 		    "server-side scheme --namespace needs") != NULL,
 		    "key_make namespace: text not UTF-8 is the caller's");
+		/* A long KEY is cut so that the reason stays in err. */
+		memset(name, 0xff, 1000);
+		ok = key_make(&ns, name, 1000, &k, &err) == KEY_BAD;
+		result(ok && strstr(err.msg, "...: not valid UTF-8") != NULL &&
+		    strlen(err.msg) < 300, "key_make: a long KEY not UTF-8, cut");
 		ok = key_make(&ns, "deploy", 6, &k, &err) == 0;
 		result(ok && k.sql != NULL && strcmp(k.sql, "hashtext($1)") ==
 		    0 && strcmp(k.text, "deploy") == 0,
