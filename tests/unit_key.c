@@ -866,6 +866,7 @@ test_scheme_api(void)
 		    "key_make namespace: text not UTF-8 is the caller's");
 		/* A long KEY is cut so that the reason stays in err. */
 		memset(name, 0xff, 1000);
+		name[1000] = '\0';
 		ok = key_make(&ns, name, 1000, &k, &err) == KEY_BAD;
 		result(ok && strstr(err.msg, "...: not valid UTF-8") != NULL &&
 		    strlen(err.msg) < 300, "key_make: a long KEY not UTF-8, cut");

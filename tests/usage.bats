@@ -102,16 +102,19 @@ usage_error() {
 	assert_line --index 1 $'scheme\t--namespace -4: the pair (N, hashtext(key)), as pg_advisory_lock(N, hashtext(key)) takes it'
 	run -0 pglock --explain --id --id 042
 	assert_line --index 1 $'scheme\t--id: the key is the lock id'
-	# The rules come after the options are read: --help still answers.
+	# The rules come after the options are read: --help and -V answer.
 	run -0 pglock --id --hash md5 --help
 	assert_line --index 0 --partial 'usage: pglock'
+	run -0 pglock --namespace 1 --hash md5 -V
+	assert_line --index 0 --partial 'pglock '
 }
 
 @test "--version-counter refuses --hash and --namespace, which its tenant's lock does not use" {
 	local want='pglock: --version-counter locks a TENANT its own way: no --hash or --namespace (see pglock --help)'
 	run -64 --separate-stderr pglock --version-counter --hash md5 t
-	[ "$stderr" = "$want" ]
-	run -64 --separate-stderr pglock --namespace 1 --version-counter t
-	[ "$stderr" = "$want" ]
 	assert_output ''
+	[ "$stderr" = "$want" ]
+	run -64 --separate-stderr pglock --namespace 1 --version-counter t true
+	assert_output ''
+	[ "$stderr" = "$want" ]
 }
