@@ -102,7 +102,7 @@ void flush_stdout_or_err(void);
 void resolve_key_or_err(const struct opts *o, const char *text,
     struct key *k);
 
-/* The name KEY's record of runs goes by (malloc'd); bad input exits 64. */
+/* The name a resolved KEY's record of runs goes by (malloc'd). */
 char *record_key(const struct opts *o, const char *text);
 
 #endif

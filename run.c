@@ -45,6 +45,13 @@
  */
 #define NOT_GOT (-2)
 
+/* The run's exit status for a step's that is not 0. */
+static int
+step_exit(const struct opts *o, int status)
+{
+	return status == NOT_GOT ? o->conflict_exit : status;
+}
+
 /* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
 struct waiting {
 	const char *label;
@@ -671,7 +678,7 @@ run_lock(const struct opts *o, PGconn *c)
 	r.lk.wait_ms = wait_left(o);
 	r.lk.lease_ms = lease_ms(o);
 	if ((status = take_or_err(&r)) != 0)
-		return status == NOT_GOT ? o->conflict_exit : status;
+		return step_exit(o, status);
 	/*
 	 * Looked at only now, under the lock: a run that ends meanwhile
 	 * counts. A read that is answered renewed the session (an expired one
@@ -749,7 +756,7 @@ run_counter(const struct opts *o, PGconn *c)
 		return peek_or_err(o, c);
 	if ((status = allocate_or_err(o, c, o->key, wait_left(o), &cr, &v)) !=
 	    0)
-		return status == NOT_GOT ? o->conflict_exit : status;
+		return step_exit(o, status);
 	if (o->argv == NULL) {
 		/* Print first: a number nobody saw must not be committed. */
 		printf("%lld\n", v);

@@ -6,7 +6,6 @@
 #ifndef PGLOCK_CHILD_H
 #define PGLOCK_CHILD_H
 
-#include <stddef.h>
 #include <sys/types.h>
 
 #include "err.h"

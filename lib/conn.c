@@ -31,6 +31,17 @@
  */
 #define TCP_USER_TIMEOUT "10000"
 
+/*
+ * TCP keepalives, on both ends: the first probe after IDLE s of silence
+ * (on the server's end, with a lease, derived from it: setup_params), then
+ * COUNT probes INTERVAL s apart.
+ */
+#define KA_IDLE 5
+#define KA_INTERVAL 2
+#define KA_COUNT 3
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 /* The last message the server sent outside a query, e.g. why it hung up. */
 static struct err server_said;
 
@@ -277,9 +288,9 @@ conn_open(const struct conn_opts *o, struct err *err)
 #define KV(k, v) do { if ((v) != NULL) SET(k, v); } while (0)
 	KV("fallback_application_name", o->appname);
 	SET("keepalives", "1");
-	SET("keepalives_idle", "5");
-	SET("keepalives_interval", "2");
-	SET("keepalives_count", "3");
+	SET("keepalives_idle", STR(KA_IDLE));
+	SET("keepalives_interval", STR(KA_INTERVAL));
+	SET("keepalives_count", STR(KA_COUNT));
 	SET("tcp_user_timeout", TCP_USER_TIMEOUT);
 	/* Locks on a standby exclude nobody: a host list finds the primary. */
 	if (getenv("PGTARGETSESSIONATTRS") == NULL)
@@ -316,11 +327,8 @@ conn_open(const struct conn_opts *o, struct err *err)
 		if (mono_ms() + pause > until - 100)
 			pause = until - 100 - mono_ms();
 		if (pause < 0) {
-			n = (int)strlen(err->msg);
-			snprintf(err->msg + n, sizeof(err->msg) - (size_t)n,
-			    " (gave up after "
-			    "%d attempts in %.1fs)", attempt + 1,
-			    (double)(mono_ms() - start) / 1000.0);
+			err_add(err, " (gave up after %d attempts in %.1fs)",
+			    attempt + 1, (double)(mono_ms() - start) / 1000.0);
 			return NULL;
 		}
 		pause_ms(pause);
@@ -353,8 +361,8 @@ static const struct setting {
 	{ "lock_timeout", "$1::text", 0, 1, 0 },
 	{ "client_connection_check_interval", "'2000'", 140000, 0, 0 },
 	{ "tcp_keepalives_idle", "$4::text", 0, 0, 1 },
-	{ "tcp_keepalives_interval", "'2'", 0, 0, 1 },
-	{ "tcp_keepalives_count", "'3'", 0, 0, 1 },
+	{ "tcp_keepalives_interval", "'" STR(KA_INTERVAL) "'", 0, 0, 1 },
+	{ "tcp_keepalives_count", "'" STR(KA_COUNT) "'", 0, 0, 1 },
 	{ "tcp_user_timeout", "$3::text", 120000, 1, 1 },
 };
 
@@ -380,28 +388,29 @@ local_end(PGconn *c, struct sockaddr_storage *ss, socklen_t *len)
 }
 
 /*
- * The settings' parameters: $1 lock_timeout (-w), $2 the lease S, $3
- * tcp_user_timeout (S, or without a lease the bound libpq has on
- * pglock's end), $4 the keepalives' idle part: they give up after it and
- * 3 probes 2 s apart, no sooner than S where the server has no
+ * The settings' parameters: $1 lock_timeout (-w, ms), $2 the lease S
+ * (ms), $3 tcp_user_timeout (S, or without a lease the bound libpq has on
+ * pglock's end), $4 the keepalives' idle part (s): they give up after it
+ * and their probes, no sooner than S where the server has no
  * tcp_user_timeout.
  */
 static void
-setup_params(char ms[4][32], long wait_ms, long lease_ms)
+setup_params(char val[4][32], long wait_ms, long lease_ms)
 {
-	long idle = (lease_ms + 999) / 1000 - 6;	/* 3 probes, 2 s apart */
+	long idle;
 
-	/* Linux takes at most 32767 s of idle: tcp_user_timeout bounds it. */
-	if (idle > 32767)
-		idle = 32767;
-	snprintf(ms[0], sizeof(ms[0]), "%ld", wait_ms > 0 ? wait_ms : 0);
-	snprintf(ms[1], sizeof(ms[1]), "%ld", lease_ms);
+	snprintf(val[0], sizeof(val[0]), "%ld", wait_ms > 0 ? wait_ms : 0);
+	snprintf(val[1], sizeof(val[1]), "%ld", lease_ms);
 	if (lease_ms > 0) {
-		snprintf(ms[2], sizeof(ms[2]), "%ld", lease_ms);
-		snprintf(ms[3], sizeof(ms[3]), "%ld", idle > 1 ? idle : 1);
+		idle = (lease_ms + 999) / 1000 - (long)KA_COUNT * KA_INTERVAL;
+		/* Linux takes at most 32767 s: tcp_user_timeout bounds it. */
+		if (idle > 32767)
+			idle = 32767;
+		snprintf(val[2], sizeof(val[2]), "%ld", lease_ms);
+		snprintf(val[3], sizeof(val[3]), "%ld", idle > 1 ? idle : 1);
 	} else {
-		snprintf(ms[2], sizeof(ms[2]), "%s", TCP_USER_TIMEOUT);
-		snprintf(ms[3], sizeof(ms[3]), "5");
+		snprintf(val[2], sizeof(val[2]), "%s", TCP_USER_TIMEOUT);
+		snprintf(val[3], sizeof(val[3]), "%d", KA_IDLE);
 	}
 }
 
@@ -409,8 +418,8 @@ int
 conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
     struct err *err)
 {
-	char sql[2048], local[32], ms[4][32];
-	const char *params[8] = { ms[0], ms[1], ms[2], ms[3] };
+	char sql[2048], local[32], val[4][32];
+	const char *params[8] = { val[0], val[1], val[2], val[3] };
 	const Oid text[8] = { 25, 25, 25, 25, 25, 25, 25, 25 };	/* TEXTOID */
 	PQconninfoOption *info;
 	struct conn_ends e;
@@ -464,7 +473,7 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 		err_set(err, "the set-up statement is too long");
 		return -1;
 	}
-	setup_params(ms, wait_ms, lease_ms);
+	setup_params(val, wait_ms, lease_ms);
 	if ((scope == CONN_XACT && !PQsendQueryParams(c, "BEGIN ISOLATION "
 	    "LEVEL READ COMMITTED", 0, NULL, NULL, NULL, NULL, 0)) ||
 	    !PQsendQueryParams(c, sql, scope == CONN_PROVE ? 8 : 4, text,
@@ -594,7 +603,7 @@ void
 conn_reason(PGconn *c, struct err *err)
 {
 	if (server_said.msg[0] != '\0')
-		err_set(err, "%s", server_said.msg);
+		*err = server_said;
 	else
 		conn_oneline(PQerrorMessage(c), err);
 }

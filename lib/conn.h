@@ -47,7 +47,9 @@ enum conn_scope {
  * reads its answer) and sets the session up: statement_timeout off,
  * lock_timeout to wait_ms (none unless it is over 0), the idle timeouts to
  * lease_ms (0: off) and the server's tcp_user_timeout to lease_ms (10 s
- * without one), and dead-peer detection unless the user set it. Settings
+ * without one), and dead-peer detection unless the user set it (its
+ * keepalives give up no sooner than lease_ms, where the server has no
+ * tcp_user_timeout). Settings
  * that are not the session's are SET LOCAL, so nothing leaks into a
  * pooler's server connection. Settings the server does not have are
  * skipped, so old servers work. Returns 0 or -1.

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 struct err {
 	char msg[1024];
@@ -29,6 +30,22 @@ err_set(struct err *e, const char *fmt, ...)
 	n = vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
 	return n;
+}
+
+/* Add to e's reason, printf-style; nothing once it is cut. */
+static inline void err_add(struct err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static inline void
+err_add(struct err *e, const char *fmt, ...)
+{
+	size_t n = strlen(e->msg);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (n + 1 < sizeof(e->msg))
+		(void)vsnprintf(e->msg + n, sizeof(e->msg) - n, fmt, ap);
+	va_end(ap);
 }
 
 #endif

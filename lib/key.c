@@ -401,24 +401,16 @@ int
 key_scheme_check(const char *scheme, struct err *err)
 {
 	const struct scheme *s = scheme_find(scheme);
-	const size_t len = sizeof(err->msg);
 	const char *name;
-	size_t i, n;
-	int w;
+	size_t i;
 
 	if (s != NULL && s->option == NULL)
 		return 0;
 	/* Name every valid scheme: the caller has nowhere else to look. */
-	w = err_set(err, "unknown hash scheme '%s' (one of:", scheme);
-	for (i = 0; (name = key_scheme_name(i)) != NULL && w >= 0 &&
-	    (size_t)w < len; i++) {
-		n = (size_t)w;
-		w = snprintf(err->msg + n, len - n, "%s %s", i == 0 ? "" : ",",
-		    name);
-		w = w < 0 ? w : w + (int)n;
-	}
-	if (w >= 0 && (size_t)w < len)
-		snprintf(err->msg + w, len - (size_t)w, ")");
+	err_set(err, "unknown hash scheme '%s' (one of:", scheme);
+	for (i = 0; (name = key_scheme_name(i)) != NULL; i++)
+		err_add(err, "%s %s", i == 0 ? "" : ",", name);
+	err_add(err, ")");
 	return -1;
 }
 

@@ -8,8 +8,6 @@
 #ifndef PGLOCK_LEASE_H
 #define PGLOCK_LEASE_H
 
-#include <stddef.h>
-
 #include <libpq-fe.h>
 
 #include "err.h"

@@ -6,8 +6,6 @@
 #ifndef PGLOCK_LOCK_H
 #define PGLOCK_LOCK_H
 
-#include <stddef.h>
-
 #include <libpq-fe.h>
 
 #include "err.h"

@@ -7,8 +7,6 @@
 #ifndef PGLOCK_RUNS_H
 #define PGLOCK_RUNS_H
 
-#include <stddef.h>
-
 #include <libpq-fe.h>
 
 #include "err.h"

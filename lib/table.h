@@ -6,8 +6,6 @@
 #ifndef PGLOCK_TABLE_H
 #define PGLOCK_TABLE_H
 
-#include <stddef.h>
-
 #include <libpq-fe.h>
 
 #include "err.h"
