@@ -289,37 +289,41 @@ assert_one_to() {
 	held "$(sha_id c-dist)"
 }
 
-@test "-n -E 0 when another allocation holds the tenant: exit 0, no version printed or run, nothing consumed" {
-	run -0 vc c-busy0
+# hold_tenant T: T's version 1, then an allocation of version 2 that holds
+# the tenant's lock until release_tenant.
+hold_tenant() {
+	run -0 vc "$1"
 	mkfifo "$BATS_TEST_TMPDIR/fifo"
-	bg a pglock --version-counter c-busy0 sh -c 'echo "$PGLOCK_VERSION" >"$0.started"; read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	bg a pglock --version-counter "$1" sh -c 'echo "$PGLOCK_VERSION" >"$0.started"; read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
 	wait_until 10 test -s "$BATS_TEST_TMPDIR/fifo.started"
+}
+
+# release_tenant T: version 2 commits, and nothing else was consumed.
+release_tenant() {
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
+	bgwait a 10
+	[ "$bg_status" -eq 0 ]
+	run -0 vc "$1"
+	assert_output 3
+}
+
+@test "-n -E 0 when another allocation holds the tenant: exit 0, no version printed or run, nothing consumed" {
+	hold_tenant c-busy0
 	run -0 --separate-stderr timeout 5 "$PGLOCK" -n -E 0 --version-counter c-busy0
 	assert_output ''
 	[ "$stderr" = "pglock: c-busy0: another allocation holds the tenant's lock" ]
 	run -0 --separate-stderr timeout 5 "$PGLOCK" -n -E 0 --version-counter c-busy0 sh -c 'touch "$0"' "$BATS_TEST_TMPDIR/ran"
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
-	fifo_go "$BATS_TEST_TMPDIR/fifo"
-	bgwait a 10
-	[ "$bg_status" -eq 0 ]
-	run -0 vc c-busy0
-	assert_output 3
+	release_tenant c-busy0
 }
 
 @test "-n exits 1 when another allocation holds the tenant, and consumes nothing" {
-	run -0 vc c-busy
-	mkfifo "$BATS_TEST_TMPDIR/fifo"
-	bg a pglock --version-counter c-busy sh -c 'echo "$PGLOCK_VERSION" >"$0.started"; read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
-	wait_until 10 test -s "$BATS_TEST_TMPDIR/fifo.started"
+	hold_tenant c-busy
 	run -1 --separate-stderr timeout 5 "$PGLOCK" -n --version-counter c-busy sh -c 'touch "$0"' "$BATS_TEST_TMPDIR/ran"
 	assert_output ''
 	[ "$stderr" = "pglock: c-busy: another allocation holds the tenant's lock" ]
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
-	fifo_go "$BATS_TEST_TMPDIR/fifo"
-	bgwait a 10
-	[ "$bg_status" -eq 0 ]
-	run -0 vc c-busy
-	assert_output 3
+	release_tenant c-busy
 }
 
 # ------------------------------------------------------------ COMMAND mode

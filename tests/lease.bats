@@ -189,5 +189,12 @@ frozen_waiter() {
 		run -0 pglock -h 127.0.0.1 -U pglock_ka "${args[@]}" ka-k true
 		run -0 grep -c "parameters: .*\$2 = '$s', \$3 = '$t', \$4 = '$idle'" <(tail -n +"$((n + 1))" "$log")
 		assert_output 1
+		run -0 grep -c "set_config('tcp_keepalives_idle', \$4::text" <(tail -n +"$((n + 1))" "$log")
+		assert_output 1
 	done
+	# Keepalives the connection's options set are the user's: not set.
+	n=$(wc -l <"$log")
+	PGOPTIONS='-c tcp_keepalives_idle=77' run -0 pglock -h 127.0.0.1 -U pglock_ka ka-k true
+	run -1 grep -c "set_config('tcp_keepalives_idle'" <(tail -n +"$((n + 1))" "$log")
+	assert_output 0
 }
