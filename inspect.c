@@ -47,7 +47,8 @@ put_literal(FILE *f, const char *s)
 		bs[j++] = s[i];
 	}
 	bs[j] = '\0';
-	esc = strcmp(field(bs, shown, 12 * n + 1), bs) != 0;
+	/* field() doubles a backslash too: E'...' only for what else it escapes. */
+	esc = strcmp(field(s, shown, 12 * n + 1), bs) != 0;
 	fputs(esc ? "E'" : "'", f);
 	for (q = esc ? shown : s; *q != '\0'; q++) {
 		if (*q == '\'')
@@ -107,7 +108,7 @@ explain(const struct opts *o)
 	    "session: held by the session",
 	    "transaction: held by a transaction left open" };
 	struct key k;
-	char id[48], scheme[512], *sql[2];
+	char id[48], scheme[512], *sql[2], *shown;
 	const char *name = key_how_name(&o->how);
 	const char *space;
 	uint32_t classid, objid;
@@ -136,8 +137,12 @@ explain(const struct opts *o)
 		}
 		printf("]}\n");
 	} else {
+		if ((shown = malloc(4 * strlen(o->key) + 1)) == NULL)
+			die_errno(EXIT_OSERR, "malloc");
 		printf("key\t%s\nscheme\t%s\nspace\t%s\nscope\t%s\n",
-		    o->label, scheme, space, scopes[o->scope]);
+		    field(o->key, shown, 4 * strlen(o->key) + 1), scheme, space,
+		    scopes[o->scope]);
+		free(shown);
 		printf("id\t%s%s\n", id, k.sql == NULL ? "" : " (computed by "
 		    "the server; this value assumes a little-endian server "
 		    "and a UTF8 database)");

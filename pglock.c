@@ -183,10 +183,12 @@ steers(unsigned long cp)
  * terminal shows as it is: control bytes as \n, \t, \r or \xHH, bytes of
  * a string that is not UTF-8 as \xHH, and what steers() as \uHHHH. Every
  * text pglock prints that came from the user or the server goes through
- * here (JSON has its own escapes).
+ * here (JSON has its own escapes). A field (tsv) also doubles a
+ * backslash, as COPY's text format does, so that its reader can undo the
+ * escapes: a key that holds "\t" is then not a key that holds a tab.
  */
 static const char *
-escape(const char *s, char *out, size_t len)
+escape(const char *s, char *out, size_t len, int tsv)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	int utf8 = key_utf8_ok(s, strlen(s));
@@ -197,7 +199,9 @@ escape(const char *s, char *out, size_t len)
 	while (*u != '\0') {
 		k = 1;
 		e[0] = '\0';
-		if (*u < 0x20 || *u == 0x7f || (*u >= 0x80 && !utf8)) {
+		if (*u == '\\' && tsv) {
+			snprintf(e, sizeof(e), "\\\\");
+		} else if (*u < 0x20 || *u == 0x7f || (*u >= 0x80 && !utf8)) {
 			snprintf(e, sizeof(e), *u == '\n' ? "\\n" : *u == '\t' ?
 			    "\\t" : *u == '\r' ? "\\r" : "\\x%02x", *u);
 		} else if (*u >= 0xc0 && *u < 0xf0) {
@@ -239,7 +243,7 @@ vline(const char *lead, const char *fmt, va_list ap, int errnum,
 	/* Cut at 1023 bytes, the message leaves room for the rest. */
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = snprintf(buf, sizeof(buf), "%spglock: %s%s%s%s", lead,
-	    escape(msg, shown, sizeof(shown)),
+	    escape(msg, shown, sizeof(shown), 0),
 	    errnum != 0 ? ": " : "", errnum != 0 ? strerror(errnum) : "", end);
 	if (n > 0)
 		(void)!write(STDERR_FILENO, buf, (size_t)n < sizeof(buf) ?
@@ -319,14 +323,14 @@ printable(const char *s)
 
 	if (out == NULL)
 		die_errno(EXIT_OSERR, "malloc");
-	return escape(s, out, len);
+	return escape(s, out, len, 0);
 }
 
 /* A field for tab-separated output: escape()d, so no tab inside. */
 const char *
 field(const char *s, char *buf, size_t len)
 {
-	return escape(s, buf, len);
+	return escape(s, buf, len, 1);
 }
 
 /*

@@ -164,7 +164,7 @@ raw_free() {
 		run -0 --separate-stderr pglock --explain "${hash[@]}" "$key"
 		[ "${#lines[@]}" -eq "${scheme#*:}" ]
 		out=$output
-		assert_line --index 0 $'key\tk\\x1b[31m\\n\\x\'q\\u009b\\u202e'
+		assert_line --index 0 $'key\tk\\x1b[31m\\n\\\\x\'q\\u009b\\u202e'
 		run -1 env LC_ALL=C grep -c $'[\x01-\x08\x0b-\x1f\x7f]\\|\xc2[\x80-\x9f]\\|\xe2\x80\xae' <<<"${out//$'\n'/ }"
 		id=$(sed -n 's/^id\t\(-\{0,1\}[0-9]*\).*/\1/p' <<<"$out")
 		expr=$(sed -n '$s/^sql\tSELECT pg_advisory_lock(\(.*\));$/\1/p' <<<"$out")
@@ -172,6 +172,18 @@ raw_free() {
 		[ -n "$id" ]
 		[ "$(sql "SELECT $expr")" = "$id" ]
 	done
+}
+
+@test "a tab-separated field doubles a backslash: a key that holds \\t is not one that holds a tab" {
+	run -0 pglock --record 'bs\t-k' true
+	run -0 pglock --record $'bs\t-k' true
+	run -1 --separate-stderr pglock --status 'bs\t-k' $'bs\t-k'
+	assert_line --index 1 --regexp '^bs\\\\t-k	last_ok	'
+	assert_line --index 2 --regexp '^bs\\t-k	last_ok	'
+	run -0 --separate-stderr pglock --explain 'C:\jobs'
+	assert_line --index 0 $'key\tC:\\\\jobs'
+	# SQL writes it plainly: no control byte asks for an escape string.
+	assert_line --partial "convert_to('C:\\jobs', 'UTF8')"
 }
 
 # frozen_server CMD...: CMD while the server's backends take 15 s over
