@@ -754,6 +754,18 @@ conn_check(const char *conninfo, struct err *err)
 		    "a database name)");
 		return -1;
 	}
+	/*
+	 * Nor "user:password@host/db": a URI without its scheme, which
+	 * libpq would send, password and all, as a database name.
+	 */
+	if (!is_conninfo(conninfo) && strchr(conninfo, '@') != NULL &&
+	    strcspn(conninfo, ":/") < strcspn(conninfo, "@") &&
+	    conninfo[strcspn(conninfo, ":/")] == ':') {
+		err_set(err, "user:password@... is a URI only after "
+		    "postgresql:// (libpq would take this one for a database "
+		    "name)");
+		return -1;
+	}
 	/* A plain database name is not parsed: any string is a name. */
 	if (!is_conninfo(conninfo))
 		return 0;

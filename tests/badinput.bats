@@ -173,10 +173,11 @@ while True:
 	[ "$stderr" = "pglock: --wait: needs a value (see pglock --help)" ]
 }
 
-@test "a -d value libpq cannot parse, or a URI in upper case, never shows its password: 64, masked" {
+@test "a -d value libpq cannot parse, a URI in upper case or one without its scheme never shows its password: 64, masked" {
 	for d in 'postgresql://alice:SECRET@[::1/app' 'postgresql://alice:SE%ZZRET@host/app' \
 	    'postgresql://alice@[::1/app?password=SECRET' "host=x password='SECRET" \
-	    'POSTGRESQL://alice:SECRET@host/app' 'Postgres://alice:SECRET@host/app'; do
+	    'POSTGRESQL://alice:SECRET@host/app' 'Postgres://alice:SECRET@host/app' \
+	    'alice:SECRET@host/app' 'alice:SECRET@host:5432/app' 'alice:@host'; do
 		run -64 --separate-stderr pglock -d "$d" k true
 		[ "${#lines[@]}" -eq 0 ]
 		[[ "$stderr" == "pglock: -d: "* ]]
@@ -185,4 +186,12 @@ while True:
 	done
 	run -64 --separate-stderr pglock -d 'postgresql://alice:SECRET@[::1/app' k true
 	assert_equal "$stderr" 'pglock: -d: end of string reached when looking for matching "]" in IPv6 host address in URI: "postgresql://alice:xxxxxx@[::1/app" (see pglock --help)'
+	run -64 --separate-stderr pglock -d 'alice:SECRET@host/app' k true
+	assert_equal "$stderr" 'pglock: -d: user:password@... is a URI only after postgresql:// (libpq would take this one for a database name) (see pglock --help)'
+	# A database so named is still reached, by name; one with '@' only
+	# after a '/' or with no ':' before it is a name as before.
+	for d in "dbname='a:b@c'" 'a/b:c@d' 'alice@host'; do
+		run -69 --separate-stderr pglock -d "$d" k true
+		[[ "$stderr" == *'does not exist'* ]] || { echo "$d: $stderr"; false; }
+	done
 }
