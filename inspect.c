@@ -47,7 +47,7 @@ put_literal(FILE *f, const char *s)
 		bs[j++] = s[i];
 	}
 	bs[j] = '\0';
-	/* field() doubles a backslash too: E'...' only for what else it escapes. */
+	/* field() doubles a backslash too: E'' only if it escapes more. */
 	esc = strcmp(field(s, shown, 12 * n + 1), bs) != 0;
 	fputs(esc ? "E'" : "'", f);
 	for (q = esc ? shown : s; *q != '\0'; q++) {
@@ -99,7 +99,6 @@ explain_sql(const struct opts *o, const struct key *k, const char *id,
 	}
 }
 
-/* --explain KEY: the id, where pg_locks shows it, the SQL to take it. */
 int
 explain(const struct opts *o)
 {
@@ -210,8 +209,7 @@ static int hidden;
 
 /* Print the locks on k (all locks when NULL); is any of them held? */
 static int
-print_locks(const struct opts *o, PGconn *c, const struct key *k,
-    int *printed)
+print_locks(const struct opts *o, PGconn *c, const struct key *k, int *printed)
 {
 	struct lock_row *rows;
 	int i, n, held = 0;
@@ -343,7 +341,6 @@ break_holders(const struct opts *o, PGconn *c)
 	char pid[16], user[256], app[256];
 	struct err why;
 	const char *params[2] = { pid, NULL };
-	const char *state;
 	struct lock_row *rows;
 	struct key k = o->lock.key;
 	PGresult *res;
@@ -363,7 +360,6 @@ break_holders(const struct opts *o, PGconn *c)
 			    &why)) == NULL)
 				die(EXIT_UNAVAILABLE, "%s: --break: %s",
 				    o->label, why.msg);
-			state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 			conn_result_error(res, &why);
 			if (PQresultStatus(res) == PGRES_TUPLES_OK &&
 			    strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
@@ -375,7 +371,7 @@ break_holders(const struct opts *o, PGconn *c)
 				say("%s: pid %d did not end within 5 s (or had "
 				    "ended already)", o->label, rows[i].pid);
 				status = EXIT_UNAVAILABLE;
-			} else if (state != NULL && strcmp(state, "42501") == 0) {
+			} else if (conn_is_state(res, "42501")) {
 				say("%s: may not end pid %d of user %s: %s",
 				    o->label, rows[i].pid, rows[i].user,
 				    why.msg);
@@ -394,7 +390,6 @@ break_holders(const struct opts *o, PGconn *c)
 	return held == 0 ? 1 : status;
 }
 
-/* --forget KEY: delete its record, so that --once runs it again. */
 int
 forget(const struct opts *o, PGconn *c)
 {

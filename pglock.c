@@ -48,6 +48,10 @@
 
 const char *const scope_names[3] = { "auto", "session", "transaction" };
 
+/* A usage error: one line on stderr, exit 64. */
+static void usage_err(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
 static const char usage_text[] =
     "usage: pglock [options] KEY COMMAND [ARG ...]\n"
     "       pglock [options] KEY -c SHELL-COMMAND\n"
@@ -193,7 +197,7 @@ escape(const char *s, char *out, size_t len, int tsv)
 	const unsigned char *u = (const unsigned char *)s;
 	int utf8 = key_utf8_ok(s, strlen(s));
 	unsigned long cp;
-	size_t n = 0, k;
+	size_t n = 0, k, m;
 	char e[8];
 
 	while (*u != '\0') {
@@ -215,13 +219,11 @@ escape(const char *s, char *out, size_t len, int tsv)
 		} else if (*u >= 0xf0) {
 			k = 4;
 		}
-		if (e[0] == '\0' ? n + k >= len : n + strlen(e) >= len)
+		m = e[0] == '\0' ? k : strlen(e);
+		if (n + m >= len)
 			break;
-		if (e[0] == '\0')
-			memcpy(out + n, u, k);
-		else
-			memcpy(out + n, e, strlen(e));
-		n += e[0] == '\0' ? k : strlen(e);
+		memcpy(out + n, e[0] == '\0' ? (const char *)u : e, m);
+		n += m;
 		u += k;
 	}
 	out[n] = '\0';
@@ -250,7 +252,6 @@ vline(const char *lead, const char *fmt, va_list ap, int errnum,
 		    (size_t)n : sizeof(buf) - 1);
 }
 
-/* A diagnostic line on stderr. */
 void
 say(const char *fmt, ...)
 {
@@ -261,7 +262,6 @@ say(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The terminal's live line: rewritten in place, ended by the next say(). */
 void
 live_line(const char *fmt, ...)
 {
@@ -272,7 +272,6 @@ live_line(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* A diagnostic line, then exit status. */
 void
 die(int status, const char *fmt, ...)
 {
@@ -284,7 +283,6 @@ die(int status, const char *fmt, ...)
 	exit(status);
 }
 
-/* The same, with errno's reason, as err(3). */
 void
 die_errno(int status, const char *fmt, ...)
 {
@@ -315,7 +313,7 @@ lost_signal_or_err(const char *arg, int sig)
 }
 
 /* KEY (or an option's value) as messages show it: escape()d, kept. */
-const char *
+static const char *
 printable(const char *s)
 {
 	size_t len = 6 * strlen(s) + 1;
@@ -326,7 +324,6 @@ printable(const char *s)
 	return escape(s, out, len, 0);
 }
 
-/* A field for tab-separated output: escape()d, so no tab inside. */
 const char *
 field(const char *s, char *buf, size_t len)
 {
@@ -356,8 +353,7 @@ json_str(const char *s)
 	putchar('"');
 }
 
-/* A usage error: one line on stderr, exit 64. */
-void
+static void
 usage_err(const char *fmt, ...)
 {
 	va_list ap;
@@ -422,7 +418,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-/* A write error on stdout fails the program, as in flock(1). */
 void
 flush_stdout_or_err(void)
 {
@@ -455,6 +450,22 @@ shell_argv(char *cmd)
 	sh_argv[3] = NULL;
 	return sh_argv;
 }
+
+/*
+ * What a command line asks for, as bits, so that the rules on what goes
+ * with what can be a table: the mode, then the options that some modes
+ * or options refuse.
+ */
+enum {
+	M_RUN = 1 << MODE_RUN, M_HOLD = 1 << MODE_HOLD,
+	M_STATUS = 1 << MODE_STATUS, M_EXPLAIN = 1 << MODE_EXPLAIN,
+	M_COUNTER = 1 << MODE_COUNTER,
+	A_HASH = 1 << 8, A_NS = 1 << 9, A_ID = 1 << 10, A_JSON = 1 << 11,
+	A_MAX_TIME = 1 << 12, A_NO_FORK = 1 << 13, A_SLOTS = 1 << 14,
+	A_SHARED = 1 << 15, A_RECORD = 1 << 16, A_ONCE = 1 << 17,
+	A_PEEK = 1 << 18, A_FENCE = 1 << 19, A_SCOPE = 1 << 20,
+	A_COMMAND = 1 << 21	/* known once the arguments are read */
+};
 
 /* --hash, --id and --namespace: the last one given chooses the row. */
 static void
@@ -500,17 +511,17 @@ lock_option_or_err(struct opts *o, int c, char *arg)
 		o->conflict_exit = (int)n;
 		break;
 	case OPT_ID:
-		choose_scheme(o, "id", KEY_OPT_ID);
+		choose_scheme(o, "id", A_ID);
 		break;
 	case OPT_HASH:
 		if (key_scheme_check(arg, &why) == -1)
 			usage_err("--hash: %s", why.msg);
-		choose_scheme(o, arg, KEY_OPT_HASH);
+		choose_scheme(o, arg, A_HASH);
 		break;
 	case OPT_NAMESPACE:
 		if (arg_long(arg, INT32_MIN, INT32_MAX, &n, &why) == -1)
 			usage_err("--namespace: %s", why.msg);
-		choose_scheme(o, "namespace", KEY_OPT_NS);
+		choose_scheme(o, "namespace", A_NS);
 		o->how.ns = (int32_t)n;
 		break;
 	case OPT_FENCE:
@@ -677,8 +688,7 @@ mode_option_or_err(struct opts *o, int c, char *arg)
 		set_mode(o, MODE_FORGET);
 		break;
 	case OPT_OK_WITHIN:
-		if (arg_period_ms(arg, &o->ok_within_ms, &why) ==
-		    -1)
+		if (arg_period_ms(arg, &o->ok_within_ms, &why) == -1)
 			usage_err("--ok-within: %s", why.msg);
 		break;
 	default:
@@ -719,30 +729,11 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	}
 }
 
-/*
- * What a command line asks for, as bits, so that the rules on what goes
- * with what can be a table: the mode, then the options that some modes
- * or options refuse.
- */
-enum {
-	M_RUN = 1 << MODE_RUN, M_HOLD = 1 << MODE_HOLD,
-	M_STATUS = 1 << MODE_STATUS, M_EXPLAIN = 1 << MODE_EXPLAIN,
-	M_BREAK = 1 << MODE_BREAK, M_COUNTER = 1 << MODE_COUNTER,
-	M_FORGET = 1 << MODE_FORGET,
-	A_HASH = 1 << 8, A_NS = 1 << 9, A_ID = 1 << 10, A_JSON = 1 << 11,
-	A_MAX_TIME = 1 << 12, A_NO_FORK = 1 << 13, A_SLOTS = 1 << 14,
-	A_SHARED = 1 << 15, A_RECORD = 1 << 16, A_ONCE = 1 << 17,
-	A_PEEK = 1 << 18, A_FENCE = 1 << 19, A_SCOPE = 1 << 20,
-	A_COMMAND = 1 << 21	/* known once the arguments are read */
-};
-
 static unsigned
 asked(const struct opts *o)
 {
-	return 1U << o->mode | (o->key_opts & KEY_OPT_HASH ? A_HASH : 0) |
-	    (o->key_opts & KEY_OPT_NS ? A_NS : 0) |
-	    (o->key_opts & KEY_OPT_ID ? A_ID : 0) |
-	    (o->json ? A_JSON : 0) | (o->max_ms > 0 ? A_MAX_TIME : 0) |
+	return 1U << o->mode | o->key_opts | (o->json ? A_JSON : 0) |
+	    (o->max_ms > 0 ? A_MAX_TIME : 0) |
 	    (o->no_fork ? A_NO_FORK : 0) | (o->lock.slots > 0 ? A_SLOTS : 0) |
 	    (o->lock.shared ? A_SHARED : 0) | (o->record ? A_RECORD : 0) |
 	    (o->once ? A_ONCE : 0) | (o->peek ? A_PEEK : 0) |
@@ -903,7 +894,6 @@ scrub_env(void)
 	environ[kept] = NULL;
 }
 
-/* KEY -> lock id under --id, --namespace or --hash; bad input exits 64. */
 void
 resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 {
@@ -919,10 +909,6 @@ resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 	}
 }
 
-/*
- * The name KEY's record of runs goes by; the caller has resolved KEY (so
- * it is valid under o->how) and frees the name.
- */
 char *
 record_key(const struct opts *o, const char *text)
 {
@@ -965,9 +951,8 @@ connect_or_err(const struct opts *o)
 	case 0:
 		return c;
 	case 1:
-		die(EXIT_UNAVAILABLE, "%s:%s: the server is a standby (in "
-		    "recovery), where an advisory lock excludes nobody",
-		    PQhost(c), PQport(c));
+		die(EXIT_UNAVAILABLE, "%s:%s: %s", PQhost(c), PQport(c),
+		    lock_standby_said);
 	default:
 		die(EXIT_UNAVAILABLE, "%s", why.msg);
 	}

@@ -8,7 +8,6 @@
 #define PGLOCK_H
 
 #include <stddef.h>
-#include <stdint.h>
 #include <sys/types.h>
 
 #include "lib/conn.h"
@@ -19,9 +18,6 @@
 enum { SCOPE_AUTO, SCOPE_SESSION, SCOPE_TRANSACTION };
 /* By SCOPE_*, as --scope takes them. */
 extern const char *const scope_names[3];
-
-/* The options that choose how KEY becomes an id (opts.key_opts). */
-enum { KEY_OPT_ID = 1, KEY_OPT_HASH = 2, KEY_OPT_NS = 4 };
 
 /* What pglock does: one of the usage lines. */
 enum mode {
@@ -40,7 +36,7 @@ struct opts {
 	char **argv;		/* COMMAND [ARG ...], or $SHELL -c STRING */
 	char *shell_cmd;	/* -c */
 	struct key_how how;	/* --hash, --id or --namespace N */
-	unsigned key_opts;	/* KEY_OPT_*: which of them were given */
+	unsigned key_opts;	/* A_ID, A_HASH, A_NS (pglock.c): which given */
 	int scope;		/* SCOPE_*: --scope */
 	int conflict_exit;
 	int no_fork;
@@ -76,13 +72,6 @@ void die(int status, const char *fmt, ...)
 void die_errno(int status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 
-/* A usage error: one line on stderr, exit 64. */
-void usage_err(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
-
-/* s as messages show it: control bytes and the like escaped; kept. */
-const char *printable(const char *s);
-
 /* s as a tab-separated field, escaped into buf (len bytes). */
 const char *field(const char *s, char *buf, size_t len);
 
@@ -99,8 +88,7 @@ void setenv_or_err(const char *name, const char *value);
 void flush_stdout_or_err(void);
 
 /* KEY -> lock id under --id, --namespace or --hash; bad input exits 64. */
-void resolve_key_or_err(const struct opts *o, const char *text,
-    struct key *k);
+void resolve_key_or_err(const struct opts *o, const char *text, struct key *k);
 
 /* The name a resolved KEY's record of runs goes by (malloc'd). */
 char *record_key(const struct opts *o, const char *text);

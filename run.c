@@ -293,23 +293,19 @@ acquire_or_err(struct run *r)
 	 * at its gate until the check has passed (not under --fence: its
 	 * environment is not complete until then). --slots waits its own way.
 	 */
-	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, &why) ==
-	    -1) {
+	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, &why) == -1) {
 		if (may_run_again(r, why.msg))
 			return RUN_AGAIN;
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 	}
 	if (!o->no_fork)
 		fork_watchdog_or_err(o, r->c, &r->ch);
-	if (r->lk.slots > 0) {
-		got = slots_take(r->c, &r->lk, &r->backend_pid, &sig, &why);
-		if (got == LOCK_ACQUIRED)
-			export_lock_env_or_err(r);
-	} else {
-		got = lock_wait(r->c, &r->lk, &r->backend_pid, &sig, &why);
-	}
-	if (got == LOCK_ACQUIRED && r->lk.slots == 0) {
+	got = r->lk.slots > 0 ?
+	    slots_take(r->c, &r->lk, &r->backend_pid, &sig, &why) :
+	    lock_wait(r->c, &r->lk, &r->backend_pid, &sig, &why);
+	if (got == LOCK_ACQUIRED)
 		export_lock_env_or_err(r);
+	if (got == LOCK_ACQUIRED && r->lk.slots == 0) {
 		/* Nor under --once*: a skipped run forks nothing. */
 		if (!o->no_fork && !o->fence && !o->once)
 			spawn_or_err(o, &r->ch);
@@ -498,8 +494,7 @@ exec_or_err(const struct run *r)
 	int fl = fcntl(PQsocket(r->c), F_GETFD), status = 0;
 	struct err why;
 
-	if (fl == -1 || fcntl(PQsocket(r->c), F_SETFD, fl & ~FD_CLOEXEC) ==
-	    -1)
+	if (fl == -1 || fcntl(PQsocket(r->c), F_SETFD, fl & ~FD_CLOEXEC) == -1)
 		die_errno(EXIT_OSERR, "fcntl");
 	child_exec(r->o->argv, &status, &why);
 	say("%s", why.msg);
@@ -512,27 +507,24 @@ watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
 {
 	const struct opts *o = r->o;
 
+	/* A hold's script must not go on as if it still held the lock. */
+	if (end != CHILD_FAILED && o->mode == MODE_HOLD &&
+	    getppid() == o->caller)
+		(void)kill(o->caller, o->lost_sig);
 	switch (end) {
 	case CHILD_EXITED:
 		break;
 	case CHILD_LATE:
-		/* A hold's script must not go on as if it still held it. */
-		if (o->mode == MODE_HOLD && getppid() == o->caller)
-			(void)kill(o->caller, o->lost_sig);
 		if (!o->quiet)
 			say("%s: the %s ran past --max-time %.3gs: stopped",
 			    o->label, o->argv != NULL ? "command" : "hold",
 			    (double)o->max_ms / 1000.0);
 		return EXIT_TIMEOUT;
 	case CHILD_LOST:
-		if (o->mode == MODE_HOLD) {
-			/* The script holds the lock: tell it, if still ours. */
-			if (getppid() == o->caller)
-				(void)kill(o->caller, o->lost_sig);
+		if (o->mode == MODE_HOLD)
 			die(EXIT_LOST, "%s: lock lost while held (%s); sent "
 			    "signal %d to pid %ld", o->label, why, o->lost_sig,
 			    (long)o->caller);
-		}
 		die(EXIT_LOST, "%s: lock lost while the command ran (%s); "
 		    "the command %s", o->label, why, r->ch.stopped ?
 		    "was stopped" : "had exited already");
@@ -745,8 +737,8 @@ int
 run_counter(const struct opts *o, PGconn *c)
 {
 	struct counter_req cr;
-	struct run r = { .o = o, .c = c, .ch = { .pid = -1 },
-	    .answer_ms = answer_ms(o) };
+	struct run r = { .o = o, .c = c, .ch = { .pid = -1,
+	    .watchdog_pid = -1 }, .answer_ms = answer_ms(o) };
 	struct err why;
 	char num[32];
 	long long v;
@@ -767,23 +759,18 @@ run_counter(const struct opts *o, PGconn *c)
 			errno = e;
 			die_errno(EXIT_OSERR, "stdout: version %lld rolled back", v);
 		}
-		if (conn_end(c, 1, r.answer_ms, &why) == -1)
-			die(EXIT_LOST, "%s: the commit of version %lld is not "
-			    "confirmed (%s): check with --peek", o->label, v,
-			    why.msg);
-		return 0;
+	} else {
+		r.lk = cr.lock;
+		r.since = mono_ms();
+		conn_deadline(-1, 0);
+		snprintf(num, sizeof(num), "%lld", v);
+		setenv_or_err("PGLOCK_VERSION", num);
+		setenv_or_err("PGLOCK_TENANT", o->key);
+		fork_watchdog_or_err(o, c, &r.ch);
+		status = watch_or_err(&r);
 	}
-	r.lk = cr.lock;
-	r.since = mono_ms();
-	conn_deadline(-1, 0);
-	snprintf(num, sizeof(num), "%lld", v);
-	setenv_or_err("PGLOCK_VERSION", num);
-	setenv_or_err("PGLOCK_TENANT", o->key);
-	fork_watchdog_or_err(o, c, &r.ch);
-	status = watch_or_err(&r);
 	/* A failed command consumes no number. */
-	if (conn_end(c, status == 0, r.answer_ms, &why) == -1 &&
-	    status == 0)
+	if (conn_end(c, status == 0, r.answer_ms, &why) == -1 && status == 0)
 		die(EXIT_LOST, "%s: the commit of version %lld is not "
 		    "confirmed (%s): check with --peek", o->label, v, why.msg);
 	child_reap(&r.ch);

@@ -29,7 +29,7 @@ trap '"$top/tests/pg.sh" stop "$dir/pg" >/dev/null 2>&1; rm -rf "$dir"' EXIT
 {
 	echo "# --once-per against a plain run"
 	echo
-	echo "Written by \`bench/once.sh\` (\`make bench\`): $runs interleaved rounds"
+	echo "Written by \`RUNS=$runs bench/once.sh\` (\`make bench\` runs 300): $runs interleaved rounds"
 	echo "(\`bench/ab.py\`), medians, $(date -u '+%Y-%m-%d %H:%M UTC'); PostgreSQL over"
 	echo "its Unix socket, then over TCP on the loopback."
 	for via in "" "-h 127.0.0.1 "; do

@@ -5,7 +5,6 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,8 +72,7 @@ arg_long(const char *s, long lo, long hi, long *out, struct err *err)
 		return -1;
 	}
 	if (errno == ERANGE || v < lo || v > hi) {
-		err_set(err, "'%s' is out of range (%ld to %ld)", s,
-		    lo, hi);
+		err_set(err, "'%s' is out of range (%ld to %ld)", s, lo, hi);
 		return -1;
 	}
 	*out = v;

@@ -168,21 +168,6 @@ exited(pid_t pid)
 	return p != NULL && strtol(p, NULL, 10) == 1;
 }
 
-/* Sleep until mono_ms() reaches t. */
-static void
-sleep_until(long t)
-{
-	struct timespec ts;
-	long d = t - mono_ms();
-
-	if (d <= 0)
-		return;
-	ts.tv_sec = d / 1000;
-	ts.tv_nsec = d % 1000 * 1000000;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
 /* Wait until pid has exited (asked every 10 ms), or until t: 1 if it has. */
 static int
 await_exit(pid_t pid, long t)

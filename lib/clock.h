@@ -6,6 +6,7 @@
 #ifndef PGLOCK_CLOCK_H
 #define PGLOCK_CLOCK_H
 
+#include <errno.h>
 #include <time.h>
 
 /* Seconds since an arbitrary start: for intervals only. */
@@ -23,6 +24,21 @@ static inline long
 mono_ms(void)
 {
 	return (long)(mono_seconds() * 1000);
+}
+
+/* Sleep until mono_ms() reaches t, EINTR or not: a signal keeps its action. */
+static inline void
+sleep_until(long t)
+{
+	struct timespec ts;
+	long d = t - mono_ms();
+
+	if (d <= 0)
+		return;
+	ts.tv_sec = d / 1000;
+	ts.tv_nsec = d % 1000 * 1000000;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
 }
 
 #endif

@@ -246,18 +246,6 @@ connect_once(const char *const *keys, const char *const *vals,
 	return c;
 }
 
-/* Sleep ms milliseconds, EINTR or not: a signal keeps its default action. */
-static void
-pause_ms(long ms)
-{
-	struct timespec ts;
-
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = ms % 1000 * 1000000;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
 void
 conn_result_error(const PGresult *res, struct err *err)
 {
@@ -331,7 +319,7 @@ conn_open(const struct conn_opts *o, struct err *err)
 			    attempt + 1, (double)(mono_ms() - start) / 1000.0);
 			return NULL;
 		}
-		pause_ms(pause);
+		sleep_until(mono_ms() + pause);
 	}
 	return c;
 }
@@ -608,7 +596,6 @@ conn_reason(PGconn *c, struct err *err)
 		conn_oneline(PQerrorMessage(c), err);
 }
 
-
 void
 conn_deadline(long by, long ms)
 {
@@ -671,7 +658,8 @@ conn_wait(PGconn *c, int cancelled, int tick_ms, int *sig)
 	return EV_READY;
 }
 
-void
+/* Cancel the running query: a lock waiter leaves the queue. */
+static void
 conn_cancel(PGconn *c)
 {
 	char buf[256];
@@ -830,12 +818,9 @@ conn_hide_password(char *conninfo)
 
 /*
  * The next result of the query or pipeline in progress, or NULL at the end
- * of a statement's results. While waiting, the first forwarded signal
- * (sig.h) cancels the query on the server and is kept in *sig, and
- * tick(arg), if set, is called every second. *failed is set, with the
- * reason in err, when the connection fails (or a cancel gets no answer
- * within 5 s). Seven parameters: a callback with its argument, and the
- * reason's buffer with its size, go in pairs.
+ * of a statement's results, waited for as conn_pipe_next() says; *failed
+ * is set, with the reason in err, when the connection fails (or a cancel
+ * gets no answer within 5 s).
  */
 static PGresult *
 conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,

@@ -178,12 +178,6 @@ PGresult *conn_pipe_next(PGconn *c, int *sig, void (*tick)(void *),
 int conn_pipe_end(PGconn *c, int *sig, struct err *err);
 
 /*
- * Ask the server to cancel the running query: a lock waiter leaves the
- * queue. Bounded: a server out of reach is given up after 2 s.
- */
-void conn_cancel(PGconn *c);
-
-/*
  * Check that a -d value that looks like a conninfo string or URI parses.
  * Returns 0, or -1 with libpq's reason in err.
  */

@@ -112,8 +112,7 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
 
 	snprintf(sql, sizeof(sql), "SELECT version FROM %s WHERE tenant = $1",
 	    table);
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) ==
-	    NULL)
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) == PGRES_TUPLES_OK) {
 		*version = PQntuples(res) == 1 ?
@@ -161,8 +160,7 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 	    "SELECT true AS got FROM pg_catalog.pg_advisory_xact_lock($2::bigint)",
 	    r->table);
 	if (!PQenterPipelineMode(c) ||
-	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, CONN_XACT,
-	    err) == -1 ||
+	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, CONN_XACT, err) == -1 ||
 	    conn_queue(c, sql, 2, params) == -1 ||
 	    !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err);

@@ -3,8 +3,6 @@
  * lease: the periodic check that keeps a held lock's lease, one step at a
  * time, for the poll loop that watches the command (lib/child.c).
  */
-#include <stdio.h>
-
 #include "clock.h"
 #include "conn.h"
 #include "lease.h"
@@ -47,7 +45,7 @@ take_answer(struct lease_check *k, struct err *err)
 	}
 	if (PQisBusy(k->conn) || k->sent < 0)
 		return 1;
-	if (lock_check_read(k->conn, err) != 1)
+	if (lock_check_read(k->conn, NULL, err) != 1)
 		return 0;
 	/* The lease runs from the answered check's sending. */
 	k->answered = k->sent;
@@ -104,5 +102,5 @@ lease_finish(void *arg, struct err *err)
 	case CONN_READY:
 		break;
 	}
-	return lock_check_read(k->conn, err) == 1;
+	return lock_check_read(k->conn, NULL, err) == 1;
 }

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
 #include "conn.h"
 #include "lock.h"
 
@@ -27,7 +26,7 @@
 struct args {
 	char e[2][64];		/* one expression per argument */
 	char num[2][24];
-	const char *params[2];
+	const char *params[3];	/* NULL-terminated */
 	int n;
 };
 
@@ -52,16 +51,7 @@ key_args(const struct key *k, struct args *a)
 		snprintf(a->e[0], sizeof(a->e[0]), "$2::int4");
 		snprintf(a->e[1], sizeof(a->e[1]), "(%s)::int4", k->sql);
 	}
-}
-
-/* "SELECT fn(ARGS)": the lock, try-lock or unlock call for the key. */
-static void
-call(const struct args *a, const char *fn, char *sql, size_t len)
-{
-	if (a->n == 1)
-		snprintf(sql, len, "SELECT %s(%s)", fn, a->e[0]);
-	else
-		snprintf(sql, len, "SELECT %s(%s, %s)", fn, a->e[0], a->e[1]);
+	a->params[a->n] = NULL;
 }
 
 /* The pg_locks condition (alias l) that matches the key's lock. */
@@ -126,18 +116,14 @@ send_check(PGconn *c, const struct lock_req *r, struct err *err)
 int
 lock_check_send(PGconn *c, const struct lock_req *r, struct err *err)
 {
-	if (!PQenterPipelineMode(c)) {
-		conn_oneline(PQerrorMessage(c), err);
-		return -1;
-	}
-	if (send_check(c, r, err) == -1 || !PQpipelineSync(c)) {
+	if (!PQenterPipelineMode(c) || send_check(c, r, err) == -1 ||
+	    !PQpipelineSync(c)) {
 		conn_oneline(PQerrorMessage(c), err);
 		return -1;
 	}
 	return 0;
 }
 
-/* Column col of a one-row result as a backend pid; -1 if it is not one. */
 int
 lock_result_pid(PGresult *res, int col, int *pid, struct err *err)
 {
@@ -180,9 +166,8 @@ check_result(PGresult *res, int *pid, struct err *err)
 	return 1;
 }
 
-/* Read the check's pipeline up to its sync: 1 held, 0 not, -1 error. */
-static int
-check_read(PGconn *c, int *pid, struct err *err)
+int
+lock_check_read(PGconn *c, int *pid, struct err *err)
 {
 	PGresult *res;
 	int held = -1, n = 0;
@@ -208,12 +193,6 @@ check_read(PGconn *c, int *pid, struct err *err)
 	return held;
 }
 
-int
-lock_check_read(PGconn *c, struct err *err)
-{
-	return check_read(c, NULL, err);
-}
-
 /*
  * Through a pooler, PQbackendPID() is the pooler's invention, not the
  * server's pid. Then check again in a transaction of its own: a
@@ -227,7 +206,7 @@ lock_recheck(PGconn *c, const struct lock_req *r, int pid, struct err *err)
 
 	if (lock_check_send(c, r, err) == -1)
 		return LOCK_ERROR;
-	held = check_read(c, &pid2, err);
+	held = lock_check_read(c, &pid2, err);
 	if (held == -1)
 		return LOCK_ERROR;
 	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
@@ -255,21 +234,15 @@ lock_fn(int xact, int try, int shared)
 	return lock_fns[xact != 0][try != 0][shared != 0];
 }
 
-/* The lock call's answer: granted (with pid and id), busy, or an error. */
 enum lock_result
 lock_answer(PGresult *res, struct lock_req *r, int *backend_pid,
     struct err *err)
 {
-	const char *state;
 	struct key k;
 	struct err why;
 
-	if (PQresultStatus(res) == PGRES_FATAL_ERROR) {
-		/* 55P03 lock_not_available: lock_timeout */
-		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-		if (state != NULL && strcmp(state, "55P03") == 0)
-			return LOCK_BUSY;
-	}
+	if (conn_is_state(res, "55P03"))	/* lock_not_available: lock_timeout */
+		return LOCK_BUSY;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		conn_result_error(res, err);
 		return LOCK_ERROR;
@@ -421,16 +394,14 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 		held = backend_pid == PQbackendPID(c);
 		err_set(err, "the lock is not held by this session");
 	} else {
-		if ((res = conn_pipe_next(c, sig, NULL, NULL, err)) ==
-		    NULL)
+		if ((res = conn_pipe_next(c, sig, NULL, NULL, err)) == NULL)
 			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 		held = check_result(res, NULL, err);
 		PQclear(res);
 	}
 	if (held != -1)
 		out = held == 1 ? LOCK_ACQUIRED : LOCK_NOT_REAL;
-	if (conn_pipe_end(c, sig, out == LOCK_ERROR ? NULL : err) ==
-	    -1)
+	if (conn_pipe_end(c, sig, out == LOCK_ERROR ? NULL : err) == -1)
 		out = LOCK_ERROR;
 	if (*sig != 0)
 		return LOCK_INTERRUPTED;
@@ -444,7 +415,6 @@ int
 lock_release(PGconn *c, const struct lock_req *r, long ms, struct err *err)
 {
 	char sql[256];
-	const char *params[3];
 	struct args a;
 	PGresult *res;
 	int rc = -1;
@@ -452,12 +422,11 @@ lock_release(PGconn *c, const struct lock_req *r, long ms, struct err *err)
 	if (r->xact)
 		return conn_end(c, 1, ms, err);
 	key_args(&r->key, &a);
-	call(&a, r->shared ? "pg_catalog.pg_advisory_unlock_shared" :
-	    "pg_catalog.pg_advisory_unlock", sql, sizeof(sql));
-	params[0] = a.params[0];
-	params[1] = a.n > 1 ? a.params[1] : NULL;
-	params[2] = NULL;
-	if ((res = conn_exec(c, sql, params, ms, err)) == NULL)
+	snprintf(sql, sizeof(sql), "SELECT %s(%s%s%s)", r->shared ?
+	    "pg_catalog.pg_advisory_unlock_shared" :
+	    "pg_catalog.pg_advisory_unlock", a.e[0], a.n == 1 ? "" : ", ",
+	    a.n == 1 ? "" : a.e[1]);
+	if ((res = conn_exec(c, sql, a.params, ms, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		conn_result_error(res, err);
@@ -480,14 +449,12 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
     struct err *err)
 {
 	char sql[2048], tag[512] = "true";
-	const char *params[3] = { NULL, NULL, NULL };
 	const char *since = PQserverVersion(c) >= 140000 ? SINCE_14 : SINCE_12;
 	struct lock_row *r;
-	struct args a;
+	struct args a = { .n = 0 };
 	PGresult *res;
 	int i, n;
 
-	a.n = 0;
 	if (k != NULL) {
 		key_args(k, &a);
 		tag_sql(&a, tag, sizeof(tag));
@@ -518,10 +485,7 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	    " AND l.database = (SELECT oid FROM pg_catalog.pg_database"
 	    " WHERE datname = pg_catalog.current_database()) AND %s"
 	    " ORDER BY 1, l.granted DESC, since, l.pid", since, since, tag);
-	params[0] = a.n > 0 ? a.params[0] : NULL;
-	params[1] = a.n > 1 ? a.params[1] : NULL;
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) ==
-	    NULL)
+	if ((res = conn_exec(c, sql, a.params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 11) {
 		conn_result_error(res, err);

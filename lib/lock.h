@@ -71,10 +71,11 @@ enum lock_result lock_verify(PGconn *c, const struct lock_req *r,
 int lock_check_send(PGconn *c, const struct lock_req *r, struct err *err);
 
 /*
- * Read the answer to lock_check_send once PQisBusy() is false. Returns 1
- * when still held, 0 when gone, -1 on error; the reason is in err.
+ * Read the answer to lock_check_send once PQisBusy() is false, the
+ * backend's pid into *pid unless NULL. Returns 1 when still held, 0 when
+ * gone, -1 on error; the reason is in err.
  */
-int lock_check_read(PGconn *c, struct err *err);
+int lock_check_read(PGconn *c, int *pid, struct err *err);
 
 /*
  * Release the lock (unlock, or COMMIT the transaction that holds it),

@@ -56,8 +56,7 @@ runs_read(PGconn *c, const char *table, const char *key,
 	    " r.failed_at IS NOT NULL, pg_catalog.to_char(r.failed_at, " ISO "),"
 	    " r.failed_host, r.failed_status"
 	    " FROM (SELECT 1) n LEFT JOIN %s r ON r.key = $1", table);
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) ==
-	    NULL)
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
 	    PQnfields(res) != 11) {
@@ -134,15 +133,13 @@ runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
 		    " failed_host = EXCLUDED.failed_host, failed_status ="
 		    " EXCLUDED.failed_status", table);
 	}
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) ==
-	    NULL)
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	/* First use, outside a transaction: create the table, write again. */
 	if (conn_is_state(res, "42P01") && PQtransactionStatus(c) == PQTRANS_IDLE) {
 		PQclear(res);
-		if (runs_table(c, table, err) == -1 || (res =
-		    conn_exec(c, sql, params, CONN_ANSWER_MS, err)) ==
-		    NULL)
+		if (runs_table(c, table, err) == -1 || (res = conn_exec(c, sql,
+		    params, CONN_ANSWER_MS, err)) == NULL)
 			return -1;
 	}
 	if (PQresultStatus(res) == PGRES_COMMAND_OK)
@@ -162,8 +159,7 @@ runs_forget(PGconn *c, const char *table, const char *key, struct err *err)
 	int rc = -1;
 
 	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE key = $1", table);
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) ==
-	    NULL)
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) == PGRES_COMMAND_OK)
 		rc = strcmp(PQcmdTuples(res), "0") != 0;

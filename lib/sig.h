@@ -8,7 +8,6 @@
 #define PGLOCK_SIG_H
 
 #include <signal.h>
-#include <stddef.h>
 
 #include "err.h"
 

@@ -197,21 +197,20 @@ slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	struct slotter s = { c, r, sig, err };
 	struct key k;
 	long until = r->wait_ms > 0 ? mono_ms() + r->wait_ms : -1;
-	char qid[24], ids[2][24], sql[512], *list;
-	const char *qparams[2] = { qid, NULL }, *params[3];
+	char ids[2][24], sql[512], *list;
+	const char *qparams[2] = { ids[0], NULL }, *params[3];
 	enum slot_state got;
 	int queued, rounds = 0;
 
 	*sig = 0;
 	slots_key(&r->key, 0, &k);
 	(void)key_params(&k, ids);
-	snprintf(qid, sizeof(qid), "%s", ids[0]);
 	if ((list = slot_array(&r->key, r->slots)) == NULL) {
 		err_set(err, "malloc: %s", strerror(errno));
 		return LOCK_ERROR;
 	}
 	params[0] = list;
-	params[1] = r->wait_ms == 0 ? NULL : qid;
+	params[1] = r->wait_ms == 0 ? NULL : ids[0];
 	params[2] = NULL;
 	/* The first free slot, in order; waiters also unlock the queue. */
 	snprintf(sql, sizeof(sql), "SELECT t.i, pg_catalog.pg_backend_pid(), %s"

@@ -20,8 +20,7 @@ table_create(PGconn *c, const char *q, const char *columns,
 	PGresult *res;
 	int rc = -1;
 
-	if ((res = conn_exec(c, "BEGIN", NULL, CONN_ANSWER_MS, err)) ==
-	    NULL)
+	if ((res = conn_exec(c, "BEGIN", NULL, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	PQclear(res);
 	if ((res = conn_exec(c, "SELECT pg_catalog.pg_advisory_xact_lock("
@@ -31,8 +30,7 @@ table_create(PGconn *c, const char *q, const char *columns,
 	PQclear(res);
 	snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s %s", q,
 	    columns);
-	if ((res = conn_exec(c, sql, NULL, CONN_ANSWER_MS, err)) ==
-	    NULL)
+	if ((res = conn_exec(c, sql, NULL, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) == PGRES_COMMAND_OK) {
 		rc = 0;
