@@ -102,8 +102,8 @@ explain_sql(const struct opts *o, const struct key *k, const char *id,
 int
 explain(const struct opts *o)
 {
-	static const char *const scopes[] = { "auto: held by the session on "
-	    "a connection proven direct, else by a transaction left open",
+	static const char *const scopes[] = { ("auto: held by the session "
+	    "on a connection proven direct, else by a transaction left open"),
 	    "session: held by the session",
 	    "transaction: held by a transaction left open" };
 	struct key k;

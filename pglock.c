@@ -235,6 +235,9 @@ escape(const char *s, char *out, size_t len, int tsv)
  * or nothing for the live line), with one write(2): jobs that share a
  * log never splice each other's lines. err(3) writes in three parts.
  */
+static void vline(const char *lead, const char *fmt, va_list ap, int errnum,
+    const char *end) __attribute__((format(printf, 2, 0)));
+
 static void
 vline(const char *lead, const char *fmt, va_list ap, int errnum,
     const char *end)

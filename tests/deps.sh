@@ -45,7 +45,7 @@ for what in "$@"; do
 	check|sanitize) need="$need $cluster $(check_needs)" ;;
 	valgrind) need="$need $cluster $(check_needs) valgrind:valgrind" ;;
 	mutants) need="$need $cluster $(check_needs) git:git" ;;
-	lint) need="$need mandoc:mandoc cppcheck:cppcheck clang-tidy:clang-tidy" ;;
+	lint) need="$need mandoc:mandoc clang:clang cppcheck:cppcheck clang-tidy:clang-tidy" ;;
 	*)
 		echo "usage: deps.sh [demo|check|sanitize|valgrind|mutants|lint]..." >&2
 		exit 64
