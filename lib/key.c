@@ -474,6 +474,26 @@ key_how_describe(const struct key_how *how, char *buf, size_t len)
 	    s->describe);
 }
 
+/*
+ * Would a default KEY read as another row's record name ("id:42",
+ * "hashtext:k", "namespace 7:k"), or as one escaped (":...")?
+ */
+static int
+reads_as_other(const char *key)
+{
+	size_t n = strcspn(key, ":"), i;
+
+	if (key[n] == '\0')
+		return 0;
+	if (n == 0 || strncmp(key, "namespace ", 10) == 0)
+		return 1;
+	for (i = 1; i < NSCHEMES; i++)
+		if (strlen(schemes[i].name) == n &&
+		    strncmp(key, schemes[i].name, n) == 0)
+			return 1;
+	return 0;
+}
+
 int
 key_record_name(const struct key_how *how, const char *key, char *buf,
     size_t len)
@@ -485,8 +505,10 @@ key_record_name(const struct key_how *how, const char *key, char *buf,
 
 	if (s == NULL)
 		return -1;
+	/* A default KEY that another row's name could be goes by ":KEY". */
 	if (s == &schemes[0])
-		return snprintf(buf, len, "%s", key);
+		return snprintf(buf, len, "%s%s", reads_as_other(key) ? ":" :
+		    "", key);
 	if (s->hash == NULL) {	/* --id: 42 and 042 are one */
 		if (key_parse_id(key, &k, &why) == -1)
 			return -1;

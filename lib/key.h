@@ -77,8 +77,9 @@ int key_how_describe(const struct key_how *how, char *buf, size_t len);
  * The name KEY's record of runs goes by: the lock's, so that another
  * scheme or namespace for the same text is another job ("md5:KEY",
  * "namespace 7:KEY"), and --id 42 and 042 one ("id:42"); KEY itself under
- * the default scheme. snprintf's return; -1 if KEY is no id or how is
- * unknown.
+ * the default scheme, or ":KEY" where KEY begins with ':' or reads as one
+ * of those ("id:42"), so that no two locks share a name. snprintf's
+ * return; -1 if KEY is no id or how is unknown.
  */
 int key_record_name(const struct key_how *how, const char *key, char *buf,
     size_t len);

@@ -320,3 +320,29 @@ id"
 	run -0 pglock --id --forget 04242
 	[ "$(sql "SELECT string_agg(key, ' ' ORDER BY key) FROM pglock_runs WHERE key LIKE '%sch-k'")" = "hashtext:sch-k namespace 1:sch-k namespace 2:sch-k sch-k" ]
 }
+
+@test "a default KEY that reads like another scheme's record ('id:4343', 'namespace 3:k') is still its own job" {
+	log=$BATS_TEST_TMPDIR/log
+	run -0 pglock --once 'id:4343' sh -c 'echo text-id >>"$0"' "$log"
+	run -0 pglock --id --once 4343 sh -c 'echo id >>"$0"' "$log"
+	run -0 pglock --once 'namespace 3:lk-k' sh -c 'echo text-ns >>"$0"' "$log"
+	run -0 pglock --namespace 3 --once lk-k sh -c 'echo ns >>"$0"' "$log"
+	run -0 pglock --once 'hashtext:lk-k' sh -c 'echo text-hashtext >>"$0"' "$log"
+	run -0 pglock --hash hashtext --once lk-k sh -c 'echo hashtext >>"$0"' "$log"
+	run -0 pglock --once ':id:4343' sh -c 'echo colon >>"$0"' "$log"
+	run -0 cat "$log"
+	assert_output "text-id
+id
+text-ns
+ns
+text-hashtext
+hashtext
+colon"
+	# --forget and --status find each job's own record, and no other.
+	run -0 pglock --id --forget 4343
+	run -0 pglock --once 'id:4343' sh -c 'echo text-id-again >>"$0"' "$log"
+	[ "$(runs "$log")" -eq 7 ]
+	run -1 --separate-stderr pglock --status --id 4343
+	refute_output --partial last_ok
+	[ "$(sql "SELECT string_agg(key, ' ' ORDER BY key) FROM pglock_runs WHERE key LIKE '%4343' OR key LIKE '%lk-k'")" = "::id:4343 :hashtext:lk-k :id:4343 :namespace 3:lk-k hashtext:lk-k namespace 3:lk-k" ]
+}

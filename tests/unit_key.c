@@ -895,6 +895,22 @@ test_scheme_api(void)
 		result(strcmp(buf, "md5:k") == 0, "record name md5:k");
 		(void)key_record_name(&dflt, "k", buf, sizeof(buf));
 		result(strcmp(buf, "k") == 0, "record name: KEY by default");
+		/* No default KEY takes another lock's name. */
+		(void)key_record_name(&dflt, "id:42", buf, sizeof(buf));
+		result(strcmp(buf, ":id:42") == 0, "record name :id:42");
+		(void)key_record_name(&dflt, "namespace 7:k", buf, sizeof(buf));
+		result(strcmp(buf, ":namespace 7:k") == 0,
+		    "record name :namespace 7:k");
+		(void)key_record_name(&dflt, "md5:k", buf, sizeof(buf));
+		result(strcmp(buf, ":md5:k") == 0, "record name :md5:k");
+		(void)key_record_name(&dflt, ":k", buf, sizeof(buf));
+		result(strcmp(buf, "::k") == 0, "record name ::k");
+		(void)key_record_name(&dflt, "deploy:prod", buf, sizeof(buf));
+		result(strcmp(buf, "deploy:prod") == 0,
+		    "record name deploy:prod as it is");
+		(void)key_record_name(&dflt, "sha256:k", buf, sizeof(buf));
+		result(strcmp(buf, "sha256:k") == 0,
+		    "record name sha256:k as it is: no row's name");
 		result(key_record_name(&id, "x", buf, sizeof(buf)) == -1,
 		    "record name: no id, none");
 	}
