@@ -114,6 +114,31 @@ arg_signal(const char *s, int *sig, struct err *err)
 	return -1;
 }
 
+/*
+ * A "DIGITS[.DIGITS]" arg_duration_ms() took, times unit_ms: exact to a
+ * billionth of the unit, then rounded up to a ms (0.0001d is 8640 ms).
+ */
+static long long
+times_unit(const char *num, long long unit_ms)
+{
+	long long whole = 0, frac = 0, scale = 100000000;
+	const char *p = num;
+	int rest = 0;
+
+	for (; isdigit((unsigned char)*p); p++)
+		whole = whole * 10 + (*p - '0');
+	for (p += *p == '.'; *p != '\0'; p++) {
+		if (scale > 0) {
+			frac += (*p - '0') * scale;
+			scale /= 10;
+		} else if (*p != '0') {
+			rest = 1;
+		}
+	}
+	return whole * unit_ms + ((frac + rest) * unit_ms + 999999999) /
+	    1000000000;
+}
+
 int
 arg_period_ms(const char *s, long long *ms, struct err *err)
 {
@@ -133,6 +158,6 @@ arg_period_ms(const char *s, long long *ms, struct err *err)
 		    "number with s, m, h or d)", s);
 		return -1;
 	}
-	*ms = (long long)part * (u != NULL ? unit_s[u - units] : 1);
+	*ms = u != NULL ? times_unit(num, unit_s[u - units] * 1000) : part;
 	return 0;
 }
