@@ -912,6 +912,9 @@ resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 	}
 }
 
+/* A record's name is its table's btree key, which takes about 2.7 kB. */
+#define RECORD_NAME_MAX 2000
+
 char *
 record_key(const struct opts *o, const char *text)
 {
@@ -996,7 +999,7 @@ main(int argc, char **argv)
 {
 	struct opts o;
 	struct err why;
-	char appname[64];
+	char appname[64], *name = NULL;
 	PGconn *c;
 	long start;
 	int status;
@@ -1012,6 +1015,12 @@ main(int argc, char **argv)
 		return explain(&o);
 	if (o.mode != MODE_STATUS)
 		resolve_key_or_err(&o, o.key, &o.lock.key);
+	/* Before anything runs: a success that cannot be recorded is lost. */
+	if (o.record && (name = record_key(&o, o.key)) != NULL &&
+	    strlen(name) > RECORD_NAME_MAX)
+		usage_err("KEY is %zu bytes: a record of runs takes at most %d",
+		    strlen(o.key), RECORD_NAME_MAX);
+	free(name);
 
 	/* Name the key in pg_stat_activity, so a waiter can see the holder. */
 	snprintf(appname, sizeof(appname), "pglock: %s",

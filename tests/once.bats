@@ -346,3 +346,21 @@ colon"
 	refute_output --partial last_ok
 	[ "$(sql "SELECT string_agg(key, ' ' ORDER BY key) FROM pglock_runs WHERE key LIKE '%4343' OR key LIKE '%lk-k'")" = "::id:4343 :hashtext:lk-k :id:4343 :namespace 3:lk-k hashtext:lk-k namespace 3:lk-k" ]
 }
+
+@test "a KEY too long for the record's index is refused before anything runs: 64; a plain run and --status still take it" {
+	long=$(head -c 3000 /dev/zero | tr '\0' 'k')
+	for opt in --once --record "--once-per 1h"; do
+		# shellcheck disable=SC2086
+		run -64 --separate-stderr pglock $opt "$long" sh -c 'echo ran'
+		[ -z "$output" ]
+		[ "$stderr" = "pglock: KEY is 3000 bytes: a record of runs takes at most 2000 (see pglock --help)" ]
+	done
+	run -0 --separate-stderr pglock "$long" sh -c 'echo ran'
+	assert_output ran
+	run -1 --separate-stderr pglock --status "$long"
+	# 2000 bytes fit, and are recorded.
+	run -0 --separate-stderr pglock --once "${long:0:2000}" sh -c 'echo ran'
+	assert_output ran
+	run -0 --separate-stderr pglock --once "${long:0:2000}" sh -c 'echo ran'
+	assert_output ''
+}
