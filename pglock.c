@@ -1006,7 +1006,9 @@ main(int argc, char **argv)
 
 	guard_std_fds();
 	o = defaults;
-	o.caller = getppid();
+	/* Orphaned already (setsid -f), pglock has no script to tell: init
+	   is no script, and a container stops when its init gets TERM. */
+	o.caller = getppid() != 1 ? getppid() : 0;
 	start = mono_ms();
 	parse_or_err(argc, argv, &o);
 	scrub_env();

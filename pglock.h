@@ -58,7 +58,7 @@ struct opts {
 	char runs_sql[300];	/* --runs-table, as table_sql */
 	long long ok_within_ms;	/* --status --ok-within; -1: none */
 	pid_t caller;		/* pglock's parent when it started: --hold's
-				   script */
+				   script; 0 if that was init */
 };
 
 /* A diagnostic line on stderr, as "pglock: ...", written at once. */

@@ -506,11 +506,10 @@ static int
 watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
 {
 	const struct opts *o = r->o;
-
 	/* A hold's script must not go on as if it still held the lock. */
-	if (end != CHILD_FAILED && o->mode == MODE_HOLD &&
-	    getppid() == o->caller)
-		(void)kill(o->caller, o->lost_sig);
+	int told = end != CHILD_FAILED && o->mode == MODE_HOLD &&
+	    getppid() == o->caller && kill(o->caller, o->lost_sig) == 0;
+
 	switch (end) {
 	case CHILD_EXITED:
 		break;
@@ -521,10 +520,13 @@ watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
 			    (double)o->max_ms / 1000.0);
 		return EXIT_TIMEOUT;
 	case CHILD_LOST:
-		if (o->mode == MODE_HOLD)
+		if (o->mode == MODE_HOLD && told)
 			die(EXIT_LOST, "%s: lock lost while held (%s); sent "
 			    "signal %d to pid %ld", o->label, why, o->lost_sig,
 			    (long)o->caller);
+		if (o->mode == MODE_HOLD)
+			die(EXIT_LOST, "%s: lock lost while held (%s); the "
+			    "script that started pglock is gone", o->label, why);
 		die(EXIT_LOST, "%s: lock lost while the command ran (%s); "
 		    "the command %s", o->label, why, r->ch.stopped ?
 		    "was stopped" : "had exited already");

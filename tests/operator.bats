@@ -75,6 +75,29 @@ after: 0"
 	[[ "$stderr" == *"pglock: hold-l: lock lost while held ("*"); sent signal 15 to pid "* ]]
 }
 
+@test "--hold orphaned before it started signals nobody when the lock is lost, not init (a container's PID 1): 75" {
+	d=$BATS_TEST_TMPDIR
+	mkfifo "$d/in"
+	# PID 1 of a PID namespace, as a container's init; the hold is its
+	# grandchild, whose parent is gone before it starts.
+	cat >"$d/init" <<-'EOF'
+	trap 'got=TERM' TERM
+	exec 7<>"$1/in"
+	( ( sleep 0.5; exec "$PGLOCK" --hold orphan-k <&7 >"$1/out" 2>"$1/err" ) & )
+	until [ -e "$1/done" ]; do sleep 0.1; done
+	[ -z "${got:-}" ] || exit 3
+	EOF
+	bg init unshare --fork --pid --mount-proc bash "$d/init" "$d"
+	wait_until 20 held "$(sha_id orphan-k)"
+	run -0 pglock --break -q orphan-k
+	# The signal, if any, was sent before the message was written.
+	wait_until 20 grep -q 'lock lost' "$d/err"
+	touch "$d/done"
+	bgwait init 10
+	[ "$bg_status" -eq 0 ]
+	[[ "$(cat "$d/err")" == "pglock: orphan-k: lock lost while held ("*"); the script that started pglock is gone" ]]
+}
+
 @test "--hold takes no COMMAND and no -F" {
 	run -64 --separate-stderr pglock --hold k true
 	assert_equal "$stderr" "pglock: --hold runs no COMMAND (and no -F): it holds KEY until its standard input ends (see pglock --help)"
