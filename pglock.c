@@ -823,6 +823,9 @@ check_or_err(struct opts *o, int argc, char **argv)
 		usage_err("%s", "--ok-within is for --status with one KEY");
 	if (o->mode == MODE_STATUS) {
 		o->keys = argv;		/* every argument is a KEY */
+		for (; argc > 0; argc--, argv++)
+			if (*argv[0] == '\0')
+				usage_err("%s is empty", what);
 		return;
 	}
 	if ((o->mode == MODE_EXPLAIN || o->mode == MODE_BREAK ||

@@ -23,6 +23,11 @@ usage_error() {
 @test "-E -1 is a usage error" { usage_error -E -1 k true; }
 @test "-E x is a usage error" { usage_error -E x k true; }
 @test "an empty key is a usage error" { usage_error '' true; }
+@test "an empty key is a usage error for --status too, among others" {
+	usage_error --status ''
+	usage_error --status k ''
+	[ "$stderr" = "pglock: KEY is empty (see pglock --help)" ]
+}
 @test "an unknown option is a usage error" { usage_error --frobnicate k true; }
 @test "an unknown short option is a usage error" { usage_error -Z k true; }
 @test "an option without its value is a usage error" { usage_error -w; }
