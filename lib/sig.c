@@ -19,6 +19,7 @@ static const int handled[] = {
 
 static volatile sig_atomic_t pending[NHANDLED];
 static int caught[NHANDLED];	/* a handler is installed */
+static int pipe_ignored;	/* SIGPIPE, by pglock and not its caller */
 static int wake[2] = { -1, -1 };
 
 static void
@@ -73,6 +74,15 @@ sig_init(struct err *err)
 		}
 		caught[i] = 1;
 	}
+	/*
+	 * A reader of -v's stderr or of a --hold's line that went away must
+	 * not kill pglock while it holds the lock: write() fails instead,
+	 * stdout's with 71. The command gets the caller's SIGPIPE back.
+	 */
+	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN) {
+		signal(SIGPIPE, SIG_IGN);
+		pipe_ignored = 1;
+	}
 	return 0;
 }
 
@@ -113,6 +123,8 @@ sig_reset(void)
 	for (i = 0; i < NHANDLED; i++)
 		if (caught[i])
 			signal(handled[i], SIG_DFL);
+	if (pipe_ignored)
+		signal(SIGPIPE, SIG_DFL);
 }
 
 void

@@ -13,8 +13,8 @@
 
 /*
  * Install the handlers (TERM, INT, HUP, QUIT, USR1, USR2, CHLD; not for a
- * signal the caller ignores) and the wake-up pipe. Returns 0, or -1 with
- * the reason in err.
+ * signal the caller ignores) and the wake-up pipe, and ignore SIGPIPE.
+ * Returns 0, or -1 with the reason in err.
  */
 int sig_init(struct err *err);
 
@@ -30,7 +30,8 @@ int sig_take(void);
 /* Is sig one of those a signal to pglock is passed on to the command for? */
 int sig_forwarded(int sig);
 
-/* Give the caught signals back their default action (before exec). */
+/* Give the caught signals, and SIGPIPE, back their default action
+   (before exec). */
 void sig_reset(void);
 
 /*

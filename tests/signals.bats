@@ -287,6 +287,43 @@ time.sleep(60)' "$PGLOCK" "$d"
 	[ "$(cat "$out")" = survived ]
 }
 
+# closed FD CMD...: CMD with descriptor FD (1 or 2) a pipe nobody reads,
+# SIGPIPE at its default (Python's subprocess restores it); prints CMD's
+# exit status, negative for a signal.
+closed() {
+	"$PYTHON" -c '
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+fds = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL}
+fds["stdout" if sys.argv[1] == "1" else "stderr"] = w
+print(subprocess.run(sys.argv[2:], **fds).returncode)' "$@"
+}
+
+@test "a reader of -v's stderr or of a version that went away does not kill pglock (SIGPIPE): the command's status, or 71" {
+	d=$BATS_TEST_TMPDIR
+	run -0 closed 2 "$PGLOCK" -v pipe-k sh -c 'echo ran >"$0"; exit 3' "$d/ran"
+	assert_output 3
+	[ "$(cat "$d/ran")" = ran ]
+	run -0 --separate-stderr closed 1 "$PGLOCK" --version-counter pipe-t
+	assert_output 71
+	[ "$stderr" = "pglock: stdout: version 1 rolled back: Broken pipe" ]
+	run -0 pglock --version-counter --peek pipe-t
+	assert_output 0
+	free "$(sha_id pipe-k)"
+}
+
+@test "the command gets SIGPIPE as pglock's caller left it: default, or ignored" {
+	# SigIgn's bit 12 is signal 13, SIGPIPE.
+	ign='echo $(( 0x$(sed -n "s/^SigIgn:[[:space:]]*//p" /proc/$$/status) >> 12 & 1 ))'
+	run -0 env --default-signal=PIPE "$PGLOCK" pipe-k sh -c "$ign"
+	assert_output 0
+	run -0 env --ignore-signal=PIPE "$PGLOCK" pipe-k sh -c "$ign"
+	assert_output 1
+	run -0 env --default-signal=PIPE "$PGLOCK" -F pipe-k sh -c "$ign"
+	assert_output 0
+}
+
 @test "in a pipeline on a terminal, pglock leaves the terminal to the pipeline" {
 	command -v script >/dev/null || skip "script(1) is not installed"
 	run -0 timeout 20 script -qec "$PGLOCK pipe-k sleep 0.2 | (sleep 0.5; stty sane </dev/tty && echo OK)" /dev/null
