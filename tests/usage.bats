@@ -23,6 +23,13 @@ usage_error() {
 @test "-E -1 is a usage error" { usage_error -E -1 k true; }
 @test "-E x is a usage error" { usage_error -E x k true; }
 @test "an empty key is a usage error" { usage_error '' true; }
+@test "--lost-signal TSTP, TTIN or TTOU, by name or number, is refused for stopping a process" {
+	for sig in TSTP SIGTTIN ttou 20; do
+		run -64 --separate-stderr pglock --lost-signal "$sig" k true
+		[ "$stderr" = "pglock: --lost-signal: '$sig' stops a process instead of ending it (see pglock --help)" ]
+	done
+}
+
 @test "an empty key is a usage error for --status too, among others" {
 	usage_error --status ''
 	usage_error --status k ''
