@@ -886,31 +886,28 @@ test_scheme_api(void)
 		(void)key_how_describe(&md5, buf, sizeof(buf));
 		result(strncmp(buf, "md5: good_job", 13) == 0,
 		    "key_how_describe md5");
-		(void)key_record_name(&id, "042", buf, sizeof(buf));
-		result(strcmp(buf, "id:42") == 0, "record name id:42");
-		(void)key_record_name(&ns, "k", buf, sizeof(buf));
-		result(strcmp(buf, "namespace 7:k") == 0,
-		    "record name namespace 7:k");
-		(void)key_record_name(&md5, "k", buf, sizeof(buf));
-		result(strcmp(buf, "md5:k") == 0, "record name md5:k");
-		(void)key_record_name(&dflt, "k", buf, sizeof(buf));
-		result(strcmp(buf, "k") == 0, "record name: KEY by default");
-		/* No default KEY takes another lock's name. */
-		(void)key_record_name(&dflt, "id:42", buf, sizeof(buf));
-		result(strcmp(buf, ":id:42") == 0, "record name :id:42");
-		(void)key_record_name(&dflt, "namespace 7:k", buf, sizeof(buf));
-		result(strcmp(buf, ":namespace 7:k") == 0,
-		    "record name :namespace 7:k");
-		(void)key_record_name(&dflt, "md5:k", buf, sizeof(buf));
-		result(strcmp(buf, ":md5:k") == 0, "record name :md5:k");
-		(void)key_record_name(&dflt, ":k", buf, sizeof(buf));
-		result(strcmp(buf, "::k") == 0, "record name ::k");
-		(void)key_record_name(&dflt, "deploy:prod", buf, sizeof(buf));
-		result(strcmp(buf, "deploy:prod") == 0,
-		    "record name deploy:prod as it is");
-		(void)key_record_name(&dflt, "sha256:k", buf, sizeof(buf));
-		result(strcmp(buf, "sha256:k") == 0,
-		    "record name sha256:k as it is: no row's name");
+		/*
+		 * The record's names: the scheme's, the id's; a default KEY
+		 * that reads as one of those (or begins with ':') after a ':'.
+		 */
+		const struct {
+			const struct key_how *how;
+			const char *key, *name;
+		} names[] = {
+			{ &id, "042", "id:42" }, { &ns, "k", "namespace 7:k" },
+			{ &md5, "k", "md5:k" }, { &dflt, "k", "k" },
+			{ &dflt, "id:42", ":id:42" },
+			{ &dflt, "namespace 7:k", ":namespace 7:k" },
+			{ &dflt, "md5:k", ":md5:k" }, { &dflt, ":k", "::k" },
+			{ &dflt, "deploy:prod", "deploy:prod" },
+			{ &dflt, "sha256:k", "sha256:k" },
+		};
+
+		for (j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
+			(void)key_record_name(names[j].how, names[j].key, buf,
+			    sizeof(buf));
+			result(strcmp(buf, names[j].name) == 0, names[j].name);
+		}
 		result(key_record_name(&id, "x", buf, sizeof(buf)) == -1,
 		    "record name: no id, none");
 	}
