@@ -915,8 +915,11 @@ resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 	}
 }
 
-/* A record's name is its table's btree key, which takes about 2.7 kB. */
-#define RECORD_NAME_MAX 2000
+/*
+ * A record's name is its table's btree key, which takes about 2.7 kB of
+ * text that does not compress.
+ */
+#define RECORD_NAME_MAX 2600
 
 char *
 record_key(const struct opts *o, const char *text)
@@ -1009,9 +1012,12 @@ main(int argc, char **argv)
 
 	guard_std_fds();
 	o = defaults;
-	/* Orphaned already (setsid -f), pglock has no script to tell: init
-	   is no script, and a container stops when its init gets TERM. */
-	o.caller = getppid() != 1 ? getppid() : 0;
+	/*
+	 * Orphaned already (setsid -f), pglock has no script to tell: init
+	 * is none, and a container stops when its init gets TERM; nor has
+	 * a PID namespace's init (0: its parent is outside).
+	 */
+	o.caller = getppid() > 1 ? getppid() : 0;
 	start = mono_ms();
 	parse_or_err(argc, argv, &o);
 	scrub_env();
@@ -1023,8 +1029,8 @@ main(int argc, char **argv)
 	/* Before anything runs: a success that cannot be recorded is lost. */
 	if (o.record && (name = record_key(&o, o.key)) != NULL &&
 	    strlen(name) > RECORD_NAME_MAX)
-		usage_err("KEY is %zu bytes: a record of runs takes at most %d",
-		    strlen(o.key), RECORD_NAME_MAX);
+		usage_err("KEY's record name is %zu bytes: a record of runs "
+		    "takes at most %d", strlen(name), RECORD_NAME_MAX);
 	free(name);
 
 	/* Name the key in pg_stat_activity, so a waiter can see the holder. */

@@ -142,11 +142,11 @@ show_waiting(void *arg)
 static const char *
 holder(PGconn *c, const struct key *k, char *buf, size_t len)
 {
-	char app[256];
 	struct lock_row *rows;
 	struct err why;
 	int i, n;
 
+	/* Raw: say() escapes the whole line (a field() would double '\'). */
 	buf[0] = '\0';
 	if ((n = lock_status(c, k, &rows, &why)) == -1)
 		return buf;
@@ -154,12 +154,12 @@ holder(PGconn *c, const struct key *k, char *buf, size_t len)
 		;
 	if (i < n && rows[i].hidden)
 		snprintf(buf, len, "pid %d (%s, user %s; the server hides the "
-		    "rest from this role)", rows[i].pid, field(rows[i].app,
-		    app, sizeof(app)), rows[i].user);
+		    "rest from this role)", rows[i].pid, rows[i].app,
+		    rows[i].user);
 	else if (i < n)
 		snprintf(buf, len, "pid %d (%s, %s, user %s, for %lds)",
-		    rows[i].pid, field(rows[i].app, app, sizeof(app)),
-		    rows[i].client, rows[i].user, rows[i].seconds);
+		    rows[i].pid, rows[i].app, rows[i].client, rows[i].user,
+		    rows[i].seconds);
 	free(rows);
 	return buf;
 }
@@ -508,7 +508,8 @@ watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
 	const struct opts *o = r->o;
 	/* A hold's script must not go on as if it still held the lock. */
 	int told = end != CHILD_FAILED && o->mode == MODE_HOLD &&
-	    getppid() == o->caller && kill(o->caller, o->lost_sig) == 0;
+	    o->caller > 0 && getppid() == o->caller &&
+	    kill(o->caller, o->lost_sig) == 0;
 
 	switch (end) {
 	case CHILD_EXITED:

@@ -743,12 +743,14 @@ conn_check(const char *conninfo, struct err *err)
 		return -1;
 	}
 	/*
-	 * Nor "user:password@host/db": a URI without its scheme, which
-	 * libpq would send, password and all, as a database name.
+	 * Nor "user:password@host/db?...": a URI without its scheme, which
+	 * libpq would send, password and all, as a database name (or quote
+	 * in its reason, with an '=' after it).
 	 */
-	if (!is_conninfo(conninfo) && strchr(conninfo, '@') != NULL &&
-	    strcspn(conninfo, ":/") < strcspn(conninfo, "@") &&
-	    conninfo[strcspn(conninfo, ":/")] == ':') {
+	if (strncmp(conninfo, "postgres://", 11) != 0 &&
+	    strncmp(conninfo, "postgresql://", 13) != 0 &&
+	    conninfo[strcspn(conninfo, ":/=@ \t")] == ':' &&
+	    strchr(conninfo, '@') != NULL) {
 		err_set(err, "user:password@... is a URI only after "
 		    "postgresql:// (libpq would take this one for a database "
 		    "name)");

@@ -177,7 +177,8 @@ while True:
 	for d in 'postgresql://alice:SECRET@[::1/app' 'postgresql://alice:SE%ZZRET@host/app' \
 	    'postgresql://alice@[::1/app?password=SECRET' "host=x password='SECRET" \
 	    'POSTGRESQL://alice:SECRET@host/app' 'Postgres://alice:SECRET@host/app' \
-	    'alice:SECRET@host/app' 'alice:SECRET@host:5432/app' 'alice:@host'; do
+	    'alice:SECRET@host/app' 'alice:SECRET@host:5432/app' 'alice:@host' \
+	    'alice:SECRET@host/app?sslmode=require' 'alice:SECRETc2Vj==@host/app'; do
 		run -64 --separate-stderr pglock -d "$d" k true
 		[ "${#lines[@]}" -eq 0 ]
 		[[ "$stderr" == "pglock: -d: "* ]]
@@ -190,7 +191,7 @@ while True:
 	assert_equal "$stderr" 'pglock: -d: user:password@... is a URI only after postgresql:// (libpq would take this one for a database name) (see pglock --help)'
 	# A database so named is still reached, by name; one with '@' only
 	# after a '/' or with no ':' before it is a name as before.
-	for d in "dbname='a:b@c'" 'a/b:c@d' 'alice@host'; do
+	for d in "dbname='a:b@c'" 'a/b:c@d' 'alice@host' "host=$PGHOST dbname=x password=a:b@c"; do
 		run -69 --separate-stderr pglock -d "$d" k true
 		[[ "$stderr" == *'does not exist'* ]] || { echo "$d: $stderr"; false; }
 	done

@@ -184,6 +184,11 @@ raw_free() {
 	assert_line --index 0 $'key\tC:\\\\jobs'
 	# SQL writes it plainly: no control byte asks for an escape string.
 	assert_line --partial "convert_to('C:\\jobs', 'UTF8')"
+	# A message keeps it: the holder's application name as it is.
+	bg holder pglock 'C:\jobs' sleep 60
+	wait_until 10 held "$(sha_id 'C:\jobs')"
+	run -1 --separate-stderr pglock -n 'C:\jobs' true
+	[[ "$stderr" == 'pglock: C:\jobs: the lock is held by pid '*' (pglock: C:\jobs, '* ]]
 }
 
 # frozen_server CMD...: CMD while the server's backends take 15 s over

@@ -353,14 +353,18 @@ colon"
 		# shellcheck disable=SC2086
 		run -64 --separate-stderr pglock $opt "$long" sh -c 'echo ran'
 		[ -z "$output" ]
-		[ "$stderr" = "pglock: KEY is 3000 bytes: a record of runs takes at most 2000 (see pglock --help)" ]
+		[ "$stderr" = "pglock: KEY's record name is 3000 bytes: a record of runs takes at most 2600 (see pglock --help)" ]
 	done
+	# The name counts, prefix and all.
+	run -64 --separate-stderr pglock --namespace 7 --once "${long:0:2590}" true
+	[ "$stderr" = "pglock: KEY's record name is 2603 bytes: a record of runs takes at most 2600 (see pglock --help)" ]
 	run -0 --separate-stderr pglock "$long" sh -c 'echo ran'
 	assert_output ran
 	run -1 --separate-stderr pglock --status "$long"
-	# 2000 bytes fit, and are recorded.
-	run -0 --separate-stderr pglock --once "${long:0:2000}" sh -c 'echo ran'
+	# 2600 bytes that do not compress fit, and are recorded.
+	fits=$(head -c 2600 /dev/urandom | od -An -tx1 | tr -d ' \n' | head -c 2600)
+	run -0 --separate-stderr pglock --once "$fits" sh -c 'echo ran'
 	assert_output ran
-	run -0 --separate-stderr pglock --once "${long:0:2000}" sh -c 'echo ran'
+	run -0 --separate-stderr pglock --once "$fits" sh -c 'echo ran'
 	assert_output ''
 }
