@@ -357,7 +357,7 @@ colon"
 	done
 	# The name counts, prefix and all.
 	run -64 --separate-stderr pglock --namespace 7 --once "${long:0:2590}" true
-	[ "$stderr" = "pglock: KEY's record name is 2603 bytes: a record of runs takes at most 2600 (see pglock --help)" ]
+	[ "$stderr" = "pglock: KEY's record name is 2602 bytes: a record of runs takes at most 2600 (see pglock --help)" ]
 	run -0 --separate-stderr pglock "$long" sh -c 'echo ran'
 	assert_output ran
 	run -1 --separate-stderr pglock --status "$long"
