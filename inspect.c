@@ -109,6 +109,7 @@ explain(const struct opts *o)
 	struct key k;
 	char id[48], scheme[512], *sql[2], *shown;
 	const char *name = key_how_name(&o->how);
+	size_t len;
 	const char *space;
 	uint32_t classid, objid;
 	int objsubid, i;
@@ -136,11 +137,11 @@ explain(const struct opts *o)
 		}
 		printf("]}\n");
 	} else {
-		if ((shown = malloc(4 * strlen(o->key) + 1)) == NULL)
+		len = 4 * strlen(o->key) + 1;	/* \xHH a byte at most */
+		if ((shown = malloc(len)) == NULL)
 			die_errno(EXIT_OSERR, "malloc");
 		printf("key\t%s\nscheme\t%s\nspace\t%s\nscope\t%s\n",
-		    field(o->key, shown, 4 * strlen(o->key) + 1), scheme, space,
-		    scopes[o->scope]);
+		    field(o->key, shown, len), scheme, space, scopes[o->scope]);
 		free(shown);
 		printf("id\t%s%s\n", id, k.sql == NULL ? "" : " (computed by "
 		    "the server; this value assumes a little-endian server "

@@ -39,6 +39,7 @@
 #include "lib/exits.h"
 #include "lib/key.h"
 #include "lib/lock.h"
+#include "lib/runs.h"
 #include "lib/sig.h"
 #include "inspect.h"
 #include "pglock.h"
@@ -915,12 +916,6 @@ resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
 	}
 }
 
-/*
- * A record's name is its table's btree key, which takes about 2.7 kB of
- * text that does not compress.
- */
-#define RECORD_NAME_MAX 2600
-
 char *
 record_key(const struct opts *o, const char *text)
 {
@@ -934,6 +929,19 @@ record_key(const struct opts *o, const char *text)
 	if (n < 0 || (size_t)n >= len)
 		die(EXIT_SOFTWARE, "no record name for '%s'", text);
 	return name;
+}
+
+/* Before anything runs: a success that could not be recorded is lost. */
+static void
+record_fits_or_err(const struct opts *o)
+{
+	char *name = record_key(o, o->key);
+	size_t n = strlen(name);
+
+	free(name);
+	if (n > RUNS_NAME_MAX)
+		usage_err("KEY's record name is %zu bytes: a record of runs "
+		    "takes at most %d", n, RUNS_NAME_MAX);
 }
 
 /*
@@ -1005,7 +1013,7 @@ main(int argc, char **argv)
 {
 	struct opts o;
 	struct err why;
-	char appname[64], *name = NULL;
+	char appname[64];
 	PGconn *c;
 	long start;
 	int status;
@@ -1026,12 +1034,8 @@ main(int argc, char **argv)
 		return explain(&o);
 	if (o.mode != MODE_STATUS)
 		resolve_key_or_err(&o, o.key, &o.lock.key);
-	/* Before anything runs: a success that cannot be recorded is lost. */
-	if (o.record && (name = record_key(&o, o.key)) != NULL &&
-	    strlen(name) > RECORD_NAME_MAX)
-		usage_err("KEY's record name is %zu bytes: a record of runs "
-		    "takes at most %d", strlen(name), RECORD_NAME_MAX);
-	free(name);
+	if (o.record)
+		record_fits_or_err(&o);
 
 	/* Name the key in pg_stat_activity, so a waiter can see the holder. */
 	snprintf(appname, sizeof(appname), "pglock: %s",

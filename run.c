@@ -506,11 +506,12 @@ static int
 watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
 {
 	const struct opts *o = r->o;
-	/* A hold's script must not go on as if it still held the lock. */
-	int told = end != CHILD_FAILED && o->mode == MODE_HOLD &&
-	    o->caller > 0 && getppid() == o->caller &&
-	    kill(o->caller, o->lost_sig) == 0;
+	int told = 0;
 
+	/* A hold's script must not go on as if it still held the lock. */
+	if (end != CHILD_FAILED && o->mode == MODE_HOLD && o->caller > 0 &&
+	    getppid() == o->caller)
+		told = kill(o->caller, o->lost_sig) == 0;
 	switch (end) {
 	case CHILD_EXITED:
 		break;

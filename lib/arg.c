@@ -13,47 +13,56 @@
 
 #include "arg.h"
 
+/*
+ * "DIGITS[.DIGITS]" (by hand: strtod would take "inf", "nan", hex and
+ * exponents) times unit_ms, into *ms: exact to a billionth of the unit,
+ * then rounded up to a ms, so that 0.0001 is not 0 and 0.0001d is 8640.
+ * 0; -1 if s is no such number; 1 if its whole part passes max.
+ */
+static int
+decimal_ms(const char *s, long long unit_ms, long long max, long long *ms)
+{
+	const char *p = s;
+	long long whole = 0, frac = 0, scale = 100000000;
+	int digits = 0, rest = 0;
+
+	for (; isdigit((unsigned char)*p); p++, digits++) {
+		if (whole > max)
+			return 1;
+		whole = whole * 10 + (*p - '0');
+	}
+	for (p += *p == '.'; isdigit((unsigned char)*p); p++, digits++) {
+		if (scale > 0) {
+			frac += (*p - '0') * scale;
+			scale /= 10;
+		} else if (*p != '0') {
+			rest = 1;
+		}
+	}
+	if (digits == 0 || *p != '\0')
+		return -1;
+	if (whole > max)
+		return 1;
+	*ms = whole * unit_ms + ((frac + rest) * unit_ms + 999999999) /
+	    1000000000;
+	return 0;
+}
+
 int
 arg_duration_ms(const char *s, long *ms, struct err *err)
 {
-	const char *p = s;
-	long whole = 0, frac = 0, scale = 100;
-	int digits = 0;
+	long long v = 0;
 
-	/* Digits by hand: strtod would take "inf", "nan", hex and exponents. */
-	for (; isdigit((unsigned char)*p); p++, digits++) {
-		if (whole > ARG_MAX_MS / 1000)
-			goto range;
-		whole = whole * 10 + (*p - '0');
-	}
-	if (*p == '.') {
-		int below_ms = 0;
-
-		for (p++; isdigit((unsigned char)*p); p++, digits++) {
-			if (scale > 0) {
-				frac += (*p - '0') * scale;
-				scale /= 10;
-			} else if (*p != '0') {
-				below_ms = 1;
-			}
-		}
-		/* A fraction of a millisecond rounds up: 0.0001 must not be 0. */
-		frac += below_ms;
-	}
-	if (digits == 0 || *p != '\0') {
+	switch (decimal_ms(s, 1000, ARG_MAX_MS / 1000, &v)) {
+	case -1:
 		err_set(err, "'%s' is not a number of seconds", s);
 		return -1;
+	case 0:
+		if (v <= ARG_MAX_MS) {
+			*ms = (long)v;
+			return 0;
+		}
 	}
-	if (frac > 999) {
-		whole++;
-		frac = 0;
-	}
-	/* Subtract, not add: whole * 1000 + frac overflows a 32-bit long. */
-	if (whole > ARG_MAX_MS / 1000 || frac > ARG_MAX_MS - whole * 1000)
-		goto range;
-	*ms = whole * 1000 + frac;
-	return 0;
-range:
 	err_set(err, "'%s' seconds is too long (at most %ld)", s,
 	    ARG_MAX_MS / 1000);
 	return -1;
@@ -116,31 +125,6 @@ arg_signal(const char *s, int *sig, struct err *err)
 	return -1;
 }
 
-/*
- * A "DIGITS[.DIGITS]" arg_duration_ms() took, times unit_ms: exact to a
- * billionth of the unit, then rounded up to a ms (0.0001d is 8640 ms).
- */
-static long long
-times_unit(const char *num, long long unit_ms)
-{
-	long long whole = 0, frac = 0, scale = 100000000;
-	const char *p = num;
-	int rest = 0;
-
-	for (; isdigit((unsigned char)*p); p++)
-		whole = whole * 10 + (*p - '0');
-	for (p += *p == '.'; *p != '\0'; p++) {
-		if (scale > 0) {
-			frac += (*p - '0') * scale;
-			scale /= 10;
-		} else if (*p != '0') {
-			rest = 1;
-		}
-	}
-	return whole * unit_ms + ((frac + rest) * unit_ms + 999999999) /
-	    1000000000;
-}
-
 int
 arg_period_ms(const char *s, long long *ms, struct err *err)
 {
@@ -149,17 +133,20 @@ arg_period_ms(const char *s, long long *ms, struct err *err)
 	char num[64];
 	size_t n = strlen(s);
 	const char *u = n > 0 ? strchr(units, s[n - 1]) : NULL;
-	long part = 0;
+	long as_secs = 0;
 
 	/* SECS as -w takes them, or with a unit: 90s, 5m, 1.5h, 1d. */
 	if (u != NULL)
 		n--;
 	snprintf(num, sizeof(num), "%.*s", (int)(n < sizeof(num) ? n : 0), s);
-	if (n >= sizeof(num) || arg_duration_ms(num, &part, err) == -1) {
+	if (n >= sizeof(num) || arg_duration_ms(num, &as_secs, err) == -1) {
 		err_set(err, "'%s' is not a duration (SECS, or a "
 		    "number with s, m, h or d)", s);
 		return -1;
 	}
-	*ms = u != NULL ? times_unit(num, unit_s[u - units] * 1000) : part;
+	/* Checked as SECS; then in its unit, exactly: 0.0025h is 9 s. */
+	*ms = as_secs;
+	if (u != NULL)
+		(void)decimal_ms(num, unit_s[u - units] * 1000, ARG_MAX_MS, ms);
 	return 0;
 }

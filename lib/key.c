@@ -475,23 +475,24 @@ key_how_describe(const struct key_how *how, char *buf, size_t len)
 }
 
 /*
- * Would a default KEY read as another row's record name ("id:42",
- * "hashtext:k", "namespace 7:k"), or as one escaped (":...")?
+ * Would a default KEY read as another row's record name, a row's name
+ * then ':' or ' ' ("id:42", "hashtext:k", "namespace 7:k") before its
+ * first ':', or as one escaped (":...")?
  */
 static int
 reads_as_other(const char *key)
 {
-	size_t n = strcspn(key, ":"), i;
+	size_t n = strcspn(key, ":"), i, m;
 
 	if (key[n] == '\0')
 		return 0;
-	if (n == 0 || strncmp(key, "namespace ", 10) == 0)
-		return 1;
-	for (i = 1; i < NSCHEMES; i++)
-		if (strlen(schemes[i].name) == n &&
-		    strncmp(key, schemes[i].name, n) == 0)
+	for (i = 1; i < NSCHEMES; i++) {
+		m = strlen(schemes[i].name);
+		if (m <= n && strncmp(key, schemes[i].name, m) == 0 &&
+		    (key[m] == ':' || key[m] == ' '))
 			return 1;
-	return 0;
+	}
+	return n == 0;
 }
 
 int

@@ -11,6 +11,12 @@
 
 #include "err.h"
 
+/*
+ * The longest name a record goes by: the table's key, whose btree index
+ * takes about 2.7 kB of text that does not compress.
+ */
+#define RUNS_NAME_MAX 2600
+
 /* A key's record as read, and the server's clock when it was read. */
 struct runs_row {
 	int no_table;		/* the table does not exist (yet) */

@@ -49,7 +49,7 @@ set_flags(int fd)
 int
 sig_init(struct err *err)
 {
-	struct sigaction sa;
+	struct sigaction sa, pipe_was;
 	size_t i;
 
 	if (pipe(wake) == -1 || set_flags(wake[0]) == -1 ||
@@ -79,7 +79,8 @@ sig_init(struct err *err)
 	 * not kill pglock while it holds the lock: write() fails instead,
 	 * stdout's with 71. The command gets the caller's SIGPIPE back.
 	 */
-	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN) {
+	if (sigaction(SIGPIPE, NULL, &pipe_was) == 0 &&
+	    pipe_was.sa_handler != SIG_IGN) {
 		signal(SIGPIPE, SIG_IGN);
 		pipe_ignored = 1;
 	}

@@ -87,7 +87,10 @@ after: 0"
 	cat >"$d/init" <<-'EOF'
 	trap 'got=TERM' TERM
 	exec 7<>"$1/in"
-	( ( sleep 0.5; exec "$PGLOCK" --hold orphan-k <&7 >"$1/out" 2>"$1/err" ) & )
+	# The hold starts once its parent, the middle subshell, is gone.
+	( mid=$BASHPID
+	  ( while kill -0 "$mid" 2>/dev/null; do sleep 0.05; done
+	    exec "$PGLOCK" --hold orphan-k <&7 >"$1/out" 2>"$1/err" ) & )
 	until [ -e "$1/done" ]; do sleep 0.1; done
 	[ -z "${got:-}" ] || exit 3
 	EOF
