@@ -198,13 +198,12 @@ await_exit(pid_t pid, long t)
  * away now, so the group is KILLed.
  */
 static void
-watchdog(int fd, int session, const struct child *ch)
+watchdog(int fd, int session, const struct child *ch, int armed)
 {
 	struct pollfd p;
-	struct arm msg = { -1, -1 };
-	long kill_by = -1, t;
+	struct arm msg = { ch->kill_by, ch->pid };
+	long kill_by = armed ? ch->kill_by : -1, t;
 	ssize_t n;
-	int armed = 0;
 
 	close_others(fd, session);
 	for (;;) {
@@ -349,7 +348,8 @@ fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
 			_exit(0);	/* the group is gone: nothing to guard */
 		sig_ignore(ch->lost_sig);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
-		watchdog(ends[0], ch->session_fd, ch);
+		/* One that joins the command's group is armed from birth. */
+		watchdog(ends[0], ch->session_fd, ch, pgrp != 0);
 	}
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(ends[0]);
@@ -390,8 +390,10 @@ child_fork_watchdog(struct child *ch, struct err *err)
 
 /*
  * The watchdog died while the command runs (the OOM killer, a stray kill):
- * a new one joins the group, armed at once. Without one, the command
- * would outlive a pglock killed by SIGKILL.
+ * a new one joins the group, armed from birth with the lease's end and
+ * the command's pid (no message to wait for, so a SIGKILL on pglock right
+ * after cannot find it unarmed). Without one, the command would outlive
+ * a pglock killed by SIGKILL.
  */
 static void
 replace_watchdog(struct child *ch)
@@ -399,8 +401,7 @@ replace_watchdog(struct child *ch)
 	struct err err;
 
 	child_reap(ch);
-	if (fork_watchdog(ch, ch->pgrp, &err) == 0)
-		(void)arm_watchdog(ch);
+	(void)fork_watchdog(ch, ch->pgrp, &err);
 }
 
 int
