@@ -278,12 +278,7 @@ print_runs(const struct opts *o, PGconn *c, const char *key, int n)
 	return r.has_ok && r.ok_ms >= r.now_ms - (double)o->ok_within_ms;
 }
 
-/*
- * --status [KEY ...]: a header line, then one tab-separated line a lock
- * (--json: one object, its array "locks"), then each KEY's recorded runs.
- * With KEYs, exit 0 only if every one of them is held; with --ok-within,
- * only if KEY succeeded within it.
- */
+/* A header, a line a lock (--json: an object, its array "locks"), runs. */
 int
 show_status(const struct opts *o, PGconn *c)
 {
@@ -327,12 +322,7 @@ show_status(const struct opts *o, PGconn *c)
 	return all_held ? 0 : 1;
 }
 
-/*
- * --break KEY: end every server session that holds KEY, and wait (up to
- * 5 s, on PostgreSQL 14 and later) until each has gone. One line a
- * session ended: pid, user, client, application_name, since. Exit 1 when
- * nobody held KEY, 77 when this role may not end a holder.
- */
+/* One line a session ended: pid, user, client, application_name, since. */
 int
 break_holders(const struct opts *o, PGconn *c)
 {

@@ -21,8 +21,9 @@ int explain(const struct opts *o);
 int show_status(const struct opts *o, PGconn *c);
 
 /*
- * --break KEY: end every session that holds KEY. 0, 1 when nobody held
- * it, 77 when this role may not end a holder, 69 when one did not end.
+ * --break KEY: end every session that holds KEY, and wait until each has
+ * gone (up to 5 s, on PostgreSQL 14 and later). 0, 1 when nobody held it,
+ * 77 when this role may not end a holder, 69 when one did not end.
  */
 int break_holders(const struct opts *o, PGconn *c);
 

@@ -368,12 +368,13 @@ usage_err(const char *fmt, ...)
 	exit(EXIT_USAGE);
 }
 
+/* The long options without a letter; a mode's is OPT_MODE + its mode. */
 enum {
-	OPT_ID = 256, OPT_CHECK, OPT_LOST_SIG, OPT_KILL_AFTER, OPT_COUNTER,
-	OPT_PEEK, OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_STATUS,
-	OPT_EXPLAIN, OPT_SCOPE, OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_HOLD,
-	OPT_BREAK, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS, OPT_ONCE, OPT_ONCE_PER,
-	OPT_RECORD, OPT_FORGET, OPT_RUNS_TABLE, OPT_OK_WITHIN
+	OPT_ID = 256, OPT_CHECK, OPT_LOST_SIG, OPT_KILL_AFTER, OPT_PEEK,
+	OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_SCOPE,
+	OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS,
+	OPT_ONCE, OPT_ONCE_PER, OPT_RECORD, OPT_RUNS_TABLE, OPT_OK_WITHIN,
+	OPT_MODE = 512
 };
 
 static const struct option longopts[] = {
@@ -398,25 +399,25 @@ static const struct option longopts[] = {
 	{ "check-interval", required_argument, NULL, OPT_CHECK },
 	{ "lost-signal", required_argument, NULL, OPT_LOST_SIG },
 	{ "kill-after", required_argument, NULL, OPT_KILL_AFTER },
-	{ "version-counter", no_argument, NULL, OPT_COUNTER },
+	{ "version-counter", no_argument, NULL, OPT_MODE + MODE_COUNTER },
 	{ "peek", no_argument, NULL, OPT_PEEK },
 	{ "counter-table", required_argument, NULL, OPT_TABLE },
 	{ "fence", no_argument, NULL, OPT_FENCE },
 	{ "hash", required_argument, NULL, OPT_HASH },
 	{ "namespace", required_argument, NULL, OPT_NAMESPACE },
-	{ "status", no_argument, NULL, OPT_STATUS },
-	{ "explain", no_argument, NULL, OPT_EXPLAIN },
+	{ "status", no_argument, NULL, OPT_MODE + MODE_STATUS },
+	{ "explain", no_argument, NULL, OPT_MODE + MODE_EXPLAIN },
 	{ "scope", required_argument, NULL, OPT_SCOPE },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
-	{ "hold", no_argument, NULL, OPT_HOLD },
-	{ "break", no_argument, NULL, OPT_BREAK },
+	{ "hold", no_argument, NULL, OPT_MODE + MODE_HOLD },
+	{ "break", no_argument, NULL, OPT_MODE + MODE_BREAK },
 	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "slots", required_argument, NULL, OPT_SLOTS },
 	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "once-per", required_argument, NULL, OPT_ONCE_PER },
 	{ "record", no_argument, NULL, OPT_RECORD },
-	{ "forget", no_argument, NULL, OPT_FORGET },
+	{ "forget", no_argument, NULL, OPT_MODE + MODE_FORGET },
 	{ "runs-table", required_argument, NULL, OPT_RUNS_TABLE },
 	{ "ok-within", required_argument, NULL, OPT_OK_WITHIN },
 	{ NULL, 0, NULL, 0 }
@@ -438,6 +439,15 @@ duration_or_err(const char *opt, const char *s)
 	if (arg_duration_ms(s, &ms, &why) == -1)
 		usage_err("%s: %s", opt, why.msg);
 	return ms;
+}
+
+/* --counter-table, --runs-table: NAME as SQL, into sql. */
+static void
+table_or_err(const char *opt, const char *name, char *sql, size_t len)
+{
+	if (counter_table_sql(name, sql, len) == -1)
+		usage_err("%s: '%s' is not a table name ([schema.]table, as in "
+		    "SQL: \"Quoted\" keeps its case)", opt, printable(name));
 }
 
 /* argv for -c: $SHELL -c STRING, with /bin/sh when SHELL is unset. */
@@ -641,11 +651,8 @@ run_option_or_err(struct opts *o, int c, char *arg)
 		o->record = 1;
 		break;
 	case OPT_RUNS_TABLE:
-		if (counter_table_sql(arg, o->runs_sql, sizeof(o->runs_sql)) ==
-		    -1)
-			usage_err("--runs-table: '%s' is not a table name "
-			    "([schema.]table, as in SQL: \"Quoted\" keeps its "
-			    "case)", printable(arg));
+		table_or_err("--runs-table", arg, o->runs_sql,
+		    sizeof(o->runs_sql));
 		break;
 	default:
 		return 0;
@@ -659,37 +666,20 @@ mode_option_or_err(struct opts *o, int c, char *arg)
 {
 	struct err why;
 
+	if (c >= OPT_MODE) {
+		set_mode(o, (enum mode)(c - OPT_MODE));
+		return 1;
+	}
 	switch (c) {
-	case OPT_COUNTER:
-		set_mode(o, MODE_COUNTER);
-		break;
 	case OPT_PEEK:
 		o->peek = 1;
 		break;
 	case OPT_TABLE:
-		if (counter_table_sql(arg, o->table_sql,
-		    sizeof(o->table_sql)) == -1)
-			usage_err("--counter-table: '%s' is not a table name "
-			    "([schema.]table, as in SQL: \"Quoted\" keeps its "
-			    "case)", printable(arg));
-		break;
-	case OPT_STATUS:
-		set_mode(o, MODE_STATUS);
-		break;
-	case OPT_EXPLAIN:
-		set_mode(o, MODE_EXPLAIN);
-		break;
-	case OPT_HOLD:
-		set_mode(o, MODE_HOLD);
-		break;
-	case OPT_BREAK:
-		set_mode(o, MODE_BREAK);
+		table_or_err("--counter-table", arg, o->table_sql,
+		    sizeof(o->table_sql));
 		break;
 	case OPT_JSON:
 		o->json = 1;
-		break;
-	case OPT_FORGET:
-		set_mode(o, MODE_FORGET);
 		break;
 	case OPT_OK_WITHIN:
 		if (arg_period_ms(arg, &o->ok_within_ms, &why) == -1)
