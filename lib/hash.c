@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * hash: PostgreSQL's hash_bytes family and Java's String.hashCode, which
- * no library we link provides, each written from its algorithm
- * description. Every input word is read little-endian explicitly, so
- * results do not depend on the host's byte order.
+ * hash: every input word is read little-endian explicitly, so results do
+ * not depend on the host's byte order.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -67,20 +65,19 @@ pg_final(uint32_t *a, uint32_t *b, uint32_t *c)
 }
 
 /*
- * The shared body of hash_bytes and hash_bytes_extended; only the extended
- * form folds in a seed, and only a non-zero one, so that seed 0 gives the
- * same low word as hash_bytes.
+ * The shared body of hash_bytes and hash_bytes_extended; only a non-zero
+ * seed is folded in, so that seed 0 gives the same low word as hash_bytes.
  */
 static void
-pg_hash(const unsigned char *k, size_t len, int seeded, uint64_t seed,
-    uint32_t *bout, uint32_t *cout)
+pg_hash(const unsigned char *k, size_t len, uint64_t seed, uint32_t *bout,
+    uint32_t *cout)
 {
 	uint32_t a, b, c;
 	size_t i;
 
 	/* PostgreSQL folds the length in as a uint32, wrapping if need be. */
 	a = b = c = 0x9e3779b9u + (uint32_t)len + 3923095u;
-	if (seeded && seed != 0) {
+	if (seed != 0) {
 		a += (uint32_t)(seed >> 32);
 		b += (uint32_t)seed;
 		pg_mix(&a, &b, &c);
@@ -114,7 +111,7 @@ hash_pg_bytes(const void *buf, size_t len)
 {
 	uint32_t b, c;
 
-	pg_hash(buf, len, 0, 0, &b, &c);
+	pg_hash(buf, len, 0, &b, &c);
 	return c;
 }
 
@@ -123,18 +120,12 @@ hash_pg_bytes_extended(const void *buf, size_t len, uint64_t seed)
 {
 	uint32_t b, c;
 
-	pg_hash(buf, len, 1, seed, &b, &c);
+	pg_hash(buf, len, seed, &b, &c);
 	return (uint64_t)b << 32 | c;
 }
 
-/*
- * Decode one UTF-8 sequence at p[0..len). Returns the code point and sets
- * *used; an ill-formed sequence yields U+FFFD and consumes its maximal
- * ill-formed prefix (at least one byte), the replacement Unicode
- * recommends, so a stray byte never swallows the valid text after it.
- */
-static uint32_t
-utf8_next(const unsigned char *p, size_t len, size_t *used)
+uint32_t
+hash_utf8_next(const unsigned char *p, size_t len, size_t *used)
 {
 	unsigned char lo = 0x80, hi = 0xbf;
 	uint32_t cp;
@@ -165,12 +156,12 @@ utf8_next(const unsigned char *p, size_t len, size_t *used)
 			hi = 0x8f;
 	} else {
 		*used = 1;
-		return 0xfffd;
+		return HASH_UTF8_BAD;
 	}
 	for (j = 1; j <= n; j++) {
 		if (j >= len || p[j] < lo || p[j] > hi) {
 			*used = j;
-			return 0xfffd;
+			return HASH_UTF8_BAD;
 		}
 		cp = cp << 6 | (p[j] & 0x3f);
 		lo = 0x80;
@@ -189,9 +180,11 @@ hash_java_string(const void *buf, size_t len)
 
 	/* Java sums UTF-16 code units: astral characters count twice. */
 	while (len > 0) {
-		cp = utf8_next(p, len, &used);
+		cp = hash_utf8_next(p, len, &used);
 		p += used;
 		len -= used;
+		if (cp == HASH_UTF8_BAD)
+			cp = 0xfffd;	/* Java's replacement character */
 		if (cp >= 0x10000) {
 			cp -= 0x10000;
 			h = 31 * h + (0xd800 + (cp >> 10));

@@ -28,4 +28,15 @@ uint64_t hash_pg_bytes_extended(const void *buf, size_t len, uint64_t seed);
  */
 int32_t hash_java_string(const void *buf, size_t len);
 
+#define HASH_UTF8_BAD 0xffffffffu
+
+/*
+ * The code point of the UTF-8 sequence at p (len > 0 bytes), its length in
+ * *used; HASH_UTF8_BAD if ill-formed, *used then its maximal ill-formed
+ * prefix (at least one byte, as Unicode recommends: a stray byte never
+ * swallows the valid text after it). No overlongs, surrogates, or code
+ * points past U+10FFFF.
+ */
+uint32_t hash_utf8_next(const unsigned char *p, size_t len, size_t *used);
+
 #endif

@@ -624,36 +624,11 @@ key_locktag(const struct key *k, uint32_t *classid, uint32_t *objid,
 int
 key_utf8_ok(const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s, *end = p + len;
-	size_t n, i;
-	uint32_t c;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t used;
 
-	while (p < end) {
-		if (*p < 0x80) {
-			p++;
-			continue;
-		}
-		/* The lead byte says how many continuation bytes follow. */
-		if (*p >= 0xc2 && *p <= 0xdf)
-			n = 1, c = *p & 0x1f;
-		else if (*p >= 0xe0 && *p <= 0xef)
-			n = 2, c = *p & 0x0f;
-		else if (*p >= 0xf0 && *p <= 0xf4)
-			n = 3, c = *p & 0x07;
-		else
+	for (; len > 0; p += used, len -= used)
+		if (hash_utf8_next(p, len, &used) == HASH_UTF8_BAD)
 			return 0;
-		if ((size_t)(end - p) <= n)
-			return 0;
-		for (i = 1; i <= n; i++) {
-			if ((p[i] & 0xc0) != 0x80)
-				return 0;
-			c = c << 6 | (p[i] & 0x3f);
-		}
-		/* No overlong forms, surrogates or code points past U+10FFFF. */
-		if ((n == 2 && c < 0x800) || (n == 3 && c < 0x10000) ||
-		    (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
-			return 0;
-		p += n + 1;
-	}
 	return 1;
 }
