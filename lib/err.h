@@ -14,29 +14,21 @@ struct err {
 	char msg[1024];
 };
 
-/* Set e's reason, printf-style, cut to fit; returns what vsnprintf does. */
-static inline int err_set(struct err *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static inline int
+/* Set e's reason, printf-style, cut to fit. */
+static inline void __attribute__((format(printf, 2, 3)))
 err_set(struct err *e, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
 	/* Only written: cppcheck takes e->msg for a read of *e. */
 	/* cppcheck-suppress ctuuninitvar */
-	n = vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	(void)vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
-	return n;
 }
 
 /* Add to e's reason, printf-style; nothing once it is cut. */
-static inline void err_add(struct err *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static inline void
+static inline void __attribute__((format(printf, 2, 3)))
 err_add(struct err *e, const char *fmt, ...)
 {
 	size_t n = strlen(e->msg);

@@ -127,37 +127,17 @@ hash_pg_bytes_extended(const void *buf, size_t len, uint64_t seed)
 uint32_t
 hash_utf8_next(const unsigned char *p, size_t len, size_t *used)
 {
-	unsigned char lo = 0x80, hi = 0xbf;
-	uint32_t cp;
-	size_t n, j;
+	/* The second byte's range rules out overlongs, surrogates, > U+10FFFF. */
+	unsigned char lo = p[0] == 0xe0 ? 0xa0 : p[0] == 0xf0 ? 0x90 : 0x80;
+	unsigned char hi = p[0] == 0xed ? 0x9f : p[0] == 0xf4 ? 0x8f : 0xbf;
+	size_t n = p[0] >= 0xf0 ? 3 : p[0] >= 0xe0 ? 2 : 1, j;
+	uint32_t cp = p[0] & (0x3fu >> n);
 
-	if (p[0] < 0x80) {
-		*used = 1;
+	*used = 1;
+	if (p[0] < 0x80)
 		return p[0];
-	}
-	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-		n = 1;
-		cp = p[0] & 0x1f;
-	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-		n = 2;
-		cp = p[0] & 0x0f;
-		/* No overlong forms, no surrogates. */
-		if (p[0] == 0xe0)
-			lo = 0xa0;
-		else if (p[0] == 0xed)
-			hi = 0x9f;
-	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-		n = 3;
-		cp = p[0] & 0x07;
-		/* No overlong forms, nothing past U+10FFFF. */
-		if (p[0] == 0xf0)
-			lo = 0x90;
-		else if (p[0] == 0xf4)
-			hi = 0x8f;
-	} else {
-		*used = 1;
+	if (p[0] < 0xc2 || p[0] > 0xf4)
 		return HASH_UTF8_BAD;
-	}
 	for (j = 1; j <= n; j++) {
 		if (j >= len || p[j] < lo || p[j] > hi) {
 			*used = j;

@@ -258,12 +258,10 @@ h_golang_migrate(const char *k, size_t len, struct key *out)
 
 /*
  * Flyway locks 0x466C79776179 ("Flyway") plus the Java hashCode of its
- * history table's quoted name; the database name is not part of it (locks
- * are per database anyway). KEY, the database name as for the other
- * migration presets, is therefore ignored, and the default table
- * "public"."flyway_schema_history" is assumed: a custom schema or table
- * needs --id. Computed rather than hard-coded so the test checks the
- * formula against Flyway's published number.
+ * history table's quoted name, not the database's (locks are per database
+ * anyway): KEY is ignored, and a custom schema or table needs --id.
+ * Computed, not hard-coded, so the test checks the formula against
+ * Flyway's published number.
  */
 static int
 h_flyway(const char *k, size_t len, struct key *out)

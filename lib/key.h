@@ -54,9 +54,8 @@ enum {
 
 /*
  * KEY (len bytes, then a NUL: --id reads it as a string) -> lock id under
- * how, into out. Returns 0, or KEY_BAD
- * or KEY_UNKNOWN with the reason in err; an unknown scheme's reason lists
- * the valid names.
+ * how, into out. Returns 0, or KEY_BAD or KEY_UNKNOWN with the reason in
+ * err; an unknown scheme's reason lists the valid names.
  */
 int key_make(const struct key_how *how, const char *key, size_t len,
     struct key *out, struct err *err);
@@ -85,19 +84,15 @@ int key_record_name(const struct key_how *how, const char *key, char *buf,
     size_t len);
 
 /*
- * The SQL expression, with $1 as the key text, for a scheme the server
- * computes in the lock statement ("hashtext($1)"); NULL for the others and
- * for an unknown scheme.
+ * The SQL expression ($1: the key text) of a scheme the server computes in
+ * the lock statement ("hashtext($1)"); NULL for the others or if unknown.
  */
 const char *key_scheme_sql(const char *scheme);
 
 /* Is scheme the default, sha256, by name or as NULL? 1 or 0. */
 int key_scheme_is_default(const char *scheme);
 
-/*
- * What the scheme matches (library or pattern) and its formula, for any
- * row. NULL for an unknown scheme.
- */
+/* What any row matches (library or pattern), its formula; NULL if unknown. */
 const char *key_scheme_describe(const char *scheme);
 
 /* The i-th --hash scheme's name, for help text, or NULL past the end. */
@@ -116,16 +111,10 @@ void key_format(const struct key *k, char *buf, size_t len);
 void key_locktag(const struct key *k, uint32_t *classid, uint32_t *objid,
     int *objsubid);
 
-/*
- * The lock function's arguments as query parameters (decimal text): one for
- * a bigint, two for a pair. Returns how many were written.
- */
+/* The lock function's arguments as decimal text: how many (1 or 2) written. */
 int key_params(const struct key *k, char vals[2][24]);
 
-/*
- * Is s (len bytes) valid UTF-8, as the text a server-side scheme hashes
- * must be? 1 or 0.
- */
+/* Is s (len bytes) valid UTF-8, as a server-side scheme's text must be? 1/0. */
 int key_utf8_ok(const char *s, size_t len);
 
 #endif

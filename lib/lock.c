@@ -141,10 +141,7 @@ lock_result_pid(PGresult *res, int col, int *pid, struct err *err)
 	return 0;
 }
 
-/*
- * Interpret one check result: 1 held, 0 not held, -1 error. The backend's
- * pid goes to pid when not NULL.
- */
+/* A check's result: 1 held, 0 not, -1 error; the backend's pid unless NULL. */
 static int
 check_result(PGresult *res, int *pid, struct err *err)
 {
@@ -193,12 +190,7 @@ lock_check_read(PGconn *c, int *pid, struct err *err)
 	return held;
 }
 
-/*
- * Through a pooler, PQbackendPID() is the pooler's invention, not the
- * server's pid. Then check again in a transaction of its own: a
- * transaction pooler may hand that one to another server process, which
- * does not hold the lock.
- */
+/* A transaction pooler may run it on another server process, lockless. */
 enum lock_result
 lock_recheck(PGconn *c, const struct lock_req *r, int pid, struct err *err)
 {
@@ -336,16 +328,14 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	int set, unproven;
 
 	*sig = 0;
-	if ((res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg,
-	    err)) == NULL)
-		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
-	if (r->xact && PQresultStatus(res) == PGRES_COMMAND_OK) {
+	res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg, err);
+	if (res != NULL && r->xact && PQresultStatus(res) == PGRES_COMMAND_OK) {
 		/* BEGIN; then the settings */
 		PQclear(res);
-		if ((res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg,
-	    err)) == NULL)
-			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
+		res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg, err);
 	}
+	if (res == NULL)
+		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 	set = PQresultStatus(res) == PGRES_TUPLES_OK;
 	if (!set)		/* the lock's answer is then ABORTED */
 		conn_result_error(res, err);

@@ -65,18 +65,18 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 	/* BEGIN and the settings answer first; the first error is kept. */
 	while ((res = conn_pipe_next(s->c, s->sig, r->waiting, r->waiting_arg,
 	    s->err)) != NULL && steps-- > 0) {
-		if ((PQresultStatus(res) != PGRES_COMMAND_OK &&
-		    PQresultStatus(res) != PGRES_TUPLES_OK) ||
-		    conn_setup_standby(res)) {
-			if (conn_setup_standby(res))
-				err_set(s->err, "%s", lock_standby_said);
-			else
-				conn_result_error(res, s->err);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+		    PQresultStatus(res) != PGRES_TUPLES_OK) {
+			conn_result_error(res, s->err);
+		} else if (conn_setup_standby(res)) {
+			err_set(s->err, "%s", lock_standby_said);
+		} else {
 			PQclear(res);
-			(void)conn_pipe_end(s->c, s->sig, NULL);
-			return NULL;
+			continue;
 		}
 		PQclear(res);
+		(void)conn_pipe_end(s->c, s->sig, NULL);
+		return NULL;
 	}
 	/* A signal that came meanwhile is the caller's to look at. */
 	if (res == NULL || conn_pipe_end(s->c, s->sig, NULL) == -1) {
