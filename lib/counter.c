@@ -189,10 +189,8 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 		}
 		PQclear(res);
 	}
-	if (conn_pipe_end(c, &b->sig, NULL) == -1)
+	if (conn_pipe_end(c, &b->sig, NULL) == -1 || b->sig != 0)
 		return b->sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
-	if (b->sig != 0)
-		return COUNTER_INTERRUPTED;
 	return out;
 }
 

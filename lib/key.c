@@ -388,11 +388,9 @@ key_scheme_is_default(const char *scheme)
 int
 key_hash(const char *key, size_t len, struct key *out, struct err *err)
 {
-	if (h_sha256(key, len, out) == -1) {
-		err_set(err, "sha256 is not available");
-		return -1;
-	}
-	return 0;
+	static const struct key_how sha256 = { NULL, 0 };
+
+	return key_make(&sha256, key, len, out, err) == 0 ? 0 : -1;
 }
 
 int

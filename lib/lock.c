@@ -33,8 +33,7 @@ struct args {
 static void
 key_args(const struct key *k, struct args *a)
 {
-	(void)key_params(k, a->num);
-	a->n = k->space == KEY_BIGINT ? 1 : 2;
+	a->n = key_params(k, a->num);
 	if (k->sql == NULL) {
 		a->params[0] = a->num[0];
 		a->params[1] = a->num[1];
@@ -226,7 +225,11 @@ lock_fn(int xact, int try, int shared)
 	return lock_fns[xact != 0][try != 0][shared != 0];
 }
 
-enum lock_result
+/*
+ * A lock call's answer (the call, the backend's pid, the id as text):
+ * granted (r->key gets the id the server computed), busy, or an error.
+ */
+static enum lock_result
 lock_answer(PGresult *res, struct lock_req *r, int *backend_pid,
     struct err *err)
 {

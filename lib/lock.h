@@ -90,13 +90,6 @@ int lock_release(PGconn *c, const struct lock_req *r, long ms, struct err *err);
 /* The lock function: [pg_try_]advisory[_xact]_lock[_shared], qualified. */
 const char *lock_fn(int xact, int try, int shared);
 
-/*
- * A lock call's answer (the call, the backend's pid, the id as text):
- * granted (r->key gets the id the server computed), busy, or an error.
- */
-enum lock_result lock_answer(PGresult *res, struct lock_req *r,
-    int *backend_pid, struct err *err);
-
 /* Column col of a one-row result as a backend pid: 0, or -1 if not one. */
 int lock_result_pid(PGresult *res, int col, int *pid, struct err *err);
 

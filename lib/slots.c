@@ -123,15 +123,18 @@ slot_answer(PGresult *res, struct lock_req *r, int *pid, struct err *err)
  * unlocked): SLOT_WAITING once in it, SLOT_NONE if -w ran out first.
  */
 static enum slot_state
-join_queue(const struct slotter *s, const char **qparams, int *pid)
+join_queue(const struct slotter *s, const char **qparams)
 {
 	PGresult *res = exchange(s, "SELECT true FROM pg_catalog."
 	    "pg_advisory_lock($1::bigint)", qparams, 1);
-	enum slot_state got = res == NULL ? SLOT_FAILED :
-	    PQresultStatus(res) == PGRES_TUPLES_OK ? SLOT_WAITING :
-	    lock_answer(res, s->r, pid, s->err) == LOCK_BUSY ?
-	    SLOT_NONE : SLOT_FAILED;
+	enum slot_state got = SLOT_FAILED;
 
+	if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK)
+		got = SLOT_WAITING;
+	else if (conn_is_state(res, "55P03"))	/* lock_timeout */
+		got = SLOT_NONE;
+	else if (res != NULL)
+		conn_result_error(res, s->err);
 	PQclear(res);
 	return got;
 }
@@ -220,7 +223,7 @@ slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	    lock_fn(r->xact, 1, 0));
 	/* -n: a free slot now, or none; no queue to wait in. */
 	got = r->wait_ms == 0 ? slot_answer(exchange(&s, sql, params, 1), r,
-	    backend_pid, err) : join_queue(&s, qparams, backend_pid);
+	    backend_pid, err) : join_queue(&s, qparams);
 	queued = got == SLOT_WAITING;
 	/* Only the queue's holder tries the slots: at once, then every 0.1 s. */
 	while (got == SLOT_WAITING && *sig == 0) {
