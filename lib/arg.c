@@ -135,7 +135,6 @@ arg_period_ms(const char *s, long long *ms, struct err *err)
 	const char *u = n > 0 ? strchr(units, s[n - 1]) : NULL;
 	long as_secs = 0;
 
-	/* SECS as -w takes them, or with a unit: 90s, 5m, 1.5h, 1d. */
 	if (u != NULL)
 		n--;
 	snprintf(num, sizeof(num), "%.*s", (int)(n < sizeof(num) ? n : 0), s);

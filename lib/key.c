@@ -138,11 +138,9 @@ h_md5(const char *k, size_t len, struct key *out)
 static int
 h_md5_60(const char *k, size_t len, struct key *out)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-
-	if (digest(EVP_md5(), k, len, md) == -1)
+	if (h_md5(k, len, out) == -1)
 		return -1;
-	set_bigint(out, (int64_t)(be64(md) >> 4));
+	out->id = (int64_t)((uint64_t)out->id >> 4);
 	return 0;
 }
 

@@ -203,7 +203,6 @@ lock_recheck(PGconn *c, const struct lock_req *r, int pid, struct err *err)
 	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
 }
 
-/* A standby's advisory locks exclude nobody on the primary. */
 const char lock_standby_said[] = "the server is a standby (in recovery), "
     "where an advisory lock excludes nobody";
 
