@@ -64,14 +64,10 @@ pg_final(uint32_t *a, uint32_t *b, uint32_t *c)
 	*c -= rotl32(*b, 24);
 }
 
-/*
- * The shared body of hash_bytes and hash_bytes_extended; only a non-zero
- * seed is folded in, so that seed 0 gives the same low word as hash_bytes.
- */
-static void
-pg_hash(const unsigned char *k, size_t len, uint64_t seed, uint32_t *bout,
-    uint32_t *cout)
+uint64_t
+hash_pg_bytes_extended(const void *buf, size_t len, uint64_t seed)
 {
+	const unsigned char *k = buf;
 	uint32_t a, b, c;
 	size_t i;
 
@@ -102,26 +98,14 @@ pg_hash(const unsigned char *k, size_t len, uint64_t seed, uint32_t *bout,
 			c += (uint32_t)k[i] << (8 * (i - 7));
 	}
 	pg_final(&a, &b, &c);
-	*bout = b;
-	*cout = c;
+	return (uint64_t)b << 32 | c;
 }
 
+/* hash_bytes is hash_bytes_extended's low word, where seed 0 adds nothing. */
 uint32_t
 hash_pg_bytes(const void *buf, size_t len)
 {
-	uint32_t b, c;
-
-	pg_hash(buf, len, 0, &b, &c);
-	return c;
-}
-
-uint64_t
-hash_pg_bytes_extended(const void *buf, size_t len, uint64_t seed)
-{
-	uint32_t b, c;
-
-	pg_hash(buf, len, seed, &b, &c);
-	return (uint64_t)b << 32 | c;
+	return (uint32_t)hash_pg_bytes_extended(buf, len, 0);
 }
 
 uint32_t
