@@ -48,12 +48,10 @@ enum lock_result {
 int lock_send(PGconn *c, const struct lock_req *r, struct err *err);
 
 /*
- * Wait for the server's answer to the lock call. LOCK_ACQUIRED means
- * granted, with the check still to be read by lock_verify() (meanwhile
- * the caller may get the command ready). For a server-side scheme, r->key
- * gets the id the server computed. While waiting, a forwarded signal (see
- * sig.h) cancels the wait on the server; *sig tells which. When granted,
- * *backend_pid is the server process that holds the lock.
+ * Wait for the lock call's answer. LOCK_ACQUIRED: granted to server process
+ * *backend_pid, r->key the id the server computed; lock_verify() reads the
+ * check (the caller may get the command ready first). A forwarded signal
+ * (sig.h) cancels the wait on the server; *sig tells which.
  */
 enum lock_result lock_wait(PGconn *c, struct lock_req *r, int *backend_pid,
     int *sig, struct err *err);

@@ -12,10 +12,9 @@
 
 /*
  * Create table q (quoted, as counter_table_sql() writes it) with columns
- * (SQL, in parentheses) if it does not exist, in a transaction of its own
- * in which concurrent first users queue on a lock. Returns 0, or -1 with
- * the reason in err: when the role may not create it, the CREATE TABLE
- * and the GRANT of privs to run.
+ * (SQL, in parentheses) if it does not exist, in a transaction of its own.
+ * Returns 0, or -1 with the reason in err: when the role may not create
+ * it, the CREATE TABLE and the GRANT of privs to run.
  */
 int table_create(PGconn *c, const char *q, const char *columns,
     const char *privs, struct err *err);
