@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * slots: --slots N, one of N locks on a KEY. Waiters queue in arrival
- * order on the queue's own lock; only its holder tries the slots, at once
- * and then every tenth of a second, on the server, so a freed slot goes to
- * the longest waiter. Each try is a pipeline of its own, read by
- * conn_pipe_next(); what is taken is verified as lib/lock verifies a lock.
+ * slots: only the holder of the queue's lock tries the slots, at once and
+ * then every tenth of a second, on the server, so a freed slot goes to the
+ * longest waiter. Each try is a pipeline of its own, read by conn_pipe_next().
  */
 #include <errno.h>
 #include <stdio.h>
@@ -225,7 +223,6 @@ slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	got = r->wait_ms == 0 ? slot_answer(exchange(&s, sql, params, 1), r,
 	    backend_pid, err) : join_queue(&s, qparams);
 	queued = got == SLOT_WAITING;
-	/* Only the queue's holder tries the slots: at once, then every 0.1 s. */
 	while (got == SLOT_WAITING && *sig == 0) {
 		if (rounds++ > 0) {
 			if (nap(&s) == -1) {
