@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * hash: every input word is read little-endian explicitly, so results do
- * not depend on the host's byte order.
+ * hash: PostgreSQL's hash_bytes family and Java's String.hashCode, which no
+ * library we link provides. Input words are read little-endian explicitly,
+ * so results do not depend on the host's byte order.
  */
 #include <stddef.h>
 #include <stdint.h>
