@@ -18,7 +18,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -33,8 +32,8 @@
 
 /*
  * TCP keepalives, on both ends: the first probe after IDLE s of silence
- * (on the server's end, with a lease, derived from it: setup_params), then
- * COUNT probes INTERVAL s apart.
+ * (on the server's end, with a lease, derived from it), then COUNT probes
+ * INTERVAL s apart.
  */
 #define KA_IDLE 5
 #define KA_INTERVAL 2
@@ -71,9 +70,8 @@ on_notice(void *arg, const PGresult *res)
 
 	(void)arg;
 	/* Only errors matter: FATAL arrives here when the backend is killed. */
-	if (msg != NULL && sev != NULL && strcmp(sev, "NOTICE") != 0 &&
-	    strcmp(sev, "WARNING") != 0 && strcmp(sev, "INFO") != 0 &&
-	    strcmp(sev, "LOG") != 0 && strncmp(sev, "DEBUG", 5) != 0) {
+	if (msg != NULL && sev != NULL && (strcmp(sev, "ERROR") == 0 ||
+	    strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0)) {
 		conn_oneline(msg, &server_said);
 		keep_state(res);
 	}
@@ -168,24 +166,29 @@ plain_error(const char *msg, struct err *err)
 	conn_oneline(buf, err);
 }
 
+/* The value of keyword in libpq's options, or NULL. */
+static const char *
+option(const PQconninfoOption *o, const char *keyword)
+{
+	for (; o != NULL && o->keyword != NULL; o++)
+		if (strcmp(o->keyword, keyword) == 0)
+			return o->val;
+	return NULL;
+}
+
 /* libpq's connect_timeout, if the user set one (-d, PGCONNECT_TIMEOUT). */
 static long
 user_timeout_ms(PGconn *c)
 {
-	PQconninfoOption *info = PQconninfo(c), *o;
-	long ms = -1, secs;
-	char *end;
+	PQconninfoOption *info = PQconninfo(c);
+	const char *val = option(info, "connect_timeout");
+	long secs = val != NULL ? strtol(val, NULL, 10) : 0;
 
-	for (o = info; o != NULL && o->keyword != NULL; o++) {
-		if (strcmp(o->keyword, "connect_timeout") != 0 || o->val == NULL)
-			continue;
-		/* As libpq reads it: whole seconds, 2 at least, 0 none. */
-		secs = strtol(o->val, &end, 10);
-		if (end != o->val && secs > 0 && secs < 1000000)
-			ms = (secs < 2 ? 2 : secs) * 1000;
-	}
 	PQconninfoFree(info);
-	return ms;
+	/* As libpq reads it: whole seconds, 2 at least, 0 none. */
+	if (secs <= 0 || secs >= 1000000)
+		return -1;
+	return (secs < 2 ? 2 : secs) * 1000;
 }
 
 /*
@@ -217,9 +220,8 @@ connect_once(const char *const *keys, const char *const *vals,
 		limit = until_ms;
 	while (PQstatus(c) != CONNECTION_BAD && st != PGRES_POLLING_OK &&
 	    st != PGRES_POLLING_FAILED) {
-		p.fd = PQsocket(c);
-		p.events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
-		p.revents = 0;
+		p = (struct pollfd){ .fd = PQsocket(c), .events =
+		    st == PGRES_POLLING_READING ? POLLIN : POLLOUT };
 		now = mono_ms();
 		if (limit >= 0 && now >= limit) {
 			err_set(err, "server %s port %s did not answer "
@@ -336,8 +338,7 @@ conn_open(const struct conn_opts *o, struct err *err)
  */
 static const struct setting {
 	const char *name;
-	const char *value;	/* SQL: $1 lock timeout, $2 lease, $3 TCP's,
-				   $4 keepalives' idle part */
+	const char *value;	/* SQL: $1 to $4 are conn_send_setup()'s */
 	int since;		/* server version that has it */
 	int forced;
 	int tcp;		/* meaningful on TCP connections only */
@@ -354,39 +355,69 @@ static const struct setting {
 	{ "tcp_user_timeout", "$3::text", 120000, 1, 1 },
 };
 
-/* Did the user set NAME in the connection's startup options? */
-static int
-user_set(PQconninfoOption *info, const char *name)
+int
+conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
+    struct err *err)
 {
-	PQconninfoOption *o;
-
-	for (o = info; o != NULL && o->keyword != NULL; o++)
-		if (strcmp(o->keyword, "options") == 0 && o->val != NULL)
-			return strstr(o->val, name) != NULL;
-	return 0;
-}
-
-/* pglock's end of the connection, in ss: 0, or -1 (errno set). */
-static int
-local_end(PGconn *c, struct sockaddr_storage *ss, socklen_t *len)
-{
-	memset(ss, 0, sizeof(*ss));
-	*len = sizeof(*ss);
-	return getsockname(PQsocket(c), (struct sockaddr *)ss, len);
-}
-
-/*
- * The settings' parameters: $1 lock_timeout (-w, ms), $2 the lease S
- * (ms), $3 tcp_user_timeout (S, or without a lease the bound libpq has on
- * pglock's end), $4 the keepalives' idle part (s): they give up after it
- * and their probes, no sooner than S where the server has no
- * tcp_user_timeout.
- */
-static void
-setup_params(char val[4][32], long wait_ms, long lease_ms)
-{
+	char sql[2048], val[4][32];
+	const char *params[8] = { val[0], val[1], val[2], val[3] };
+	const Oid text[8] = { 25, 25, 25, 25, 25, 25, 25, 25 };	/* TEXTOID */
+	const char *local = scope == CONN_XACT ? "true" : "false";
+	PQconninfoOption *info;
+	const char *opts;
+	struct conn_ends e;
+	size_t i, n;
+	int tcp = conn_ends(c, 5, &e) == 0;
 	long idle;
 
+	/*
+	 * Under prove, SET LOCAL unless the server proves the connection
+	 * direct. A pooler on the server's Unix socket makes the proof NULL,
+	 * which set_config() would take for false.
+	 */
+	if (scope == CONN_PROVE) {
+		if (!tcp) {
+			err_set(err, "no TCP connection to prove direct");
+			return -1;
+		}
+		memcpy(params + 4, e.params, sizeof(e.params));
+		local = "p.direct IS NOT TRUE";
+	}
+	/*
+	 * First, in the same transaction as the lock: is this a standby?
+	 * Through a pooler, the answer at connection may have come from
+	 * another server.
+	 */
+	n = (size_t)snprintf(sql, sizeof(sql),
+	    "SELECT pg_catalog.pg_is_in_recovery()");
+	info = PQconninfo(c);
+	opts = option(info, "options");
+	for (i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+		const struct setting *s = &settings[i];
+
+		if (PQserverVersion(c) < s->since || (s->tcp && !tcp) ||
+		    (!s->forced && opts != NULL &&
+		    strstr(opts, s->name) != NULL))
+			continue;
+		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
+		    ", pg_catalog.set_config('%s', %s, %s)", s->name, s->value,
+		    local);
+	}
+	PQconninfoFree(info);
+	if (scope == CONN_PROVE) {
+		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
+		    ", p.direct FROM (SELECT %s AS direct) p", e.proof);
+	}
+	if (n >= sizeof(sql)) {
+		err_set(err, "the set-up statement is too long");
+		return -1;
+	}
+	/*
+	 * $1 lock_timeout (-w, ms), $2 the lease S (ms), $3 tcp_user_timeout
+	 * (S, or without a lease the bound libpq has on pglock's end), $4 the
+	 * keepalives' idle part (s): they give up after it and their probes,
+	 * no sooner than S where the server has no tcp_user_timeout.
+	 */
 	snprintf(val[0], sizeof(val[0]), "%ld", wait_ms > 0 ? wait_ms : 0);
 	snprintf(val[1], sizeof(val[1]), "%ld", lease_ms);
 	if (lease_ms > 0) {
@@ -400,68 +431,6 @@ setup_params(char val[4][32], long wait_ms, long lease_ms)
 		snprintf(val[2], sizeof(val[2]), "%s", TCP_USER_TIMEOUT);
 		snprintf(val[3], sizeof(val[3]), "%d", KA_IDLE);
 	}
-}
-
-int
-conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
-    struct err *err)
-{
-	char sql[2048], local[32], val[4][32];
-	const char *params[8] = { val[0], val[1], val[2], val[3] };
-	const Oid text[8] = { 25, 25, 25, 25, 25, 25, 25, 25 };	/* TEXTOID */
-	PQconninfoOption *info;
-	struct conn_ends e;
-	size_t i, n;
-	int tcp = conn_ends(c, &e) == 0;
-	int version = PQserverVersion(c);
-
-	/*
-	 * Settings are the open transaction's only (SET LOCAL) under xact,
-	 * and under prove unless the server proves the connection direct:
-	 * nothing leaks into a pooler's server connection. (A pooler on the
-	 * server's Unix socket makes the proof NULL, which set_config()
-	 * would take for false.)
-	 */
-	snprintf(local, sizeof(local), scope == CONN_XACT ? "true" : "false");
-	if (scope == CONN_PROVE) {
-		if (!tcp) {
-			err_set(err, "no TCP connection to prove direct");
-			return -1;
-		}
-		memcpy(params + 4, e.params, sizeof(e.params));
-		snprintf(local, sizeof(local), "p.direct IS NOT TRUE");
-	}
-	info = PQconninfo(c);
-	/*
-	 * First, in the same transaction as the lock: is this a standby?
-	 * Through a pooler, the answer at connection may have come from
-	 * another server.
-	 */
-	n = (size_t)snprintf(sql, sizeof(sql),
-	    "SELECT pg_catalog.pg_is_in_recovery()");
-	for (i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
-		const struct setting *s = &settings[i];
-
-		if (version < s->since || (s->tcp && !tcp) ||
-		    (!s->forced && user_set(info, s->name)))
-			continue;
-		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
-		    ", pg_catalog.set_config('%s', %s, %s)", s->name, s->value,
-		    local);
-	}
-	if (scope == CONN_PROVE) {
-		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
-		    ", p.direct FROM (SELECT ");
-		conn_proof_sql(5, sql + n, sizeof(sql) - n);
-		n = strlen(sql);
-		n += (size_t)snprintf(sql + n, sizeof(sql) - n, " AS direct) p");
-	}
-	PQconninfoFree(info);
-	if (n >= sizeof(sql)) {
-		err_set(err, "the set-up statement is too long");
-		return -1;
-	}
-	setup_params(val, wait_ms, lease_ms);
 	if ((scope == CONN_XACT && !PQsendQueryParams(c, "BEGIN ISOLATION "
 	    "LEVEL READ COMMITTED", 0, NULL, NULL, NULL, NULL, 0)) ||
 	    !PQsendQueryParams(c, sql, scope == CONN_PROVE ? 8 : 4, text,
@@ -484,26 +453,6 @@ conn_setup_standby(const PGresult *res)
 {
 	return PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
 	    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-}
-
-enum conn_ready
-conn_await(PGconn *c, long by)
-{
-	struct pollfd p;
-	long t;
-
-	while (PQisBusy(c)) {
-		if ((t = mono_ms()) >= by)
-			return CONN_LATE;
-		p.fd = PQsocket(c);
-		p.events = POLLIN;
-		p.revents = 0;
-		if (poll(&p, 1, (int)(by - t)) == -1 && errno != EINTR)
-			return CONN_BROKEN;
-		if (p.revents != 0 && !PQconsumeInput(c))
-			return CONN_BROKEN;
-	}
-	return CONN_READY;
 }
 
 PGresult *
@@ -582,7 +531,6 @@ conn_end(PGconn *c, int commit, long ms, struct err *err)
 int
 conn_cut(PGconn *c)
 {
-	/* 57P01-57P03: shut down, crashed, or ended by an administrator. */
 	return PQstatus(c) == CONNECTION_BAD && (last_state[0] == '\0' ||
 	    strncmp(last_state, "57P0", 4) == 0);
 }
@@ -609,16 +557,17 @@ enum conn_event {
 	EV_SIGNAL,		/* a signal to forward came (in *sig) */
 	EV_BROKEN,		/* the connection failed */
 	EV_TICK,		/* tick_ms passed */
-	EV_DEADLINE		/* conn_deadline()'s time came */
+	EV_DEADLINE		/* by came */
 };
 
 /*
- * Wait until a result can be read without blocking, or something else
- * comes first. Once cancelled (a cancel was sent) signals are not
+ * Wait, until by (mono_ms(); -1: never), until a result can be read
+ * without blocking, or something else comes first. With sig NULL signals
+ * are not watched; once cancelled (a cancel was sent) they are not
  * returned, and the answer is waited for 5 s at most.
  */
 static enum conn_event
-conn_wait(PGconn *c, int cancelled, int tick_ms, int *sig)
+conn_wait(PGconn *c, long by, int cancelled, int tick_ms, int *sig)
 {
 	struct pollfd p[2];
 	double give_up = mono_seconds() + 5;
@@ -626,19 +575,16 @@ conn_wait(PGconn *c, int cancelled, int tick_ms, int *sig)
 	int n, ms;
 
 	while (PQisBusy(c)) {
-		p[0].fd = PQsocket(c);
-		p[0].events = POLLIN;
-		p[0].revents = 0;
-		p[1].fd = sig_fd();
-		p[1].events = POLLIN;
-		p[1].revents = 0;
+		p[0] = (struct pollfd){ .fd = PQsocket(c), .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = sig != NULL ? sig_fd() : -1,
+		    .events = POLLIN };
 		/* After a cancel the server answers at once, or never. */
 		ms = cancelled ? 1000 : tick_ms;
 		t = mono_ms();
-		if (wait_by >= 0 && t >= wait_by)
+		if (by >= 0 && t >= by)
 			return EV_DEADLINE;
-		if (wait_by >= 0 && (ms < 0 || wait_by - t < ms))
-			ms = (int)(wait_by - t);
+		if (by >= 0 && (ms < 0 || by - t < ms))
+			ms = (int)(by - t);
 		n = poll(p, 2, ms);
 		if (n == -1 && errno != EINTR)
 			return EV_BROKEN;
@@ -656,6 +602,16 @@ conn_wait(PGconn *c, int cancelled, int tick_ms, int *sig)
 			return EV_BROKEN;
 	}
 	return EV_READY;
+}
+
+enum conn_ready
+conn_await(PGconn *c, long by)
+{
+	enum conn_event ev = conn_wait(c, by, 0, -1, NULL);
+
+	if (ev == EV_READY)
+		return CONN_READY;
+	return ev == EV_DEADLINE ? CONN_LATE : CONN_BROKEN;
 }
 
 /* Cancel the running query: a lock waiter leaves the queue. */
@@ -797,8 +753,9 @@ conn_check(const char *conninfo, struct err *err)
 void
 conn_hide_password(char *conninfo)
 {
-	PQconninfoOption *opts, *o;
-	int secret = 0;
+	PQconninfoOption *opts;
+	const char *pw;
+	int secret;
 
 	/*
 	 * libpq's own parser says whether there is a password, in whatever
@@ -809,10 +766,8 @@ conn_hide_password(char *conninfo)
 	if (!is_conninfo(conninfo) ||
 	    (opts = PQconninfoParse(conninfo, NULL)) == NULL)
 		return;
-	for (o = opts; o->keyword != NULL; o++)
-		if (strcmp(o->keyword, "password") == 0 && o->val != NULL &&
-		    *o->val != '\0')
-			secret = 1;
+	pw = option(opts, "password");
+	secret = pw != NULL && *pw != '\0';
 	PQconninfoFree(opts);
 	if (secret)
 		memset(conninfo, 'x', strlen(conninfo));
@@ -832,7 +787,8 @@ conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
 
 	*failed = 0;
 	for (;;) {
-		switch (conn_wait(c, *sig != 0, tick != NULL ? 1000 : -1, &s)) {
+		switch (conn_wait(c, wait_by, *sig != 0,
+		    tick != NULL ? 1000 : -1, &s)) {
 		case EV_READY:
 			return PQgetResult(c);
 		case EV_TICK:	/* only with a tick */
@@ -967,17 +923,15 @@ unix_direct(PGconn *c)
 }
 
 int
-conn_ends(PGconn *c, struct conn_ends *e)
+conn_ends(PGconn *c, int first, struct conn_ends *e)
 {
 	struct sockaddr_storage ss[2];
-	socklen_t len[2];
-	int i;
+	socklen_t len[2] = { sizeof(ss[0]), sizeof(ss[1]) };
+	int fd = PQsocket(c), i;
 
-	if (local_end(c, &ss[0], &len[0]) == -1 || ss[0].ss_family == AF_UNIX)
-		return -1;
-	memset(&ss[1], 0, sizeof(ss[1]));
-	len[1] = sizeof(ss[1]);
-	if (getpeername(PQsocket(c), (struct sockaddr *)&ss[1], &len[1]) == -1)
+	if (getsockname(fd, (struct sockaddr *)&ss[0], &len[0]) == -1 ||
+	    ss[0].ss_family == AF_UNIX ||
+	    getpeername(fd, (struct sockaddr *)&ss[1], &len[1]) == -1)
 		return -1;
 	for (i = 0; i < 2; i++) {
 		if (getnameinfo((struct sockaddr *)&ss[i], len[i], e->addr[i],
@@ -991,61 +945,47 @@ conn_ends(PGconn *c, struct conn_ends *e)
 	e->params[1] = e->port[0];
 	e->params[2] = e->addr[1];
 	e->params[3] = e->port[1];
-	return 0;
-}
-
-/*
- * Both ends, as the backend sees them: one end alone could be a pooler's
- * connection that happens to have the same local port towards another
- * destination.
- */
-void
-conn_proof_sql(int first, char *sql, size_t len)
-{
-	snprintf(sql, len, "(pg_catalog.inet_client_addr() = $%d::inet AND"
-	    " pg_catalog.inet_client_port() = $%d::int AND"
+	/*
+	 * Both ends, as the backend sees them: one end alone could be a
+	 * pooler's connection that happens to have the same local port
+	 * towards another destination.
+	 */
+	snprintf(e->proof, sizeof(e->proof), "(pg_catalog.inet_client_addr() ="
+	    " $%d::inet AND pg_catalog.inet_client_port() = $%d::int AND"
 	    " pg_catalog.inet_server_addr() = $%d::inet AND"
 	    " pg_catalog.inet_server_port() = $%d::int)", first, first + 1,
 	    first + 2, first + 3);
-}
-
-/* Over TCP, in a round trip of its own. */
-static int
-tcp_direct(PGconn *c)
-{
-	struct conn_ends e;
-	const char *params[5];
-	char proof[256], sql[512];
-	struct err why;
-	PGresult *res;
-	int rc;
-
-	if (conn_ends(c, &e) == -1)
-		return 0;
-	memcpy(params, e.params, sizeof(e.params));
-	params[4] = NULL;
-	conn_proof_sql(1, proof, sizeof(proof));
-	snprintf(sql, sizeof(sql), "SELECT %s", proof);
-	res = conn_exec(c, sql, params, CONN_ANSWER_MS, &why);
-	rc = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
-	    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-	PQclear(res);
-	return rc;
+	return 0;
 }
 
 enum conn_path
 conn_direct(PGconn *c, int ask)
 {
-	struct conn_ends e;
 	struct sockaddr_storage ss;
-	socklen_t len;
+	socklen_t len = sizeof(ss);
+	struct conn_ends e;
+	const char *params[5];
+	char sql[512];
+	struct err why;
+	PGresult *res;
+	int direct;
 
-	if (local_end(c, &ss, &len) == -1)
+	if (getsockname(PQsocket(c), (struct sockaddr *)&ss, &len) == -1)
 		return CONN_UNPROVEN;
 	if (ss.ss_family == AF_UNIX)
 		return unix_direct(c) ? CONN_DIRECT_LOCAL : CONN_UNPROVEN;
 	/* TCP whose ends can be named, for the proof in the lock's pipeline. */
+	if (conn_ends(c, 1, &e) == -1)
+		return CONN_UNPROVEN;
 	if (!ask)
-		return conn_ends(c, &e) == 0 ? CONN_TCP : CONN_UNPROVEN;
-	return tcp_direct(c) ? CONN_DIRECT_TCP : CONN_UNPROVEN;
+		return CONN_TCP;
+	/* Asked: in a round trip of its own. */
+	memcpy(params, e.params, sizeof(e.params));
+	params[4] = NULL;
+	snprintf(sql, sizeof(sql), "SELECT %s", e.proof);
+	res = conn_exec(c, sql, params, CONN_ANSWER_MS, &why);
+	direct = PQresultStatus(res) == PGRES_TUPLES_OK &&
+	    PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	return direct ? CONN_DIRECT_TCP : CONN_UNPROVEN;
 }

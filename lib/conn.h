@@ -36,7 +36,7 @@ enum conn_scope {
 	CONN_SESSION,		/* the session's */
 	CONN_XACT,		/* an open transaction's (BEGIN first) */
 	CONN_PROVE		/* the session's if the server proves the TCP
-				   connection direct (conn_proof_sql()), else
+				   connection direct (conn_ends()), else
 				   the implicit transaction's, up to the sync */
 };
 
@@ -114,7 +114,7 @@ int conn_standby(PGconn *c, struct err *err);
 
 enum conn_path {
 	CONN_UNPROVEN,		/* maybe a pooler: anything not proven */
-	CONN_TCP,		/* TCP, not asked: conn_proof_sql() asks */
+	CONN_TCP,		/* TCP, not asked: conn_ends()'s proof asks */
 	CONN_DIRECT_TCP,	/* the backend sees pglock's address and port */
 	CONN_DIRECT_LOCAL	/* the backend is the socket listener's child */
 };
@@ -125,26 +125,25 @@ enum conn_path {
  * own address and port; over a Unix socket (Linux, no round trip) the
  * backend pid libpq was given is a child of the process listening on the
  * socket. Without ask, TCP is CONN_TCP: the caller asks in a query of its
- * own, with conn_proof_sql() (CONN_UNPROVEN if conn_ends() cannot name
- * both ends for it).
+ * own, with conn_ends()'s proof (CONN_UNPROVEN if it cannot name both
+ * ends).
  */
 enum conn_path conn_direct(PGconn *c, int ask);
 
-/* Both ends of a TCP connection, as numeric text. */
+/*
+ * Both ends of a TCP connection, as numeric text, and an SQL condition
+ * (proof) true when the backend sees them as pglock does: params, as
+ * $first to $first + 3.
+ */
 struct conn_ends {
 	char addr[2][64];	/* pglock's, the server's (as pglock sees it) */
 	char port[2][16];
 	const char *params[4];	/* addr[0], port[0], addr[1], port[1] */
+	char proof[256];
 };
 
 /* Fill e with c's two ends: 0, or -1 when c is not TCP or they are unknown. */
-int conn_ends(PGconn *c, struct conn_ends *e);
-
-/*
- * An SQL condition, true when the backend sees the connection's two ends
- * as pglock does: conn_ends()'s params, as $first to $first + 3.
- */
-void conn_proof_sql(int first, char *sql, size_t len);
+int conn_ends(PGconn *c, int first, struct conn_ends *e);
 
 /*
  * Was c's session ended by the server, not refused: a shutdown, a crash,

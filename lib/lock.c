@@ -262,7 +262,8 @@ lock_answer(PGresult *res, struct lock_req *r, int *backend_pid,
 int
 lock_send(PGconn *c, const struct lock_req *r, struct err *err)
 {
-	char sql[1024], proof[256] = "";
+	char sql[1024];
+	const char *proof = "";
 	const char *params[6];
 	struct conn_ends e;
 	struct args a;
@@ -276,12 +277,12 @@ lock_send(PGconn *c, const struct lock_req *r, struct err *err)
 	 * for a transaction's), and the proof as a fourth column.
 	 */
 	if (r->prove) {
-		if (conn_ends(c, &e) == -1) {
+		if (conn_ends(c, a.n + 1, &e) == -1) {
 			err_set(err, "no TCP connection to prove direct");
 			return -1;
 		}
 		memcpy(params + a.n, e.params, sizeof(e.params));
-		conn_proof_sql(a.n + 1, proof, sizeof(proof));
+		proof = e.proof;
 		n = snprintf(sql, sizeof(sql), "SELECT CASE WHEN %s THEN ",
 		    proof);
 	} else {
