@@ -49,10 +49,9 @@ enum conn_scope {
  * lease_ms (0: off) and the server's tcp_user_timeout to lease_ms (10 s
  * without one), and dead-peer detection unless the user set it (its
  * keepalives give up no sooner than lease_ms, where the server has no
- * tcp_user_timeout). Settings
- * that are not the session's are SET LOCAL, so nothing leaks into a
- * pooler's server connection. Settings the server does not have are
- * skipped, so old servers work. Returns 0 or -1.
+ * tcp_user_timeout). Settings that are not the session's are SET LOCAL, so
+ * nothing leaks into a pooler's server connection. Settings the server
+ * does not have are skipped, so old servers work. Returns 0 or -1.
  */
 int conn_send_setup(PGconn *c, long wait_ms, long lease_ms,
     enum conn_scope scope, struct err *err);
@@ -124,9 +123,8 @@ enum conn_path {
  * between? Over TCP (with ask, one round trip) the backend sees pglock's
  * own address and port; over a Unix socket (Linux, no round trip) the
  * backend pid libpq was given is a child of the process listening on the
- * socket. Without ask, TCP is CONN_TCP: the caller asks in a query of its
- * own, with conn_ends()'s proof (CONN_UNPROVEN if it cannot name both
- * ends).
+ * socket. Without ask, TCP is CONN_TCP (CONN_UNPROVEN if conn_ends()
+ * fails): the caller asks, with its proof, in a query of its own.
  */
 enum conn_path conn_direct(PGconn *c, int ask);
 
