@@ -592,7 +592,7 @@ conn_wait(PGconn *c, long by, int cancelled, int tick_ms, int *sig)
 			return EV_BROKEN;
 		if (n == 0 && !cancelled && tick_ms >= 0)
 			return EV_TICK;
-		if (p[1].revents & POLLIN) {
+		if (sig != NULL && (p[1].revents & POLLIN)) {
 			while ((*sig = sig_take()) != 0)
 				if (!cancelled && sig_forwarded(*sig))
 					return EV_SIGNAL;
@@ -929,6 +929,7 @@ conn_ends(PGconn *c, int first, struct conn_ends *e)
 	socklen_t len[2] = { sizeof(ss[0]), sizeof(ss[1]) };
 	int fd = PQsocket(c), i;
 
+	memset(ss, 0, sizeof(ss));
 	if (getsockname(fd, (struct sockaddr *)&ss[0], &len[0]) == -1 ||
 	    ss[0].ss_family == AF_UNIX ||
 	    getpeername(fd, (struct sockaddr *)&ss[1], &len[1]) == -1)
@@ -970,6 +971,7 @@ conn_direct(PGconn *c, int ask)
 	PGresult *res;
 	int direct;
 
+	memset(&ss, 0, sizeof(ss));
 	if (getsockname(PQsocket(c), (struct sockaddr *)&ss, &len) == -1)
 		return CONN_UNPROVEN;
 	if (ss.ss_family == AF_UNIX)
