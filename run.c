@@ -52,20 +52,13 @@ step_exit(const struct opts *o, int status)
 	return status == NOT_GOT ? o->conflict_exit : status;
 }
 
-/* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
-struct waiting {
-	const char *label;
-	double start;
-	int shown;		/* end the line with a newline */
-};
-
 struct run {
 	const struct opts *o;
 	PGconn *c;
 	struct lock_req lk;	/* asked for; then what was granted */
 	struct child ch;	/* the watchdog, and the command (pid -1: none
 				   yet; unused under -F) */
-	struct waiting w;
+	int shown;		/* -v's live "waiting Ns" line: end it */
 	int backend_pid;	/* the server process holding the lock */
 	double t0;		/* mono_seconds() when the wait began */
 	long since;		/* mono_ms() the lease runs from */
@@ -126,13 +119,14 @@ choose_scope(struct run *r)
 	r->lk.local = path == CONN_DIRECT_LOCAL;
 }
 
+/* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
 static void
 show_waiting(void *arg)
 {
-	struct waiting *w = arg;
+	struct run *r = arg;
 
-	live_line("%s: waiting %.0fs", w->label, mono_seconds() - w->start);
-	w->shown = 1;
+	live_line("%s: waiting %.0fs", r->o->label, mono_seconds() - r->t0);
+	r->shown = 1;
 }
 
 /*
@@ -164,16 +158,6 @@ holder(PGconn *c, const struct key *k, char *buf, size_t len)
 	return buf;
 }
 
-/* -v: say who holds the lock before waiting for it; nothing if nobody. */
-static void
-report_holder(const struct run *r)
-{
-	char who[512];
-
-	if (*holder(r->c, &r->lk.key, who, sizeof(who)) != '\0')
-		say("%s: held by %s; waiting", r->o->label, who);
-}
-
 /* -n or -w did not get the lock: say so, and by whom it is held. */
 static void
 report_busy(const struct run *r)
@@ -203,12 +187,13 @@ report_busy(const struct run *r)
 }
 
 /*
- * The session failed before anything ran (why): was it cut by the server
- * (a restart), and is there time to connect again, within
- * --connect-timeout and -w? Then say so under -v: the caller tries again.
+ * The session failed before anything ran (why): if it was cut by the
+ * server (a restart), and there is time to connect again, within
+ * --connect-timeout and -w, say so under -v and return RUN_AGAIN (as a
+ * refused connection, it is tried again); else die.
  */
 static int
-may_run_again(const struct run *r, const char *why)
+again_or_err(const struct run *r, const char *why)
 {
 	const struct opts *o = r->o;
 
@@ -217,17 +202,13 @@ may_run_again(const struct run *r, const char *why)
 		(void)PQisBusy(r->c);
 	if (!conn_cut(r->c) || mono_ms() >= o->retry_until ||
 	    (o->conn.deadline_ms >= 0 && mono_ms() >= o->conn.deadline_ms))
-		return 0;
+		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	if (o->verbose)
 		say("%s: %s; connecting again", o->label, why);
-	return 1;
+	return RUN_AGAIN;
 }
 
-/*
- * Fork the watchdog: if pglock dies, it stops the command (and tells a
- * hold's script), holding the session c until the command is gone; if
- * pglock stops renewing the lease, it KILLs it.
- */
+/* Fork the watchdog (lib/child.h), guarding the session c. */
 static void
 fork_watchdog_or_err(const struct opts *o, PGconn *c, struct child *ch)
 {
@@ -293,11 +274,8 @@ acquire_or_err(struct run *r)
 	 * at its gate until the check has passed (not under --fence: its
 	 * environment is not complete until then). --slots waits its own way.
 	 */
-	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, &why) == -1) {
-		if (may_run_again(r, why.msg))
-			return RUN_AGAIN;
-		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
-	}
+	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, &why) == -1)
+		return again_or_err(r, why.msg);
 	if (!o->no_fork)
 		fork_watchdog_or_err(o, r->c, &r->ch);
 	got = r->lk.slots > 0 ?
@@ -316,7 +294,7 @@ acquire_or_err(struct run *r)
 		child_abort(&r->ch);
 	/* -w's bound was for the wait: what follows has its own. */
 	conn_deadline(-1, 0);
-	if (r->w.shown)
+	if (r->shown)
 		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
 	switch (got) {
 	case LOCK_ACQUIRED:
@@ -334,16 +312,9 @@ acquire_or_err(struct run *r)
 		    "not real, or --scope session through a pooler): use "
 		    "--scope auto or transaction", o->label);
 	case LOCK_ERROR:
-		/*
-		 * The session was cut (a restart) before anything ran: as a
-		 * refused connection, it is tried again, within
-		 * --connect-timeout and -w.
-		 */
-		if (may_run_again(r, why.msg))
-			return RUN_AGAIN;
 		break;
 	}
-	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
+	return again_or_err(r, why.msg);
 }
 
 /* -v: the lock is held, after how long, by which server process. */
@@ -549,7 +520,8 @@ watch_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
 	struct lease_check check;
-	struct child_watch w;
+	struct child_watch w = { .fd = PQsocket(r->c), .step = lease_step,
+	    .finish = lease_finish, .arg = &check, .max_ms = o->max_ms };
 	enum child_end end;
 	struct err why;
 	int status = 0;
@@ -573,11 +545,6 @@ watch_or_err(struct run *r)
 	case CHILD_OSERR:
 		die(EXIT_OSERR, "%s", why.msg);
 	}
-	w.fd = PQsocket(r->c);
-	w.step = lease_step;
-	w.finish = lease_finish;
-	w.arg = &check;
-	w.max_ms = o->max_ms;
 	end = child_wait(&r->ch, &w, &status, &why);
 	return end == CHILD_EXITED ? status :
 	    watch_ended_or_err(r, end, why.msg);
@@ -595,17 +562,13 @@ static int
 record_or_err(const struct run *r, int status, double seconds)
 {
 	const struct opts *o = r->o;
-	struct runs_outcome out;
+	char id[48], *name = record_key(o, o->key);
+	struct runs_outcome out = { .key = name, .id = id, .status = status,
+	    .seconds = seconds, .slot = r->slot };
 	struct err why;
-	char id[48], *name;
 	int rc;
 
 	key_format(&r->lk.key, id, sizeof(id));
-	out.key = name = record_key(o, o->key);
-	out.id = id;
-	out.status = status;
-	out.seconds = seconds;
-	out.slot = r->slot;
 	rc = runs_write(r->c, o->runs_sql, &out, &why);
 	free(name);
 	if (rc == 0)
@@ -630,6 +593,7 @@ take_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
 	struct err why;
+	char who[512];
 	int status;
 
 	choose_scope(r);
@@ -642,12 +606,14 @@ take_or_err(struct run *r)
 	if (o->record && (r->lk.xact || r->lk.prove || !o->once) &&
 	    runs_table(r->c, o->runs_sql, &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
-	if (o->verbose && r->lk.wait_ms != 0)
-		report_holder(r);
-	r->t0 = r->w.start = mono_seconds();
+	/* -v: who holds the lock, before waiting for it. */
+	if (o->verbose && r->lk.wait_ms != 0 &&
+	    *holder(r->c, &r->lk.key, who, sizeof(who)) != '\0')
+		say("%s: held by %s; waiting", o->label, who);
+	r->t0 = mono_seconds();
 	if (o->verbose && r->lk.wait_ms != 0 && isatty(STDERR_FILENO)) {
 		r->lk.waiting = show_waiting;
-		r->lk.waiting_arg = &r->w;
+		r->lk.waiting_arg = r;
 	}
 	if ((status = acquire_or_err(r)) != 0)
 		return status;
@@ -666,7 +632,7 @@ int
 run_lock(const struct opts *o, PGconn *c)
 {
 	struct run r = { .o = o, .c = c, .lk = o->lock, .ch = { .pid = -1 },
-	    .w = { o->label, 0, 0 }, .answer_ms = answer_ms(o), .slot = -1 };
+	    .answer_ms = answer_ms(o), .slot = -1 };
 	struct err why;
 	double ran;
 	int status;

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * child: the command's lifetime. One poll() loop sees the signal pipe, the
- * database socket and a timer for the periodic lock check, so pglock uses
- * no CPU while the command runs and nothing goes wrong.
+ * database socket and a timer for the periodic lock check.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -114,9 +113,7 @@ close_others(int keep, int keep2)
  * must close with pglock. Reading a terminal from the background stops
  * it (SIGTTIN) until a signal ends it (signal_group's SIGCONT) or fg.
  */
-static void hold_stdin(void) __attribute__((noreturn));
-
-static void
+static __attribute__((noreturn)) void
 hold_stdin(void)
 {
 	char buf[512];
@@ -183,33 +180,22 @@ await_exit(pid_t pid, long t)
 }
 
 /*
- * The watchdog leads the command's process group, reads a socket whose
- * other end only pglock holds, and keeps a copy of the database socket
- * (4). pglock arms it with the lease's end and the command's pid just
- * before the command may exec, renews that with every answered check, and
- * dismisses it with SIGKILL once the command is reaped. End of file means
- * pglock died: unarmed, there is nothing to stop, and the session goes
- * with the watchdog; armed, stop the whole group, as a lost lock does (the
- * command's parent-death signal reaches it alone), and keep the session,
- * and so the lock, until the command is gone: the server gives the lock
- * away only then, and the KILL, --kill-after later, ends the command
- * before the rest of the group and the session. The lease's end passed
- * with no renewal means pglock lives but is stopped: the server may give the lock
- * away now, so the group is KILLed.
+ * The watchdog (child.h's contract) reads a socket whose other end only
+ * pglock holds; end of file means pglock died. Armed, it stops the whole
+ * group (the command's parent-death signal reaches the command alone) and
+ * keeps the session (4), and so the lock, until the command is gone; the
+ * KILL ends the command before the rest of the group and the session.
  */
 static void
 watchdog(int fd, int session, const struct child *ch, int armed)
 {
-	struct pollfd p;
+	struct pollfd p = { .fd = 3, .events = POLLIN };
 	struct arm msg = { ch->kill_by, ch->pid };
 	long kill_by = armed ? ch->kill_by : -1, t;
 	ssize_t n;
 
 	close_others(fd, session);
 	for (;;) {
-		p.fd = 3;
-		p.events = POLLIN;
-		p.revents = 0;
 		t = mono_ms();
 		if (kill_by >= 0 && t >= kill_by) {
 			if (ch->notify > 0)
@@ -297,29 +283,20 @@ take_terminal(const struct child *ch)
 }
 
 /*
- * Does a shell do job control above pglock: is its parent in this session
- * but in another process group? Not so when pglock leads the terminal's
- * session itself (ssh -t host pglock ..., tmux new pglock ...).
- */
-static int
-job_control(void)
-{
-	pid_t pp = getppid();
-
-	return getpgid(pp) != getpgrp() && getsid(pp) == getsid(0);
-}
-
-/*
  * The command, which had the terminal, was stopped (Ctrl-Z): stop pglock
  * too, so that the shell sees its job stop and takes the terminal back.
  * Continued, hand the terminal on again if the shell gave it to pglock
- * (fg, not bg), and continue the command's group. With no job control,
+ * (fg, not bg), and continue the command's group. Without a shell doing
+ * job control above pglock (its parent in this session, in another process
+ * group; not so under "ssh -t host pglock ..." or "tmux new pglock ..."),
  * nobody would continue a stopped pglock: continue the command at once.
  */
 static void
 suspend(const struct child *ch)
 {
-	if (job_control()) {
+	pid_t pp = getppid();
+
+	if (getpgid(pp) != getpgrp() && getsid(pp) == getsid(0)) {
 		take_terminal(ch);
 		(void)kill(getpid(), SIGSTOP);
 		if (tcgetpgrp(STDIN_FILENO) == getpgrp())
@@ -429,13 +406,6 @@ child_spawn(char *const argv[], struct child *ch, struct err *err)
 		return -1;
 	sig_block(&mask);
 	ch->pid = fork();
-	if (ch->pid == -1) {
-		err_set(err, "fork: %s", strerror(errno));
-		sigprocmask(SIG_SETMASK, &mask, NULL);
-		close(sp[0]);
-		close(sp[1]);
-		return -1;
-	}
 	if (ch->pid == 0) {
 		close(sp[0]);
 		/* Joined before exec: the watchdog sees no EOF until then. */
@@ -472,9 +442,15 @@ child_spawn(char *const argv[], struct child *ch, struct err *err)
 		(void)!write(sp[1], &e, sizeof(e));
 		_exit(EXIT_NOTFOUND);
 	}
-	(void)setpgid(ch->pid, ch->pgrp);
+	if (ch->pid != -1)
+		(void)setpgid(ch->pid, ch->pgrp);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(sp[1]);
+	if (ch->pid == -1) {
+		err_set(err, "fork: %s", strerror(errno));
+		close(sp[0]);
+		return -1;
+	}
 	ch->gate = sp[0];
 	return 0;
 }
@@ -535,33 +511,24 @@ child_exec(char *const argv[], int *status, struct err *err)
 	exec_error(argv[0], errno, status, err);
 }
 
-/* How long poll() may wait: until the first of n times (-1: none). */
-static int
-poll_ms(long t, const long *at, int n)
-{
-	long m = -1, d;
-	int i;
-
-	/* A time already past is due now: 0, never "none". */
-	for (i = 0; i < n; i++) {
-		if (at[i] < 0)
-			continue;
-		d = at[i] > t ? at[i] - t : 0;
-		if (m < 0 || d < m)
-			m = d;
-	}
-	return m > INT_MAX ? INT_MAX : (int)m;
-}
-
 /*
  * Wait for a signal, input on fd (-1: none), the watchdog's end, or the
- * first of the times at[0..2] (at NULL: just look), in p[0..2]. Returns 0,
- * or -1 with the reason in err.
+ * first of the times at[0..2] (-1: none; at NULL: just look), in p[0..2].
+ * Returns 0, or -1 with the reason in err.
  */
 static int
 wait_events(const struct child *ch, int fd, const long *at,
     struct pollfd p[3], struct err *err)
 {
+	long t = mono_ms(), ms = at == NULL ? 0 : -1, d;
+	int i;
+
+	/* A time already past is due now: 0, never "none". */
+	for (i = 0; at != NULL && i < 3; i++) {
+		d = at[i] > t ? at[i] - t : 0;
+		if (at[i] >= 0 && (ms < 0 || d < ms))
+			ms = d;
+	}
 	/* After EINTR poll() leaves revents alone: clear them first. */
 	memset(p, 0, 3 * sizeof(p[0]));
 	p[0].fd = sig_fd();
@@ -569,7 +536,7 @@ wait_events(const struct child *ch, int fd, const long *at,
 	/* End of file: the watchdog died. */
 	p[2].fd = ch->watchdog_pid != -1 ? ch->watchdog_fd : -1;
 	p[0].events = p[1].events = p[2].events = POLLIN;
-	if (poll(p, 3, at == NULL ? 0 : poll_ms(mono_ms(), at, 3)) == -1 &&
+	if (poll(p, 3, ms > INT_MAX ? INT_MAX : (int)ms) == -1 &&
 	    errno != EINTR) {
 		err_set(err, "poll: %s", strerror(errno));
 		return -1;
