@@ -62,8 +62,6 @@ struct run {
 	int backend_pid;	/* the server process holding the lock */
 	double t0;		/* mono_seconds() when the wait began */
 	long since;		/* mono_ms() the lease runs from */
-	long answer_ms;		/* how long the server has to answer a check,
-				   a release or a commit */
 	long long slot;		/* --once*: the slot a success counts for */
 };
 
@@ -376,7 +374,7 @@ fence_or_err(const struct run *r)
 {
 	const struct opts *o = r->o;
 	struct counter_req cr;
-	struct conn_opts co;
+	struct conn_opts co = o->conn;
 	struct err why;
 	char num[32], *tenant;
 	size_t len = sizeof("pglock-fence:") + strlen(o->key);
@@ -388,7 +386,6 @@ fence_or_err(const struct run *r)
 		die_errno(EXIT_OSERR, "malloc");
 	snprintf(tenant, len, "pglock-fence:%s", o->key);
 	/* Its own connection is not bound by -w: the lock is held already. */
-	co = o->conn;
 	co.deadline_ms = -1;
 	fc = r->lk.xact ? conn_open(&co, &why) : r->c;
 	if (fc == NULL)
@@ -397,7 +394,7 @@ fence_or_err(const struct run *r)
 	free(tenant);
 	if (status != 0)
 		return status;
-	if (conn_end(fc, 1, r->answer_ms, &why) == -1)
+	if (conn_end(fc, 1, answer_ms(o), &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why.msg);
 	if (fc != r->c)
 		PQfinish(fc);
@@ -632,7 +629,7 @@ int
 run_lock(const struct opts *o, PGconn *c)
 {
 	struct run r = { .o = o, .c = c, .lk = o->lock, .ch = { .pid = -1 },
-	    .answer_ms = answer_ms(o), .slot = -1 };
+	    .slot = -1 };
 	struct err why;
 	double ran;
 	int status;
@@ -667,13 +664,13 @@ run_lock(const struct opts *o, PGconn *c)
 		 */
 		if (o->record && record_or_err(&r, status, mono_seconds() -
 		    ran) == -1 && r.lk.xact) {
-			(void)conn_end(c, 0, r.answer_ms, &why);
+			(void)conn_end(c, 0, answer_ms(o), &why);
 			child_reap(&r.ch);
 			return status;
 		}
 	}
 	/* ---- release ---- */
-	if (lock_release(c, &r.lk, r.answer_ms, &why) == -1)
+	if (lock_release(c, &r.lk, answer_ms(o), &why) == -1)
 		die(EXIT_LOST, "%s: the release does not show the lock held "
 		    "to the end: it may have been lost (%s)", o->label,
 		    why.msg);
@@ -708,7 +705,7 @@ run_counter(const struct opts *o, PGconn *c)
 {
 	struct counter_req cr;
 	struct run r = { .o = o, .c = c, .ch = { .pid = -1,
-	    .watchdog_pid = -1 }, .answer_ms = answer_ms(o) };
+	    .watchdog_pid = -1 } };
 	struct err why;
 	char num[32];
 	long long v;
@@ -725,7 +722,7 @@ run_counter(const struct opts *o, PGconn *c)
 		if (fflush(stdout) == EOF || ferror(stdout)) {
 			int e = errno;
 
-			(void)conn_end(c, 0, r.answer_ms, &why);
+			(void)conn_end(c, 0, answer_ms(o), &why);
 			errno = e;
 			die_errno(EXIT_OSERR, "stdout: version %lld rolled back", v);
 		}
@@ -740,7 +737,7 @@ run_counter(const struct opts *o, PGconn *c)
 		status = watch_or_err(&r);
 	}
 	/* A failed command consumes no number. */
-	if (conn_end(c, status == 0, r.answer_ms, &why) == -1 && status == 0)
+	if (conn_end(c, status == 0, answer_ms(o), &why) == -1 && status == 0)
 		die(EXIT_LOST, "%s: the commit of version %lld is not "
 		    "confirmed (%s): check with --peek", o->label, v, why.msg);
 	child_reap(&r.ch);

@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -24,14 +23,6 @@
 #include "clock.h"
 #include "exits.h"
 #include "sig.h"
-
-static int
-exit_code(int st)
-{
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return WEXITSTATUS(st);
-}
 
 static void
 exec_error(const char *cmd, int e, int *status, struct err *err)
@@ -656,7 +647,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 		}
 	}
 	take_terminal(ch);
-	*status = exit_code(st);
+	*status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 	/*
 	 * A check still in flight is read to its end: the session is free for
 	 * the release then, and a lock it finds gone was lost while the
