@@ -2,7 +2,7 @@
 /*
  * run: one run of a command under its lock, read top to bottom. One
  * struct run owns the connection, the lock request, the watchdog and the
- * command, the lease's start and the time the server has to answer.
+ * command, and the lease's start.
  * run_lock() (pglock KEY COMMAND, --hold, --once*) takes these steps:
  *
  *   acquire   choose the scope; send the lock; fork the watchdog; wait

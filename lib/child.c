@@ -47,10 +47,7 @@ signal_group(pid_t pgrp, int sig)
 		(void)kill(-pgrp, SIGCONT);
 }
 
-/*
- * Move the terminal's foreground to pgrp; SIGTTOU would stop a background
- * caller.
- */
+/* Hand the terminal to pgrp, SIGTTOU blocked: it stops a background caller. */
 static void
 give_terminal(pid_t pgrp)
 {
@@ -243,10 +240,7 @@ cloexec_pair(int type, int sv[2], struct err *err)
 	return 0;
 }
 
-/*
- * Tell the watchdog the lease's end, ch->kill_by, and the command's pid:
- * the first time, this arms it. Never blocks. Returns 0 or -1.
- */
+/* Tell the watchdog ch->kill_by and ch->pid (the first time, arming it). */
 static int
 arm_watchdog(const struct child *ch)
 {
