@@ -60,6 +60,7 @@ struct run {
 				   yet; unused under -F) */
 	int shown;		/* -v's live "waiting Ns" line: end it */
 	int backend_pid;	/* the server process holding the lock */
+	char id[48];		/* the lock's id, as PGLOCK_ID shows it */
 	double t0;		/* mono_seconds() when the wait began */
 	long since;		/* mono_ms() the lease runs from */
 	long long slot;		/* --once*: the slot a success counts for */
@@ -225,14 +226,14 @@ fork_watchdog_or_err(const struct opts *o, PGconn *c, struct child *ch)
 
 /* The command's environment: what it holds, for logs and fencing. */
 static void
-export_lock_env_or_err(const struct run *r)
+export_lock_env_or_err(struct run *r)
 {
-	char id[48], pid[16];
+	char pid[16];
 
-	key_format(&r->lk.key, id, sizeof(id));
+	key_format(&r->lk.key, r->id, sizeof(r->id));
 	snprintf(pid, sizeof(pid), "%d", r->backend_pid);
 	setenv_or_err("PGLOCK_KEY", r->o->key);
-	setenv_or_err("PGLOCK_ID", id);
+	setenv_or_err("PGLOCK_ID", r->id);
 	setenv_or_err("PGLOCK_MODE", r->lk.shared ? "shared" : "exclusive");
 	setenv_or_err("PGLOCK_SCOPE", r->lk.xact ? "transaction" : "session");
 	setenv_or_err("PGLOCK_BACKEND_PID", pid);
@@ -447,10 +448,8 @@ static void
 hold_line_or_err(const struct run *r)
 {
 	const char *fence = getenv("PGLOCK_FENCE");
-	char id[48];
 
-	key_format(&r->lk.key, id, sizeof(id));
-	printf("%s\t%s%s%s\n", r->o->label, id, r->o->fence ? "\t" : "",
+	printf("%s\t%s%s%s\n", r->o->label, r->id, r->o->fence ? "\t" : "",
 	    r->o->fence ? fence : "");
 	flush_stdout_or_err();
 }
@@ -559,14 +558,12 @@ static int
 record_or_err(const struct run *r, int status, double seconds)
 {
 	const struct opts *o = r->o;
-	char id[48], *name = record_key(o, o->key);
-	struct runs_outcome out = { .key = name, .id = id, .status = status,
+	char *name = record_key(o, o->key);
+	struct runs_outcome out = { .key = name, .id = r->id, .status = status,
 	    .seconds = seconds, .slot = r->slot };
 	struct err why;
-	int rc;
+	int rc = runs_write(r->c, o->runs_sql, &out, &why);
 
-	key_format(&r->lk.key, id, sizeof(id));
-	rc = runs_write(r->c, o->runs_sql, &out, &why);
 	free(name);
 	if (rc == 0)
 		return 0;

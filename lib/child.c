@@ -291,8 +291,8 @@ suspend(const struct child *ch)
 }
 
 /*
- * Fork a watchdog into process group pgrp (0: a new group, which it leads)
- * and keep pglock's end of its socket. Returns 0, or -1 with the reason.
+ * Fork a watchdog into process group ch->pgrp: pgrp, or (0) a new one that
+ * it leads; keep pglock's end of its socket. Returns 0, or -1 with the reason.
  */
 static int
 fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
@@ -325,7 +325,8 @@ fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
 	 * to join may be gone (the command left it): then no watchdog, and
 	 * none forked over and over.
 	 */
-	if (setpgid(pid, pgrp == 0 ? pid : pgrp) == -1 && pgrp != 0) {
+	ch->pgrp = pgrp == 0 ? pid : pgrp;
+	if (setpgid(pid, ch->pgrp) == -1 && pgrp != 0) {
 		err_set(err, "setpgid: %s", strerror(errno));
 		(void)kill(pid, SIGKILL);
 		(void)waitpid(pid, NULL, 0);
@@ -344,10 +345,7 @@ child_fork_watchdog(struct child *ch, struct err *err)
 	ch->pid = -1;
 	ch->gate = -1;
 	ch->watchdog_pid = -1;
-	if (fork_watchdog(ch, 0, err) == -1)
-		return -1;
-	ch->pgrp = ch->watchdog_pid;
-	return 0;
+	return fork_watchdog(ch, 0, err);
 }
 
 /*

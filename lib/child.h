@@ -53,9 +53,10 @@ int child_fork_watchdog(struct child *ch, struct err *err);
 /*
  * After child_fork_watchdog(): fork the command (argv, searched in PATH)
  * into the watchdog's group, held at a gate before exec until
- * child_open_gate() or child_abort(); at the gate, it exits without
+ * child_open_gate() or child_abort(); a command at the gate exits without
  * running if pglock dies. With argv NULL (--hold) the "command" waits for
- * end of file on standard input, then exits 0. Returns 0, or -1 (err).
+ * end of file on standard input, then exits 0. Returns 0, or -1 with the
+ * reason in err.
  */
 int child_spawn(char *const argv[], struct child *ch, struct err *err);
 
