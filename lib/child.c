@@ -185,6 +185,7 @@ watchdog(int fd, int session, const struct child *ch, int armed)
 	close_others(fd, session);
 	for (;;) {
 		t = mono_ms();
+		/* Not renewed: pglock is stopped, the server may free the lock. */
 		if (kill_by >= 0 && t >= kill_by) {
 			if (ch->notify > 0)
 				(void)kill(ch->notify, ch->lost_sig);
