@@ -327,6 +327,33 @@ conn_open(const struct conn_opts *o, struct err *err)
 }
 
 /*
+ * The settings' parameters: $1 lock_timeout (-w, ms), $2 the lease S
+ * (ms), $3 tcp_user_timeout (S, or without a lease the bound libpq has on
+ * pglock's end), $4 the keepalives' idle part (s): they give up after it
+ * and their probes, no sooner than S where the server has no
+ * tcp_user_timeout.
+ */
+static void
+setup_params(char val[4][32], long wait_ms, long lease_ms)
+{
+	long idle;
+
+	snprintf(val[0], sizeof(val[0]), "%ld", wait_ms > 0 ? wait_ms : 0);
+	snprintf(val[1], sizeof(val[1]), "%ld", lease_ms);
+	if (lease_ms > 0) {
+		idle = (lease_ms + 999) / 1000 - (long)KA_COUNT * KA_INTERVAL;
+		/* Linux takes at most 32767 s: tcp_user_timeout bounds it. */
+		if (idle > 32767)
+			idle = 32767;
+		snprintf(val[2], sizeof(val[2]), "%ld", lease_ms);
+		snprintf(val[3], sizeof(val[3]), "%ld", idle > 1 ? idle : 1);
+	} else {
+		snprintf(val[2], sizeof(val[2]), "%s", TCP_USER_TIMEOUT);
+		snprintf(val[3], sizeof(val[3]), "%d", KA_IDLE);
+	}
+}
+
+/*
  * pglock's session settings. Timeouts are always forced: lock_timeout is
  * -w's, and the lease's (the idle timeouts and tcp_user_timeout, after
  * which the server ends a silent holder's session or transaction) must
@@ -368,7 +395,6 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 	struct conn_ends e;
 	size_t i, n;
 	int tcp = conn_ends(c, 5, &e) == 0;
-	long idle;
 
 	/*
 	 * Under prove, SET LOCAL unless the server proves the connection
@@ -412,25 +438,7 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 		err_set(err, "the set-up statement is too long");
 		return -1;
 	}
-	/*
-	 * $1 lock_timeout (-w, ms), $2 the lease S (ms), $3 tcp_user_timeout
-	 * (S, or without a lease the bound libpq has on pglock's end), $4 the
-	 * keepalives' idle part (s): they give up after it and their probes,
-	 * no sooner than S where the server has no tcp_user_timeout.
-	 */
-	snprintf(val[0], sizeof(val[0]), "%ld", wait_ms > 0 ? wait_ms : 0);
-	snprintf(val[1], sizeof(val[1]), "%ld", lease_ms);
-	if (lease_ms > 0) {
-		idle = (lease_ms + 999) / 1000 - (long)KA_COUNT * KA_INTERVAL;
-		/* Linux takes at most 32767 s: tcp_user_timeout bounds it. */
-		if (idle > 32767)
-			idle = 32767;
-		snprintf(val[2], sizeof(val[2]), "%ld", lease_ms);
-		snprintf(val[3], sizeof(val[3]), "%ld", idle > 1 ? idle : 1);
-	} else {
-		snprintf(val[2], sizeof(val[2]), "%s", TCP_USER_TIMEOUT);
-		snprintf(val[3], sizeof(val[3]), "%d", KA_IDLE);
-	}
+	setup_params(val, wait_ms, lease_ms);
 	if ((scope == CONN_XACT && !PQsendQueryParams(c, "BEGIN ISOLATION "
 	    "LEVEL READ COMMITTED", 0, NULL, NULL, NULL, NULL, 0)) ||
 	    !PQsendQueryParams(c, sql, scope == CONN_PROVE ? 8 : 4, text,
