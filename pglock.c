@@ -3,17 +3,15 @@
  * pglock: flock(1) for a fleet. Take a PostgreSQL advisory lock on KEY, run
  * COMMAND while holding it, release it when COMMAND exits.
  *
- * Design. main() reads top to bottom: parse the options, validate them,
- * turn KEY into a lock id (lib/key), connect (lib/conn), then hand the
- * connection to the mode. run.c takes a run through its steps: the lock in
- * one round trip, verified in pg_locks (lib/lock), the command in its own
- * process group, watched with the signals and the connection in one
- * poll() loop (lib/child) while the lease's checks run (lib/lease). The
- * lock lives exactly as long as the session: if the session goes, the
- * command is stopped and pglock exits 75. The modes that only look
- * (--status, --explain, --break, --forget) are in inspect.c. The lib/
- * modules return errors; only pglock.c, run.c and inspect.c print and
- * exit.
+ * Design. main() reads top to bottom: parse the options, check them, turn KEY
+ * into a lock id (lib/key), connect (lib/conn), hand the connection to the
+ * mode. run.c takes a run through its steps: the lock in one round trip,
+ * verified in pg_locks (lib/lock), the command in its own process group,
+ * watched with the signals and the connection in one poll() loop (lib/child)
+ * while the lease's checks run (lib/lease). The lock lives as long as the
+ * session: if that goes, the command is stopped and pglock exits 75. The modes
+ * that only look (--status, --explain, --break, --forget) are in inspect.c.
+ * lib/ returns errors; only pglock.c, run.c and inspect.c print and exit.
  *
  * Copyright (c) 2026 The pglock authors. Permission to use, copy, modify
  * and distribute this software for any purpose is granted under the terms
@@ -171,10 +169,7 @@ usage(FILE *f)
 	    "/not found.\nSee pglock(1).\n", f);
 }
 
-/*
- * A code point that would steer a terminal or a reader rather than show:
- * a C1 control, or a mark or override of bidirectional text.
- */
+/* A C1 control, or a bidi mark or override: steers a terminal or a reader. */
 static int
 steers(unsigned long cp)
 {
@@ -184,13 +179,12 @@ steers(unsigned long cp)
 }
 
 /*
- * Copy s into out (len bytes, cut between characters) as one line that a
- * terminal shows as it is: control bytes as \n, \t, \r or \xHH, bytes of
- * a string that is not UTF-8 as \xHH, and what steers() as \uHHHH. Every
- * text pglock prints that came from the user or the server goes through
- * here (JSON has its own escapes). A field (tsv) also doubles a
- * backslash, as COPY's text format does, so that its reader can undo the
- * escapes: a key that holds "\t" is then not a key that holds a tab.
+ * Copy s into out (len bytes, cut between characters) as one line a terminal
+ * shows as it is: control bytes as \n, \t, \r or \xHH, bytes of a non-UTF-8
+ * string as \xHH, what steers() as \uHHHH. All text pglock prints from the user
+ * or the server goes through here (JSON has its own escapes). A field (tsv)
+ * also doubles a backslash, as COPY's text format does, so its reader can undo
+ * the escapes: a key holding "\t" is not one holding a tab.
  */
 static const char *
 escape(const char *s, char *out, size_t len, int tsv)
@@ -232,9 +226,8 @@ escape(const char *s, char *out, size_t len, int tsv)
 }
 
 /*
- * "pglock: " fmt, the reason for errnum if not 0, then end (a newline,
- * or nothing for the live line), with one write(2): jobs that share a
- * log never splice each other's lines. err(3) writes in three parts.
+ * "pglock: " fmt, errnum's reason unless 0, then end ("\n", or "" for the live
+ * line) in one write(2), not err(3)'s three: no spliced lines in a shared log.
  */
 static void vline(const char *lead, const char *fmt, va_list ap, int errnum,
     const char *end) __attribute__((format(printf, 2, 0)));
@@ -300,9 +293,8 @@ die_errno(int status, const char *fmt, ...)
 }
 
 /*
- * --lost-signal must end the command: not a stop signal (a stopped command
- * would wait for the KILL, and a CONT could wake it unlocked), nor one the
- * C library keeps for itself (32 and 33 with glibc).
+ * --lost-signal must end the command: not a stop signal (the command would wait
+ * for KILL; a CONT could wake it unlocked), nor libc's own (glibc: 32, 33).
  */
 static void
 lost_signal_or_err(const char *arg, int sig)
@@ -334,11 +326,7 @@ field(const char *s, char *buf, size_t len)
 	return escape(s, buf, len, 1);
 }
 
-/*
- * Print s as a JSON string. Bytes that are not UTF-8 (a KEY may hold
- * any) are written as the code points of the same value, so that the
- * document stays valid.
- */
+/* Bytes not UTF-8 (a KEY may hold any) go out as code points of that value. */
 void
 json_str(const char *s)
 {
@@ -466,9 +454,8 @@ shell_argv(char *cmd)
 }
 
 /*
- * What a command line asks for, as bits, so that the rules on what goes
- * with what can be a table: the mode, then the options that some modes
- * or options refuse.
+ * What a command line asks for, as bits, so the rules on what goes with what
+ * are a table: the mode, then options that some modes or options refuse.
  */
 enum {
 	M_RUN = 1 << MODE_RUN, M_HOLD = 1 << MODE_HOLD,
@@ -691,10 +678,7 @@ mode_option_or_err(struct opts *o, int c, char *arg)
 	return 1;
 }
 
-/*
- * Record one option (c, as getopt_long returns it; name as written, for
- * messages), by its group; one flat case per option in each.
- */
+/* Option c (getopt_long's) by its group; name as written, for messages. */
 static void
 record_or_err(struct opts *o, int c, char *arg, const char *name)
 {
@@ -736,9 +720,8 @@ asked(const struct opts *o)
 }
 
 /*
- * A rule: when everything in `when` is asked for, one of `needs` (if
- * any) must be too, and nothing of `refuses`; else the usage error says.
- * In order: the first broken rule is the one reported.
+ * A rule: if all of `when` is asked, one of `needs` (if any) must be too and
+ * none of `refuses`, else usage error `says`. The first broken one is reported.
  */
 struct rule {
 	unsigned when, needs, refuses;
@@ -874,10 +857,9 @@ setenv_or_err(const char *name, const char *value)
 }
 
 /*
- * The command's PGLOCK_* variables come from pglock alone: a caller's
- * PGLOCK_FENCE or PGLOCK_VERSION would be a forged or stale token. Taken
- * out of environ itself, which execve(2) may fill with entries that have
- * no '=' (unsetenv() cannot name those).
+ * PGLOCK_* variables come from pglock alone: a caller's PGLOCK_FENCE or
+ * PGLOCK_VERSION would be a forged or stale token. Cut from environ itself:
+ * execve(2) may put entries without '=' there, which unsetenv() cannot name.
  */
 static void
 scrub_env(void)
@@ -935,9 +917,8 @@ record_fits_or_err(const struct opts *o)
 }
 
 /*
- * -w by pglock's own clock too, a second after the server's lock_timeout;
- * -n, CONN_ANSWER_MS: a frozen or unreachable server ends the wait all
- * the same.
+ * -w by pglock's own clock too, a second after the server's lock_timeout; -n,
+ * CONN_ANSWER_MS: a frozen or unreachable server ends the wait all the same.
  */
 static void
 bound_wait(const struct opts *o)
@@ -982,10 +963,9 @@ static const struct opts defaults = {
 };
 
 /*
- * With stdin, stdout or stderr closed, the next open() (libpq's socket)
- * would take its number, and output meant for stdout would go to the
- * server. Fill the gap with /dev/null opened the wrong way round, so that
- * using the stream still fails as it would have.
+ * With fd 0, 1 or 2 closed, the next open() (libpq's socket) would take it and
+ * stdout's output would go to the server. /dev/null fills the gap, opened the
+ * wrong way round, so using the stream fails as it would have.
  */
 static void
 guard_std_fds(void)

@@ -32,10 +32,9 @@ int32_t hash_java_string(const void *buf, size_t len);
 
 /*
  * The code point of the UTF-8 sequence at p (len > 0 bytes), its length in
- * *used; HASH_UTF8_BAD if ill-formed, *used then its maximal ill-formed
- * prefix (at least one byte, as Unicode recommends: a stray byte never
- * swallows the valid text after it). No overlongs, surrogates, or code
- * points past U+10FFFF.
+ * *used; HASH_UTF8_BAD if ill-formed, *used then its maximal ill-formed prefix
+ * (at least one byte, as Unicode recommends: a stray byte never swallows the
+ * valid text after it). No overlongs, surrogates, or code points past U+10FFFF.
  */
 uint32_t hash_utf8_next(const unsigned char *p, size_t len, size_t *used);
 

@@ -255,11 +255,10 @@ h_golang_migrate(const char *k, size_t len, struct key *out)
 }
 
 /*
- * Flyway locks 0x466C79776179 ("Flyway") plus the Java hashCode of its
- * history table's quoted name, not the database's (locks are per database
- * anyway): KEY is ignored, and a custom schema or table needs --id.
- * Computed, not hard-coded, so the test checks the formula against
- * Flyway's published number.
+ * Flyway locks 0x466C79776179 ("Flyway") plus the Java hashCode of its history
+ * table's quoted name, not the database's (locks are per database anyway): KEY
+ * is ignored, and a custom schema or table needs --id. Computed, not
+ * hard-coded, so the test checks the formula against Flyway's published number.
  */
 static int
 h_flyway(const char *k, size_t len, struct key *out)

@@ -38,12 +38,11 @@ enum lock_result {
 };
 
 /*
- * Queue, in one round trip, what sets the session up, takes the lock and
- * checks that pg_locks shows it held by this very backend (a pooler or a
- * look-alike server hands out locks nobody holds); not when r->local
- * proved the backend a child of the server itself, whose locks are real.
- * Returns 0, or -1 with the reason in err. Read the answers with
- * lock_wait() and lock_verify().
+ * Queue, in one round trip, what sets the session up, takes the lock and checks
+ * that pg_locks shows it held by this very backend (a pooler or a look-alike
+ * server hands out locks nobody holds); not when r->local proved the backend a
+ * child of the server itself, whose locks are real. Returns 0, or -1 with the
+ * reason in err. Read the answers with lock_wait() and lock_verify().
  */
 int lock_send(PGconn *c, const struct lock_req *r, struct err *err);
 

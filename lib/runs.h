@@ -42,10 +42,9 @@ struct runs_row {
 int runs_table(PGconn *c, const char *table, struct err *err);
 
 /*
- * Read key's record into *row (zeroed when there is none; no_table set
- * when there is no table yet, denied when this role may not read it, with
- * the reason in err), with the server's clock. Returns 0, or -1 with the
- * reason.
+ * Read key's record into *row (zeroed when there is none; no_table set when
+ * there is no table yet, denied when this role may not read it, with the reason
+ * in err), with the server's clock. Returns 0, or -1 with the reason.
  */
 int runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, struct err *err);
