@@ -6,8 +6,7 @@
  *       ::bit(64)::bigint
  * The other schemes reproduce the keys that existing libraries and
  * migrators derive, so pglock can interlock with them; one table row each.
- */
-/*
+ *
  * The default scheme runs at every start of pglock. OpenSSL's low-level
  * SHA-256 (deprecated in 3.0, still there) skips the EVP provider set-up,
  * which alone costs more than the rest of pglock's client side (about 5M
@@ -79,10 +78,7 @@ digest(const EVP_MD *md, const char *k, size_t len,
 {
 	unsigned int mdlen;
 
-	/*
-	 * A digest needs no configuration: skipping openssl.cnf saves a
-	 * millisecond of start-up on every run.
-	 */
+	/* No configuration needed: skipping openssl.cnf saves 1 ms a run. */
 	(void)OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
 	return md != NULL && EVP_Digest(k, len, out, &mdlen, md, NULL) == 1 ?
 	    0 : -1;
@@ -193,10 +189,7 @@ h_guava_sha256_abs(const char *k, size_t len, struct key *out)
 	return 0;
 }
 
-/*
- * The CRC-32 family differs only in signedness and key space, and the
- * variants do not interlock with each other, so each is its own preset.
- */
+/* CRC-32 variants differ in sign and key space, don't interlock: a row each. */
 static int
 h_crc32(const char *k, size_t len, struct key *out)
 {
@@ -273,9 +266,8 @@ h_flyway(const char *k, size_t len, struct key *out)
 }
 
 /*
- * One row per way from KEY to an id: the --hash schemes, then the two
- * that their own option chooses, --id and --namespace N. Those two stay
- * last: key_scheme_name() lists the rows before them.
+ * One row per way from KEY to an id: the --hash schemes, then --id and
+ * --namespace N, last: key_scheme_name() lists the rows before them.
  */
 static const struct scheme {
 	const char *name;
@@ -468,9 +460,8 @@ key_how_describe(const struct key_how *how, char *buf, size_t len)
 }
 
 /*
- * Would a default KEY read as another row's record name, a row's name
- * then ':' or ' ' ("id:42", "hashtext:k", "namespace 7:k") before its
- * first ':', or as one escaped (":...")?
+ * Would a default KEY read as another row's record name: a row's name then ':'
+ * or ' ' ("id:42", "namespace 7:k") before its first ':', or escaped (":...")?
  */
 static int
 reads_as_other(const char *key)
@@ -499,7 +490,6 @@ key_record_name(const struct key_how *how, const char *key, char *buf,
 
 	if (s == NULL)
 		return -1;
-	/* A default KEY that another row's name could be goes by ":KEY". */
 	if (s == &schemes[0])
 		return snprintf(buf, len, "%s%s", reads_as_other(key) ? ":" :
 		    "", key);

@@ -23,9 +23,8 @@ struct key {
 	int64_t id;		/* KEY_BIGINT */
 	int32_t a, b;		/* KEY_PAIR */
 	/*
-	 * Server-side schemes: SQL computing the id (bigint) or b (pair)
-	 * from $1 = text, in the lock statement itself; id or b above is
-	 * then this host's offline estimate until the server reports it.
+	 * Server-side: SQL for id (bigint) or b (pair) from $1 = text, in the
+	 * lock statement; id or b is this host's estimate until the server's.
 	 */
 	const char *sql;
 	const char *text;
@@ -35,9 +34,8 @@ struct key {
 int key_hash(const char *key, size_t len, struct key *out, struct err *err);
 
 /*
- * How KEY becomes a lock id: a row of the scheme table. scheme names a
- * --hash scheme (NULL: the default, sha256), or "id" (--id: KEY is the
- * id) or "namespace" (--namespace N: the pair (ns, hashtext(KEY))).
+ * A row of the scheme table: a --hash scheme (NULL: sha256, the default), "id"
+ * (--id: KEY is the id) or "namespace" (--namespace N: (ns, hashtext(KEY))).
  */
 struct key_how {
 	const char *scheme;
@@ -46,16 +44,14 @@ struct key_how {
 
 /* key_make's failures. */
 enum {
-	KEY_BAD = -1,		/* KEY is not one the scheme takes: the
-				   caller's error (not an id; not UTF-8 for a
-				   server-side scheme) */
+	KEY_BAD = -1,		/* the caller's: not an id, or not UTF-8 for
+				   a server-side scheme */
 	KEY_UNKNOWN = -2	/* no such scheme, or not in this build */
 };
 
 /*
- * KEY (len bytes, then a NUL: --id reads it as a string) -> lock id under
- * how, into out. Returns 0, or KEY_BAD or KEY_UNKNOWN with the reason in
- * err; an unknown scheme's reason lists the valid names.
+ * KEY (len bytes; NUL-terminated for --id) -> id under how, into out: 0, or
+ * KEY_BAD or KEY_UNKNOWN, the reason in err (unknown scheme: the valid names).
  */
 int key_make(const struct key_how *how, const char *key, size_t len,
     struct key *out, struct err *err);
@@ -73,20 +69,16 @@ const char *key_how_name(const struct key_how *how);
 int key_how_describe(const struct key_how *how, char *buf, size_t len);
 
 /*
- * The name KEY's record of runs goes by: the lock's, so that another
- * scheme or namespace for the same text is another job ("md5:KEY",
- * "namespace 7:KEY"), and --id 42 and 042 one ("id:42"); KEY itself under
- * the default scheme, or ":KEY" where KEY begins with ':' or reads as one
- * of those ("id:42"), so that no two locks share a name. snprintf's
- * return; -1 if KEY is no id or how is unknown.
+ * The name KEY's record of runs goes by: the lock's, so another scheme or
+ * namespace for the same text is another job ("md5:KEY", "namespace 7:KEY") and
+ * --id 42 and 042 one ("id:42"); KEY itself under the default scheme, or ":KEY"
+ * if KEY begins with ':' or reads as one of those, so no two locks share a
+ * name. snprintf's return; -1 if KEY is no id or how is unknown.
  */
 int key_record_name(const struct key_how *how, const char *key, char *buf,
     size_t len);
 
-/*
- * The SQL expression ($1: the key text) of a scheme the server computes in
- * the lock statement ("hashtext($1)"); NULL for the others or if unknown.
- */
+/* A server-side scheme's SQL ("hashtext($1)", $1: KEY); else NULL. */
 const char *key_scheme_sql(const char *scheme);
 
 /* Is scheme the default, sha256, by name or as NULL? 1 or 0. */
@@ -104,10 +96,7 @@ int key_parse_id(const char *s, struct key *out, struct err *err);
 /* Write the id as PGLOCK_ID shows it: "N" or "A,B". */
 void key_format(const struct key *k, char *buf, size_t len);
 
-/*
- * The pg_locks columns that identify the lock: classid, objid (both oids,
- * i.e. unsigned 32-bit) and objsubid (1 for bigint, 2 for a pair).
- */
+/* pg_locks' classid, objid (oids, unsigned) and objsubid (1 bigint, 2 pair). */
 void key_locktag(const struct key *k, uint32_t *classid, uint32_t *objid,
     int *objsubid);
 
