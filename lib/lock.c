@@ -70,10 +70,9 @@ tag_sql(const struct args *a, char *sql, size_t len)
 }
 
 /*
- * In a transaction, a SELECT's unnamed portal lives on after it ran, and
- * keeps its snapshot (backend_xmin) until the next statement replaces it:
- * a utility statement after it, which takes no snapshot, lets vacuum on.
- * It sets again what it must not change: the lease's idle timeout.
+ * In a transaction a SELECT's unnamed portal keeps its snapshot (backend_xmin)
+ * until the next statement: a utility one, which takes none, lets vacuum on. It
+ * sets again what must not change: the lease's idle timeout.
  */
 static int
 send_portal_closer(PGconn *c, const struct lock_req *r)
@@ -95,9 +94,8 @@ send_check(PGconn *c, const struct lock_req *r, struct err *err)
 	key_args(&r->key, &a);
 	tag_sql(&a, tag, sizeof(tag));
 	/*
-	 * Held, granted, by the backend running the query? pg_lock_status()
-	 * is pg_locks without the view, which a new backend would first have
-	 * to load; a backend's locks are all in its database.
+	 * Held, granted, to this backend? pg_lock_status() is pg_locks without
+	 * the view a new backend must load; its locks are all in its database.
 	 */
 	snprintf(sql, sizeof(sql), "SELECT pg_catalog.pg_backend_pid(),"
 	    " EXISTS (SELECT FROM pg_catalog.pg_lock_status() l WHERE"
@@ -250,7 +248,6 @@ lock_answer(PGresult *res, struct lock_req *r, int *backend_pid,
 		return LOCK_BUSY;
 	if (lock_result_pid(res, 1, backend_pid, err) == -1)
 		return LOCK_ERROR;
-	/* The id as the server computed it, for server-side schemes. */
 	if (key_parse_id(PQgetvalue(res, 0, 2), &k, &why) == 0) {
 		r->key.id = k.id;
 		r->key.a = k.a;
@@ -272,9 +269,8 @@ lock_send(PGconn *c, const struct lock_req *r, struct err *err)
 	key_args(&r->key, &a);
 	memcpy(params, a.params, sizeof(a.params));
 	/*
-	 * Under prove, the session's lock only where the backend proves the
-	 * connection direct (else nothing is taken: lock_wait() asks again
-	 * for a transaction's), and the proof as a fourth column.
+	 * Under prove, a session lock only where the backend proves the link
+	 * direct; else none, and lock_wait() asks for a transaction's.
 	 */
 	if (r->prove) {
 		if (conn_ends(c, a.n + 1, &e) == -1) {
@@ -300,10 +296,9 @@ lock_send(PGconn *c, const struct lock_req *r, struct err *err)
 		return -1;
 	}
 	/*
-	 * One round trip: settings, lock, check, sync. The flush after the
-	 * lock makes the server send its answer at once, not with the
-	 * check's. A transaction's lock keeps no snapshot (READ COMMITTED,
-	 * nothing but lock calls) and no transaction id: vacuum goes on.
+	 * One round trip; the flush has the lock's answer come at once, not
+	 * with the check's. A transaction's lock keeps no snapshot (READ
+	 * COMMITTED, only lock calls) nor xid: vacuum goes on.
 	 */
 	if (!PQenterPipelineMode(c)) {
 		conn_oneline(PQerrorMessage(c), err);

@@ -16,9 +16,8 @@ struct lock_req {
 	int shared;		/* pg_advisory_lock_shared, not exclusive */
 	int xact;		/* held by an open transaction, not the session */
 	int prove;		/* over TCP: the session's if the server proves
-				   the connection direct in the lock's own
-				   pipeline, else (lock_wait() sets xact) a
-				   transaction's, asked for then */
+				   it direct in the lock's own pipeline, else
+				   lock_wait() sets xact and asks again */
 	int local;		/* the backend is proven the server's own child */
 	long wait_ms;		/* -1: wait for ever; 0: try once; >0: bound */
 	long lease_ms;		/* the server ends a holder silent this long
@@ -38,11 +37,10 @@ enum lock_result {
 };
 
 /*
- * Queue, in one round trip, what sets the session up, takes the lock and checks
- * that pg_locks shows it held by this very backend (a pooler or a look-alike
- * server hands out locks nobody holds); not when r->local proved the backend a
- * child of the server itself, whose locks are real. Returns 0, or -1 with the
- * reason in err. Read the answers with lock_wait() and lock_verify().
+ * Queue in one round trip the session's set-up, the lock, and a check that
+ * pg_locks shows it held by this very backend (poolers and look-alikes fake
+ * locks), unless r->local proved the backend the server's own child. 0, or -1,
+ * the reason in err; lock_wait(), lock_verify() read the answers.
  */
 int lock_send(PGconn *c, const struct lock_req *r, struct err *err);
 
@@ -56,10 +54,9 @@ enum lock_result lock_wait(PGconn *c, struct lock_req *r, int *backend_pid,
     int *sig, struct err *err);
 
 /*
- * After LOCK_ACQUIRED from lock_wait(): read the check. LOCK_ACQUIRED
- * again when the lock is verified held by backend_pid (through a pooler
- * the check is repeated in a transaction of its own), else
- * LOCK_NOT_REAL, LOCK_INTERRUPTED or LOCK_ERROR.
+ * After lock_wait()'s LOCK_ACQUIRED, read the check: LOCK_ACQUIRED if the lock
+ * is verified held by backend_pid (through a pooler, checked again in a
+ * transaction of its own), else LOCK_NOT_REAL, LOCK_INTERRUPTED or LOCK_ERROR.
  */
 enum lock_result lock_verify(PGconn *c, const struct lock_req *r,
     int backend_pid, int *sig, struct err *err);
@@ -68,17 +65,15 @@ enum lock_result lock_verify(PGconn *c, const struct lock_req *r,
 int lock_check_send(PGconn *c, const struct lock_req *r, struct err *err);
 
 /*
- * Read the answer to lock_check_send once PQisBusy() is false, the
- * backend's pid into *pid unless NULL. Returns 1 when still held, 0 when
- * gone, -1 on error; the reason is in err.
+ * Read lock_check_send's answer once PQisBusy() is false, the backend's pid
+ * into *pid unless NULL: 1 still held, 0 gone, -1 error; the reason in err.
  */
 int lock_check_read(PGconn *c, int *pid, struct err *err);
 
 /*
- * Release the lock (unlock, or COMMIT the transaction that holds it),
- * answered within ms. Returns 0, or -1 when it was no longer held, the
- * connection failed or the server did not answer (the lock may have been
- * lost while the command ran).
+ * Release the lock (unlock, or COMMIT its transaction), answered within ms: 0,
+ * or -1 when it was no longer held (maybe lost while the command ran), the
+ * connection failed or the server did not answer.
  */
 int lock_release(PGconn *c, const struct lock_req *r, long ms, struct err *err);
 
@@ -112,15 +107,14 @@ struct lock_row {
 	char client[64];	/* address, or "local" */
 	char app[64];		/* application_name */
 	char since[32];		/* ISO 8601 */
-	int hidden;		/* the server hid the session from this role
-				   (no pg_read_all_stats): client, since,
-				   seconds and xact are "?", "?", -1, -1 */
+	int hidden;		/* hidden from this role (no pg_read_all_stats):
+				   client, since "?"; seconds, xact -1 */
 };
 
 /*
- * Every advisory lock held or awaited in this database (only k's when k is
- * not NULL), by id, held first, then oldest first. Returns the number of
- * rows in *rows, which the caller frees, or -1 with the reason in err.
+ * Every advisory lock held or awaited in this database (only k's unless k is
+ * NULL), by id, held first, then oldest first: the number of rows in *rows (the
+ * caller frees them), or -1, the reason in err.
  */
 int lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
     struct err *err);
