@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * inspect: --explain, --status, --break and --forget, the modes that look
- * at locks (and end their holders) rather than take one, with their
- * tab-separated and JSON output.
+ * inspect: --explain, --status, --break, --forget: the modes that look at locks
+ * (and end holders) rather than take one; their TSV and JSON output.
  *
  * Copyright (c) 2026 The pglock authors. Permission to use, copy, modify
  * and distribute this software for any purpose is granted under the terms
@@ -26,10 +25,9 @@
 #include "pglock.h"
 
 /*
- * Write s as an SQL string literal: quotes doubled. A KEY with bytes that
- * messages escape is written as an escape string, E'...', in those same
- * escapes (\n, \xHH, \uHHHH; a backslash as \\): the line shows no
- * control byte, and the SQL still takes the same key.
+ * s as an SQL string literal, quotes doubled; a KEY with bytes that messages
+ * escape as an escape string, E'...', in those escapes (\n, \xHH, \uHHHH; a
+ * backslash as \\): no control byte shows, and the SQL takes the same key.
  */
 static void
 put_literal(FILE *f, const char *s)
@@ -226,9 +224,8 @@ print_locks(const struct opts *o, PGconn *c, const struct key *k, int *printed)
 }
 
 /*
- * --status KEY: KEY's recorded runs, after its locks: a line for the last
- * success and one for the last failure (--json: an object of "runs").
- * Returns whether KEY succeeded within --ok-within.
+ * KEY's runs, after its locks: a line for its last success, one for its last
+ * failure (--json: a "runs" object); did it succeed within --ok-within?
  */
 static int
 print_runs(const struct opts *o, PGconn *c, const char *key, int n)

@@ -14,9 +14,8 @@
 int explain(const struct opts *o);
 
 /*
- * --status [KEY ...]: the locks, then each KEY's recorded runs. With KEYs,
- * 0 only if every one is held; with --ok-within, only if KEY succeeded
- * within it; else 1.
+ * --status [KEY ...]: the locks, then each KEY's recorded runs; 1 if a KEY is
+ * not held (with --ok-within: if KEY did not succeed within it), else 0.
  */
 int show_status(const struct opts *o, PGconn *c);
 

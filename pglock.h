@@ -51,14 +51,12 @@ struct opts {
 	int peek;
 	int fence;
 	char table_sql[300];	/* --counter-table as SQL: "schema"."table" */
-	int once;		/* --once or --once-per: skip a slot's second
-				   success */
+	int once;		/* --once*: skip a slot's second success */
 	long long period_ms;	/* --once-per; 0: one slot for ever (--once) */
 	int record;		/* record the outcome (--record, --once*) */
 	char runs_sql[300];	/* --runs-table, as table_sql */
 	long long ok_within_ms;	/* --status --ok-within; -1: none */
-	pid_t caller;		/* pglock's parent when it started: --hold's
-				   script; 0 if that was init */
+	pid_t caller;		/* parent at start: --hold's script; 0: init */
 };
 
 /* A diagnostic line on stderr, as "pglock: ...", written at once. */

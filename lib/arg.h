@@ -12,16 +12,14 @@
 #define ARG_MAX_MS 2147483647L
 
 /*
- * Parse SECS, a non-negative decimal number of seconds with an optional
- * fraction, into milliseconds rounded up (so 0.0001 is 1 ms, never 0).
- * Returns 0, or -1 with the reason in err.
+ * SECS, non-negative decimal seconds with an optional fraction, into ms rounded
+ * up (0.0001 is 1 ms, not 0): 0, or -1 with the reason in err.
  */
 int arg_duration_ms(const char *s, long *ms, struct err *err);
 
 /*
- * Parse a period: SECS as arg_duration_ms() takes them, or a number with
- * a unit s, m, h or d (5m, 1.5h, 1d), into milliseconds. Returns 0, or -1
- * with the reason in err.
+ * A period, SECS as arg_duration_ms() takes them or a number with a unit s, m,
+ * h or d (5m, 1.5h, 1d), into ms: 0, or -1 with the reason in err.
  */
 int arg_period_ms(const char *s, long long *ms, struct err *err);
 
@@ -29,8 +27,7 @@ int arg_period_ms(const char *s, long long *ms, struct err *err);
 int arg_long(const char *s, long lo, long hi, long *out, struct err *err);
 
 /*
- * Parse a signal given as a name (TERM, SIGTERM, any case) or a number.
- * Returns 0, or -1 with the reason in err.
+ * A signal name (TERM, SIGTERM, any case) or number: 0, or -1, reason in err.
  */
 int arg_signal(const char *s, int *sig, struct err *err);
 

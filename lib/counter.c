@@ -17,10 +17,9 @@
 #include "key.h"
 
 /*
- * One SQL identifier at *p, as PostgreSQL reads it: "quoted" (with ""
- * for a quote) keeps its case; unquoted folds ASCII letters to lower case.
- * The name goes to out as a quoted identifier. Returns the bytes of out
- * used, or 0 if *p is no identifier or is longer than PostgreSQL keeps.
+ * One SQL identifier at *p as PostgreSQL reads it ("quoted", "" a quote, keeps
+ * its case; else ASCII folds to lower case), into out quoted: the bytes of out
+ * used, or 0 if *p is none or longer than PostgreSQL keeps.
  */
 static size_t
 ident(const char **p, char *out, size_t len)
@@ -129,10 +128,9 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
 }
 
 /*
- * One round trip: BEGIN (first, so that its isolation level holds for all
- * that follows), the session settings, then one statement that takes the
- * tenant's lock and only then bumps the row; with -n a lock not got bumps
- * nothing and returns no row.
+ * One round trip: BEGIN (first, so its isolation level holds for all that
+ * follows), the settings, then one statement that takes the tenant's lock and
+ * only then bumps the row; with -n a lock not got bumps nothing: no row.
  */
 struct bumped {
 	long long version;

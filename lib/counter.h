@@ -21,10 +21,9 @@ enum counter_result {
 };
 
 /*
- * --counter-table NAME as SQL reads it: [schema.]table, each part an
- * identifier, "quoted" to keep its case, else folded to lower case. Into
- * out goes the quoted form ("schema"."table"), which the other calls take
- * as table. Returns 0, or -1 if NAME is not such a name.
+ * --counter-table NAME as SQL reads it ([schema.]table; "quoted" keeps its
+ * case, else lower-cased) into out, quoted ("schema"."table") as the other
+ * calls take table: 0, or -1 if NAME is no such name.
  */
 int counter_table_sql(const char *name, char *out, size_t len);
 
@@ -48,10 +47,9 @@ int counter_peek(PGconn *c, const char *table, const char *tenant,
     long long *version, struct err *err);
 
 /*
- * Open a READ COMMITTED transaction, take the tenant's transaction-scoped
- * lock, create the table on first use, and bump the tenant's version into
- * *version. The transaction stays open: end it with conn_end(). A
- * forwarded signal while waiting cancels (*sig).
+ * Open a READ COMMITTED transaction, take the tenant's xact lock, create the
+ * table on first use, bump its version into *version. The transaction stays
+ * open: end it with conn_end(); a forwarded signal cancels the wait (*sig).
  */
 enum counter_result counter_next(PGconn *c, const struct counter_req *r,
     long long *version, int *sig, struct err *err);

@@ -22,9 +22,8 @@ uint32_t hash_pg_bytes(const void *buf, size_t len);
 uint64_t hash_pg_bytes_extended(const void *buf, size_t len, uint64_t seed);
 
 /*
- * Java's String.hashCode() of the string whose UTF-8 bytes are buf: the sum
- * runs over UTF-16 code units; each maximal ill-formed byte sequence counts
- * as one U+FFFD.
+ * Java's String.hashCode() of the string whose UTF-8 bytes are buf, over UTF-16
+ * code units; each maximal ill-formed byte sequence counts as one U+FFFD.
  */
 int32_t hash_java_string(const void *buf, size_t len);
 

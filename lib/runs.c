@@ -70,10 +70,7 @@ runs_read(PGconn *c, const char *table, const char *key,
 		PQclear(res);
 		return rc;
 	}
-	/*
-	 * In a transaction (the lock's), the SELECT's portal would keep its
-	 * snapshot until the next statement: a utility statement ends it.
-	 */
+	/* In a transaction a utility statement ends the portal's snapshot. */
 	if (PQtransactionStatus(c) == PQTRANS_INTRANS)
 		PQclear(conn_exec(c, "SET LOCAL statement_timeout = 0", NULL,
 		    CONN_ANSWER_MS, err));

@@ -11,10 +11,7 @@
 
 #include "err.h"
 
-/*
- * The longest name a record goes by: the table's key, whose btree index
- * takes about 2.7 kB of text that does not compress.
- */
+/* Longest record name: the key's btree takes ~2.7 kB of incompressible text. */
 #define RUNS_NAME_MAX 2600
 
 /* A key's record as read, and the server's clock when it was read. */
@@ -35,9 +32,8 @@ struct runs_row {
 };
 
 /*
- * Make sure table (quoted, as counter_table_sql() writes it) exists,
- * creating it on first use. Returns 0, or -1 with the reason in err (for
- * a role that may not create it, the statements to run).
+ * Create table (quoted, as counter_table_sql() writes it) unless it exists: 0,
+ * or -1, the reason in err (for a role that may not: the statements to run).
  */
 int runs_table(PGconn *c, const char *table, struct err *err);
 
@@ -59,10 +55,9 @@ struct runs_outcome {
 };
 
 /*
- * Record o for its key: a success as the last success (at the server's
- * clock, with this host's name), a failure as the last failure. In the
- * lock's transaction, if it has one; outside one, a missing table is
- * created first. Returns 0, or -1 with the reason.
+ * Record o as its key's last success (at the server's clock, with this host's
+ * name) or last failure, in the lock's transaction if any; outside one, a
+ * missing table is created first. 0, or -1 with the reason.
  */
 int runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
     struct err *err);

@@ -37,9 +37,9 @@ struct slotter {
 };
 
 /*
- * Send sql (params NULL-terminated) as a pipeline of its own, after BEGIN
- * and the settings when first, and read its answer; NULL (reason in err)
- * if it failed. A signal that came meanwhile is left in *s->sig.
+ * Run sql (params NULL-terminated) as its own pipeline, after BEGIN and the
+ * settings if first: its answer, or NULL (reason in err). *s->sig: a signal
+ * meanwhile.
  */
 static PGresult *
 exchange(const struct slotter *s, const char *sql, const char **params,
@@ -76,7 +76,6 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 		(void)conn_pipe_end(s->c, s->sig, NULL);
 		return NULL;
 	}
-	/* A signal that came meanwhile is the caller's to look at. */
 	if (res == NULL || conn_pipe_end(s->c, s->sig, NULL) == -1) {
 		PQclear(res);
 		return NULL;
@@ -152,11 +151,10 @@ nap(const struct slotter *s)
 }
 
 /*
- * Give the queue's lock up when no slot was got, so the next waiter goes
- * on. Through a pooler the lock is the server connection's, which stays
- * this client's only while the transaction is open: so the unlock comes
- * before the transaction ends, and a failed transaction is rolled back
- * AND CHAIN (open again, on the same server connection) first.
+ * Give the queue's lock up when no slot was got, so the next waiter goes on.
+ * Through a pooler the lock is the server connection's, this client's only
+ * while the transaction is open: so unlock before it ends, after a ROLLBACK AND
+ * CHAIN (open again, on the same server connection) of a failed one.
  */
 static void
 leave_queue(PGconn *c, const struct lock_req *r, const char *qparams[])

@@ -13,11 +13,10 @@
 #include "lock.h"
 
 /*
- * Take the first free of r->slots locks (slots_key 1..N), waiters
- * queueing in arrival order on slots_key 0, which only the first of them
- * holds, and only while it waits. Then r->slot says which, r->key is its
- * key, and the lock is verified as lock_verify() does. The lock is
- * released with lock_release(); the results are lock_wait()'s.
+ * Take the first free of r->slots locks (slots_key 1..N), waiters queueing in
+ * arrival order on slots_key 0, held only by the first of them while it waits.
+ * Then r->slot says which, r->key is its key, the lock verified as by
+ * lock_verify(); release it with lock_release(). Results as lock_wait()'s.
  */
 enum lock_result slots_take(PGconn *c, struct lock_req *r, int *backend_pid,
     int *sig, struct err *err);

@@ -11,10 +11,9 @@
 #include "err.h"
 
 /*
- * Create table q (quoted, as counter_table_sql() writes it) with columns
- * (SQL, in parentheses) if it does not exist, in a transaction of its own.
- * Returns 0, or -1 with the reason in err: when the role may not create
- * it, the CREATE TABLE and the GRANT of privs to run.
+ * Create table q (quoted, as counter_table_sql() writes it) with columns (SQL,
+ * in parentheses) unless it exists, in its own transaction: 0, or -1, the
+ * reason in err (if the role may not: the CREATE TABLE and GRANT privs to run).
  */
 int table_create(PGconn *c, const char *q, const char *columns,
     const char *privs, struct err *err);
