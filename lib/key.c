@@ -7,11 +7,10 @@
  * The other schemes reproduce the keys that existing libraries and
  * migrators derive, so pglock can interlock with them; one table row each.
  *
- * The default scheme runs at every start of pglock. OpenSSL's low-level
- * SHA-256 (deprecated in 3.0, still there) skips the EVP provider set-up,
- * which alone costs more than the rest of pglock's client side (about 5M
- * instructions and 2 MiB). Other schemes go through EVP, which also knows
- * when a FIPS provider refuses MD5.
+ * The default scheme runs at every start: OpenSSL's low-level SHA-256
+ * (deprecated in 3.0, still there) skips the EVP provider set-up, which alone
+ * costs more than the rest of pglock's client side (~5M instructions, 2 MiB).
+ * Other schemes use EVP, which also knows when a FIPS provider refuses MD5.
  */
 #define OPENSSL_API_COMPAT 0x10101000L
 #include <errno.h>
@@ -249,9 +248,8 @@ h_golang_migrate(const char *k, size_t len, struct key *out)
 
 /*
  * Flyway locks 0x466C79776179 ("Flyway") plus the Java hashCode of its history
- * table's quoted name, not the database's (locks are per database anyway): KEY
- * is ignored, and a custom schema or table needs --id. Computed, not
- * hard-coded, so the test checks the formula against Flyway's published number.
+ * table's quoted name (locks are per database): KEY is ignored; another schema
+ * or table needs --id. Computed, so tests check it against Flyway's number.
  */
 static int
 h_flyway(const char *k, size_t len, struct key *out)

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * lock: the SQL side of an advisory lock. Acquisition is one pipeline
- * ([BEGIN;] settings; lock; verify in pg_locks) so that pglock pays a single
- * round trip. A session lock is for a connection proven direct (over TCP
- * the proof rides in the same pipeline); elsewhere the lock is a
- * transaction's, which pins the server connection in any pooler and goes
- * with a rollback or a dropped connection. The lease's periodic check is
- * read here by a reader of its own, which never waits: lib/child's loop
- * calls it once the answer has come in.
+ * lock: the SQL side of an advisory lock. Acquisition is one pipeline ([BEGIN;]
+ * settings; lock; verify in pg_locks): one round trip. A session lock is for a
+ * connection proven direct (over TCP, in the same pipeline); elsewhere the lock
+ * is a transaction's, which pins the server connection in any pooler and goes
+ * with a rollback or a dropped connection. The lease's periodic check is read
+ * by a reader of its own that never waits: lib/child's loop calls it once the
+ * answer is in.
  */
 #include <errno.h>
 #include <limits.h>
@@ -222,10 +221,7 @@ lock_fn(int xact, int try, int shared)
 	return lock_fns[xact != 0][try != 0][shared != 0];
 }
 
-/*
- * A lock call's answer (the call, the backend's pid, the id as text):
- * granted (r->key gets the id the server computed), busy, or an error.
- */
+/* Granted (r->key: the server's id), busy or error: the lock call's answer. */
 static enum lock_result
 lock_answer(PGresult *res, struct lock_req *r, int *backend_pid,
     struct err *err)
