@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * pglock.h: what the command line (pglock.c) shares with the modes that
- * only look (inspect.c): the options as parsed, and the ways to print
- * and to exit. Only these two files print or exit.
+ * pglock.h: what pglock.c shares with inspect.c (the modes that only look): the
+ * parsed options, and how to print and exit; only these two print or exit.
  */
 #ifndef PGLOCK_H
 #define PGLOCK_H

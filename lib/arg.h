@@ -26,9 +26,7 @@ int arg_period_ms(const char *s, long long *ms, struct err *err);
 /* Parse a decimal integer in [lo, hi]. Returns 0, or -1 with the reason. */
 int arg_long(const char *s, long lo, long hi, long *out, struct err *err);
 
-/*
- * A signal name (TERM, SIGTERM, any case) or number: 0, or -1, reason in err.
- */
+/* Signal name (TERM, SIGTERM, any case) or number: 0, or -1, reason in err. */
 int arg_signal(const char *s, int *sig, struct err *err);
 
 #endif

@@ -35,9 +35,8 @@ struct counter_req {
 };
 
 /*
- * Set up an allocation of TENANT's next version. Its lock is distinct
- * from the lock of KEY = TENANT, so "pglock T pglock --version-counter T"
- * cannot deadlock. Returns 0, or -1 when out of memory.
+ * Set up TENANT's next version's allocation, its lock not KEY = TENANT's so
+ * "pglock T pglock --version-counter T" cannot deadlock: 0, or -1 (no memory).
  */
 int counter_lock(const char *table, const char *tenant, long wait_ms,
     struct counter_req *out);

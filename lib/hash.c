@@ -86,9 +86,8 @@ hash_pg_bytes_extended(const void *buf, size_t len, uint64_t seed)
 		pg_mix(&a, &b, &c);
 	}
 	/*
-	 * Tail, little-endian layout: bytes 0-3 fill a and 4-7 fill b from
-	 * the low end; PostgreSQL keeps c's low byte out of it, so bytes
-	 * 8-10 go to bits 8, 16 and 24 of c.
+	 * Tail, little-endian: bytes 0-3 fill a, 4-7 b, from the low end; bytes
+	 * 8-10 go to c's bits 8, 16, 24 (PostgreSQL leaves the low byte out).
 	 */
 	for (i = 0; i < len; i++) {
 		if (i < 4)

@@ -10,15 +10,11 @@
 #include <stdint.h>
 
 /*
- * PostgreSQL's hash_bytes() (lookup3-based) as a little-endian server
- * computes it; hashtext(k) is this value cast to int4.
+ * PostgreSQL's hash_bytes() and hash_bytes_extended() (lookup3-based) as a
+ * little-endian server computes them; hashtext(k) is the first cast to int4,
+ * hashtextextended(k, seed) the second cast to int8.
  */
 uint32_t hash_pg_bytes(const void *buf, size_t len);
-
-/*
- * PostgreSQL's hash_bytes_extended() as a little-endian server computes it;
- * hashtextextended(k, seed) is this value cast to int8.
- */
 uint64_t hash_pg_bytes_extended(const void *buf, size_t len, uint64_t seed);
 
 /*

@@ -230,9 +230,8 @@ h_rails(const char *k, size_t len, struct key *out)
 }
 
 /*
- * KEY is the database name; golang-migrate (2021+) hashes
- * "schema\0table\0dbname" with the defaults public and schema_migrations,
- * and its multiplication wraps in uint32.
+ * KEY: the database name. golang-migrate (2021+) hashes "schema\0table\0dbname"
+ * (defaults public, schema_migrations); its product wraps in uint32.
  */
 static int
 h_golang_migrate(const char *k, size_t len, struct key *out)

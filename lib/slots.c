@@ -38,8 +38,7 @@ struct slotter {
 
 /*
  * Run sql (params NULL-terminated) as its own pipeline, after BEGIN and the
- * settings if first: its answer, or NULL (reason in err). *s->sig: a signal
- * meanwhile.
+ * settings if first: its answer, or NULL (reason in err); a signal in *s->sig.
  */
 static PGresult *
 exchange(const struct slotter *s, const char *sql, const char **params,
