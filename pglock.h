@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * pglock.h: what pglock.c shares with inspect.c (the modes that only look): the
- * parsed options, and how to print and exit; only these two print or exit.
+ * pglock.h: what pglock.c shares with run.c and inspect.c, the modes: the
+ * parsed options, and how to print and exit; only these three do either.
  */
 #ifndef PGLOCK_H
 #define PGLOCK_H
