@@ -186,7 +186,7 @@ lock_check_read(PGconn *c, int *pid, struct err *err)
 	return held;
 }
 
-/* A transaction pooler may run it on another server process, lockless. */
+/* A pooler may run this check on a server process other than the lock's. */
 enum lock_result
 lock_recheck(PGconn *c, const struct lock_req *r, int pid, struct err *err)
 {
