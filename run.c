@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * run: one run of a command under its lock, read top to bottom. One
- * struct run owns the connection, the lock request, the watchdog and the
- * command, and the lease's start.
+ * run: one run of a command under its lock, read top to bottom. One struct
+ * run owns the connection, lock request, watchdog, command and lease start.
  * run_lock() (pglock KEY COMMAND, --hold, --once*) takes these steps:
  *
  *   acquire   choose the scope; send the lock; fork the watchdog; wait
@@ -12,9 +11,8 @@
  *   record    --once*, --record: the outcome, before the release
  *   release   unlock, or commit the lock's transaction; reap
  *
- * run_counter() (--version-counter) allocates under the tenant's lock and
- * then watches its command the same way. Like pglock.c and inspect.c,
- * this file prints and exits; lib/ does neither.
+ * run_counter() (--version-counter) allocates under the tenant's lock, then
+ * watches its command alike. This file prints and exits; lib/ does neither.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,8 +54,7 @@ struct run {
 	const struct opts *o;
 	PGconn *c;
 	struct lock_req lk;	/* asked for; then what was granted */
-	struct child ch;	/* the watchdog, and the command (pid -1: none
-				   yet; unused under -F) */
+	struct child ch;	/* watchdog, command (pid -1: none); not -F */
 	int shown;		/* -v's live "waiting Ns" line: end it */
 	int backend_pid;	/* the server process holding the lock */
 	char id[48];		/* the lock's id, as PGLOCK_ID shows it */
@@ -100,10 +97,9 @@ lease_ms(const struct opts *o)
 /* ---- acquire ----------------------------------------------------------- */
 
 /*
- * A session lock only where no pooler can hand the session on. TCP is
- * proven only for auto, by the server in the lock's own pipeline (--slots:
- * in a round trip first): --scope session takes the user's word (and the
- * lock check in the lock's pipeline proves the lock held).
+ * A session lock only where no pooler can hand the session on. Only auto
+ * proves TCP, by the server in the lock's pipeline (--slots: a round trip
+ * first); --scope session takes the user's word (the lock's check proves it).
  */
 static void
 choose_scope(struct run *r)
@@ -186,10 +182,9 @@ report_busy(const struct run *r)
 }
 
 /*
- * The session failed before anything ran (why): if it was cut by the
- * server (a restart), and there is time to connect again, within
- * --connect-timeout and -w, say so under -v and return RUN_AGAIN (as a
- * refused connection, it is tried again); else die.
+ * The session failed before anything ran (why): if the server cut it (a
+ * restart) and --connect-timeout and -w leave time, say so under -v and
+ * return RUN_AGAIN, to be tried again as a refused connection; else die.
  */
 static int
 again_or_err(const struct run *r, const char *why)
@@ -255,9 +250,8 @@ spawn_or_err(const struct opts *o, struct child *ch)
 }
 
 /*
- * Take the lock: 0 once held (the watchdog forked, and the command too
- * unless later), NOT_GOT, the exit status of a wait cut by a signal, or
- * RUN_AGAIN; dies on errors.
+ * Take the lock: 0 once held (the watchdog forked, maybe the command too),
+ * NOT_GOT, 128 + a signal that cut the wait, or RUN_AGAIN; dies on errors.
  */
 static int
 acquire_or_err(struct run *r)
@@ -331,10 +325,9 @@ say_acquired(const struct run *r)
 }
 
 /*
- * Allocate TENANT's next version into *v, in a transaction left open
- * under r's lock; the caller commits or rolls back. Returns 0, or when
- * the tenant's lock was not got NOT_GOT, or 128 + the signal that
- * cancelled the wait. Dies on errors.
+ * Allocate TENANT's next version into *v, in a transaction left open under
+ * r's lock, for the caller to commit or roll back. Returns 0, NOT_GOT, or
+ * 128 + the signal that cancelled the wait; dies on errors.
  */
 static int
 allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
@@ -363,12 +356,11 @@ allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
 }
 
 /*
- * --fence: a number that grows with every acquisition of KEY, kept as a
- * tenant of its own (sharing tenant KEY's lock would let "pglock
- * --version-counter K pglock --fence K" deadlock) and committed at once.
- * Under a transaction's lock that commit would release the lock, and the
- * open transaction would keep the row locked: a connection of its own.
- * Returns 0, or the exit status of a wait that a signal cancelled.
+ * --fence: a number that grows with every acquisition of KEY, kept as a tenant
+ * of its own (sharing tenant KEY's lock would let "pglock --version-counter K
+ * pglock --fence K" deadlock) and committed at once. Under a transaction's
+ * lock that commit would release the lock, and the open transaction keep the
+ * row locked: a connection of its own. Returns 0, or a cancelled wait's 128+N.
  */
 static int
 fence_or_err(const struct run *r)
@@ -440,10 +432,7 @@ once_done_or_err(struct run *r)
 
 /* ---- watch ------------------------------------------------------------- */
 
-/*
- * --hold: one line on stdout, KEY, id and fence, tab-separated, for the
- * script that waits for it before it goes on.
- */
+/* --hold: KEY, id and fence, tab-separated: the line its script waits for. */
 static void
 hold_line_or_err(const struct run *r)
 {
@@ -506,10 +495,9 @@ watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
 }
 
 /*
- * Run the command while r->lk is held, watching for its loss (the lease
- * runs from r->since); the watchdog (and maybe the command at its gate)
- * is forked already, to be reaped by the caller. Returns the command's
- * exit status; exits 75 if the lock was lost meanwhile.
+ * Run the command under r->lk (its lease from r->since), watching for its
+ * loss; the watchdog, maybe the command at its gate too, is forked already,
+ * for the caller to reap. Returns the command's status; exits 75 on a loss.
  */
 static int
 watch_or_err(struct run *r)
@@ -531,7 +519,7 @@ watch_or_err(struct run *r)
 	switch (child_open_gate(&r->ch, o->argv != NULL ? o->argv[0] :
 	    "--hold", &status, &why)) {
 	case CHILD_STARTED:
-		/* Said once the watchdog is armed: a SIGKILL then tells the script. */
+		/* The watchdog is armed: a SIGKILL now tells the script. */
 		if (o->mode == MODE_HOLD)
 			hold_line_or_err(r);
 		break;
@@ -549,10 +537,9 @@ watch_or_err(struct run *r)
 /* ---- record ------------------------------------------------------------ */
 
 /*
- * Record the command's outcome (status, after seconds; a success counts
- * for r->slot) for KEY, before the lock is released: in the lock's own
- * transaction if it has one. A success not recorded counts as not done
- * (exit 75); a failure not recorded is said, and -1 returned.
+ * Record KEY's outcome (status, after seconds; a success counts for r->slot)
+ * before the release, in the lock's transaction if it has one. Not recorded,
+ * a success counts as not done (exit 75); a failure is said, -1 returned.
  */
 static int
 record_or_err(const struct run *r, int status, double seconds)
@@ -568,9 +555,9 @@ record_or_err(const struct run *r, int status, double seconds)
 	if (rc == 0)
 		return 0;
 	if (status == 0)
-		die(EXIT_LOST, "%s: the command succeeded, but its success could "
-		    "not be recorded (%s): it counts as not done", o->label,
-		    why.msg);
+		die(EXIT_LOST, "%s: the command succeeded, but its success "
+		    "could not be recorded (%s): it counts as not done",
+		    o->label, why.msg);
 	say("%s: the command's failure could not be recorded (%s)", o->label,
 	    why.msg);
 	return -1;
@@ -578,10 +565,7 @@ record_or_err(const struct run *r, int status, double seconds)
 
 /* ---- the run ----------------------------------------------------------- */
 
-/*
- * Up to the lock held: the scope, the record's table, -v's holder, the
- * lock, --fence. 0, or as acquire_or_err().
- */
+/* Up to the lock held, and --fence: 0, or as acquire_or_err(). */
 static int
 take_or_err(struct run *r)
 {
@@ -592,15 +576,13 @@ take_or_err(struct run *r)
 
 	choose_scope(r);
 	/*
-	 * The record's table, before the lock: first use creates it, which a
-	 * transaction's lock cannot do in its own transaction. Under a
-	 * session's lock, --once* finds it missing when it reads the record,
-	 * and creates it then: a round trip saved on every other run.
+	 * The record's table before the lock: a transaction's lock cannot
+	 * create it in its own transaction. Under a session's lock, --once*
+	 * creates it only when its read finds it missing: a round trip saved.
 	 */
 	if (o->record && (r->lk.xact || r->lk.prove || !o->once) &&
 	    runs_table(r->c, o->runs_sql, &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
-	/* -v: who holds the lock, before waiting for it. */
 	if (o->verbose && r->lk.wait_ms != 0 &&
 	    *holder(r->c, &r->lk.key, who, sizeof(who)) != '\0')
 		say("%s: held by %s; waiting", o->label, who);
@@ -636,9 +618,8 @@ run_lock(const struct opts *o, PGconn *c)
 	if ((status = take_or_err(&r)) != 0)
 		return step_exit(o, status);
 	/*
-	 * Looked at only now, under the lock: a run that ends meanwhile
-	 * counts. A read that is answered renewed the session (an expired one
-	 * would have been ended): the lease runs from it.
+	 * Read under the lock: a run ending meanwhile counts. An answered read
+	 * renewed the session (an expired one ends): the lease runs from it.
 	 */
 	if (o->once)
 		r.since = mono_ms();
@@ -654,11 +635,7 @@ run_lock(const struct opts *o, PGconn *c)
 		if (o->mode == MODE_HOLD && (status == 128 + SIGTERM ||
 		    status == 128 + SIGINT))
 			status = 0;
-		/*
-		 * Known only now: the outcome, recorded before the release.
-		 * A failed write aborted a transaction's lock: roll it back,
-		 * and the command's status stands.
-		 */
+		/* A failed write aborted a transaction's lock: roll it back. */
 		if (o->record && record_or_err(&r, status, mono_seconds() -
 		    ran) == -1 && r.lk.xact) {
 			(void)conn_end(c, 0, answer_ms(o), &why);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * child: the command's lifetime. One poll() loop sees the signal pipe, the
- * database socket and a timer for the periodic lock check.
+ * database socket, the watchdog and the timers (check, KILL, --max-time).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,11 +32,10 @@ exec_error(const char *cmd, int e, int *status, struct err *err)
 }
 
 /*
- * Signal the process group pgrp (0: the caller's). A stopped process acts
- * on a signal only once continued, as timeout(1) knows: a command stopped
- * in the background (SIGTTIN) would outlive a TERM. Not after USR1 and
- * USR2, which ask a command to do something, not to end: one stopped on
- * purpose stays stopped.
+ * Signal the process group pgrp (0: the caller's), then continue it: a
+ * stopped process acts on a signal only once continued, as timeout(1) knows,
+ * and one stopped in the background (SIGTTIN) would outlive a TERM. Not after
+ * USR1 and USR2, which ask for work, not an end: one stopped on purpose stays.
  */
 static void
 signal_group(pid_t pgrp, int sig)
@@ -63,9 +62,8 @@ give_terminal(pid_t pgrp)
 /*
  * Close every descriptor but keep, which becomes 3, and keep2 (-1: none),
  * which becomes 4: above all the database socket, which must close when
- * pglock dies (the watchdog's copy once the command is gone), so that the
- * lock goes too, and the standard ones, which may be a pipe that a reader
- * waits on.
+ * pglock dies (the watchdog's copy once the command is gone) so the lock
+ * goes too, and the standard ones, maybe a pipe that a reader waits on.
  */
 static void
 close_others(int keep, int keep2)
@@ -96,10 +94,9 @@ close_others(int keep, int keep2)
 }
 
 /*
- * --hold's command: wait for end of file on standard input (kept as 3),
- * holding nothing else open, least of all the database socket, which
- * must close with pglock. Reading a terminal from the background stops
- * it (SIGTTIN) until a signal ends it (signal_group's SIGCONT) or fg.
+ * --hold's command: wait for end of file on standard input (kept as 3) with
+ * nothing else open (close_others). Reading a terminal from the background
+ * stops it (SIGTTIN) until a signal ends it (signal_group's SIGCONT) or fg.
  */
 static __attribute__((noreturn)) void
 hold_stdin(void)
@@ -169,10 +166,9 @@ await_exit(pid_t pid, long t)
 
 /*
  * The watchdog (child.h's contract) reads a socket whose other end only
- * pglock holds; end of file means pglock died. Armed, it stops the whole
+ * pglock holds: end of file means pglock died. Armed, it stops the whole
  * group (the command's parent-death signal reaches the command alone) and
- * keeps the session (4), and so the lock, until the command is gone; the
- * KILL ends the command before the rest of the group and the session.
+ * keeps the session (4), and so the lock, until the command is gone.
  */
 static void
 watchdog(int fd, int session, const struct child *ch, int armed)
@@ -185,7 +181,7 @@ watchdog(int fd, int session, const struct child *ch, int armed)
 	close_others(fd, session);
 	for (;;) {
 		t = mono_ms();
-		/* Not renewed: pglock is stopped, the server may free the lock. */
+		/* Not renewed: pglock is stopped, the server may free it. */
 		if (kill_by >= 0 && t >= kill_by) {
 			if (ch->notify > 0)
 				(void)kill(ch->notify, ch->lost_sig);
@@ -213,17 +209,14 @@ watchdog(int fd, int session, const struct child *ch, int armed)
 	if (await_exit((pid_t)msg.pid, t))
 		(void)close(4);	/* the command is gone: the lock may go */
 	sleep_until(t);
-	/* The command first: the session goes with the group once it is gone. */
+	/* The command first: the session goes with the group after it. */
 	(void)kill((pid_t)msg.pid, SIGKILL);
 	(void)await_exit((pid_t)msg.pid, LONG_MAX);
 	(void)kill(0, SIGKILL);
 	_exit(0);
 }
 
-/*
- * A socketpair, so that pglock can write with MSG_NOSIGNAL: of type
- * SOCK_SEQPACKET for the watchdog, whose messages arrive whole.
- */
+/* A socketpair, for MSG_NOSIGNAL; SOCK_SEQPACKET's messages arrive whole. */
 static int
 cloexec_pair(int type, int sv[2], struct err *err)
 {
@@ -269,13 +262,12 @@ take_terminal(const struct child *ch)
 }
 
 /*
- * The command, which had the terminal, was stopped (Ctrl-Z): stop pglock
- * too, so that the shell sees its job stop and takes the terminal back.
- * Continued, hand the terminal on again if the shell gave it to pglock
- * (fg, not bg), and continue the command's group. Without a shell doing
- * job control above pglock (its parent in this session, in another process
- * group; not so under "ssh -t host pglock ..." or "tmux new pglock ..."),
- * nobody would continue a stopped pglock: continue the command at once.
+ * The command, which had the terminal, was stopped (Ctrl-Z): stop pglock too,
+ * so that the shell sees its job stop and takes the terminal back. Continued,
+ * hand the terminal on again if the shell gave it to pglock (fg, not bg).
+ * Without a shell doing job control above pglock (its parent in this session,
+ * in another process group; not so under "ssh -t host pglock ..." or "tmux
+ * new pglock ..."), nobody would continue a stopped pglock: continue at once.
  */
 static void
 suspend(const struct child *ch)
@@ -308,7 +300,7 @@ fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
 	pid = fork();
 	if (pid == 0) {
 		if (setpgid(0, pgrp) == -1)
-			_exit(0);	/* the group is gone: nothing to guard */
+			_exit(0);	/* group gone: nothing to guard */
 		sig_ignore(ch->lost_sig);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		/* One that joins the command's group is armed from birth. */
@@ -322,9 +314,8 @@ fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
 		return -1;
 	}
 	/*
-	 * Both sides set the group, so no signal races ahead of it. A group
-	 * to join may be gone (the command left it): then no watchdog, and
-	 * none forked over and over.
+	 * Both sides set the group, so no signal races ahead of it. A group to
+	 * join may be gone (the command left it): then none, not endless forks.
 	 */
 	ch->pgrp = pgrp == 0 ? pid : pgrp;
 	if (setpgid(pid, ch->pgrp) == -1 && pgrp != 0) {
@@ -350,11 +341,10 @@ child_fork_watchdog(struct child *ch, struct err *err)
 }
 
 /*
- * The watchdog died while the command runs (the OOM killer, a stray kill):
- * a new one joins the group, armed from birth with the lease's end and
- * the command's pid (no message to wait for, so a SIGKILL on pglock right
- * after cannot find it unarmed). Without one, the command would outlive
- * a pglock killed by SIGKILL.
+ * The watchdog died while the command runs (the OOM killer, a stray kill): a
+ * new one joins the group, armed from birth with the lease's end and the
+ * command's pid (no message to wait for: a SIGKILL on pglock right after
+ * cannot find it unarmed), or the command would outlive a SIGKILLed pglock.
  */
 static void
 replace_watchdog(struct child *ch)
@@ -382,9 +372,8 @@ child_spawn(char *const argv[], struct child *ch, struct err *err)
 	ch->foreground = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) &&
 	    tcgetpgrp(STDIN_FILENO) == getpgrp();
 	/*
-	 * The gate, both ways: pglock's byte lets the command exec, the
-	 * command's answer is its exec error, and end of file means exec
-	 * succeeded (or, to the command, that it must not run).
+	 * The gate, both ways: pglock's byte lets the command exec; its answer
+	 * is its exec error, end of file success (to the command: do not run).
 	 */
 	if (cloexec_pair(SOCK_STREAM, sp, err) == -1)
 		return -1;
@@ -529,10 +518,9 @@ wait_events(const struct child *ch, int fd, const long *at,
 }
 
 /*
- * Pass the signals that came on to the group, and look at the command:
- * 1 if it exited (*st says how), else 0; -1 if waitpid failed (reason in
- * err). A terminal's stop of the command stops pglock too, unless the
- * lock is lost: then only the KILL is due.
+ * Pass the signals that came on to the group, and look at the command: 1 if
+ * it exited (*st says how), else 0; -1 if waitpid failed (reason in err). A
+ * terminal's stop of it stops pglock too, unless the lock is lost: KILL is due.
  */
 static int
 forward_and_reap(struct child *ch, int lost, int *st, struct err *err)
@@ -575,10 +563,6 @@ stop_group(struct child *ch, long end, long *kill_at)
 		*kill_at = end;
 }
 
-/*
- * One poll() loop over the signals, the check's socket, the watchdog and
- * the timers (the check's, the KILL's, --max-time's).
- */
 enum child_end
 child_wait(struct child *ch, const struct child_watch *w, int *status,
     struct err *err)
@@ -588,9 +572,8 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	long end_at = w->max_ms > 0 ? mono_ms() + w->max_ms : -1;
 	int watching = w->fd != -1, lost = 0, late = 0, st = 0, r;
 	/*
-	 * Look once before waiting: a SIGCHLD that came while the command
-	 * sat at its gate may have been taken by the lock's wait already.
-	 * The check's first step, which tells when it is due, comes then.
+	 * Look once first: the lock's wait may have taken a SIGCHLD from the
+	 * command at its gate, and the check's first step tells when it is due.
 	 */
 	int look = 1;
 
@@ -641,11 +624,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	}
 	take_terminal(ch);
 	*status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
-	/*
-	 * A check still in flight is read to its end: the session is free for
-	 * the release then, and a lock it finds gone was lost while the
-	 * command ran.
-	 */
+	/* A lock that the check in flight finds gone was lost while it ran. */
 	if (watching && !w->finish(w->arg, err))
 		lost = 1;
 	/* Leave nothing of the command running without the lock. */
