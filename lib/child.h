@@ -14,17 +14,14 @@ struct child {
 	/* Set by the caller before child_fork_watchdog(): */
 	int lost_sig;		/* for the command if pglock dies */
 	long kill_after_ms;	/* then KILL, this much later */
-	pid_t notify;		/* also gets lost_sig then (--hold's script);
-				   0: nobody */
+	pid_t notify;		/* gets lost_sig too (--hold's script), or 0 */
 	int session_fd;		/* the database socket, which the watchdog
-				   keeps open until the command is gone;
-				   -1: none */
-	long kill_by;		/* mono_ms() by which the watchdog KILLs the
-				   group unless child_wait() renews it (the
-				   lease's end); -1: never */
+				   keeps open till the command is gone, or -1 */
+	long kill_by;		/* the lease's end, when the watchdog KILLs the
+				   group unless renewed (child_wait()); or -1 */
 	/* Kept by the functions below: */
 	pid_t pid;		/* the command */
-	pid_t pgrp;		/* its process group: the first watchdog's pid */
+	pid_t pgrp;		/* its group: the first watchdog's pid */
 	pid_t watchdog_pid;	/* the watchdog now; -1 once reaped */
 	int watchdog_fd;	/* pglock's end of the watchdog's socket */
 	int foreground;		/* the group was handed the terminal */
@@ -39,31 +36,28 @@ enum child_start {
 };
 
 /*
- * Fork the watchdog that will lead the command's process group: once
- * armed by child_open_gate(), if pglock dies (even by SIGKILL), it sends
- * lost_sig to the whole group (and to notify), and SIGKILL kill_after_ms
- * later (the command first), or at kill_by if sooner, and closes its copy
- * of session_fd only once the command has exited (-1 or closed: no copy,
- * for a lock already lost); if pglock lives but stops renewing the lease
- * (it was stopped itself), it KILLs the group at kill_by. Unarmed, it
- * just exits. Returns 0, or -1 with the reason in err.
+ * Fork the watchdog that will lead the command's process group. Once armed by
+ * child_open_gate(), if pglock dies (even by SIGKILL), it sends lost_sig to the
+ * group (and to notify), then SIGKILL kill_after_ms later or at kill_by if
+ * sooner (the command first), and closes its copy of session_fd only once the
+ * command has exited (-1 or closed: no copy, for a lock lost already); if
+ * pglock lives but stops renewing (it was stopped), it KILLs the group at
+ * kill_by. Unarmed, it just exits. Returns 0, or -1 with the reason in err.
  */
 int child_fork_watchdog(struct child *ch, struct err *err);
 
 /*
- * After child_fork_watchdog(): fork the command (argv, searched in PATH)
- * into the watchdog's group, held at a gate before exec until
- * child_open_gate() or child_abort(); a command at the gate exits without
- * running if pglock dies. With argv NULL (--hold) the "command" waits for
- * end of file on standard input, then exits 0. Returns 0, or -1 with the
- * reason in err.
+ * After child_fork_watchdog(): fork the command (argv, searched in PATH) into
+ * the watchdog's group, held at a gate before exec until child_open_gate() or
+ * child_abort(); at the gate it exits without running if pglock dies. With argv
+ * NULL (--hold) the "command" waits for end of file on standard input, then
+ * exits 0. Returns 0, or -1 with the reason in err.
  */
 int child_spawn(char *const argv[], struct child *ch, struct err *err);
 
 /*
- * Open the gate: the command execs, and gets the terminal if pglock had
- * it. Exec errors (named after cmd) are reported here, with the reason in
- * err; the command is then reaped.
+ * Open the gate: the command execs, with the terminal if pglock had it; exec
+ * errors (named after cmd) are reported here, in err, and the command reaped.
  */
 enum child_start child_open_gate(struct child *ch, const char *cmd, int *status,
     struct err *err);
@@ -74,10 +68,7 @@ enum child_start child_open_gate(struct child *ch, const char *cmd, int *status,
  */
 void child_abort(struct child *ch);
 
-/*
- * Replace pglock by argv (for -F): only returns on failure, with *status
- * 126 or 127 and the reason in err.
- */
+/* -F's exec of argv: returns only on failure, *status 126 or 127 (err). */
 void child_exec(char *const argv[], int *status, struct err *err);
 
 /*
@@ -101,8 +92,7 @@ struct child_watch {
 
 enum child_end {
 	CHILD_EXITED,		/* *status is its exit status (128+N) */
-	CHILD_LOST,		/* the lock was lost; ch->stopped says whether the
-				   command still ran, and was stopped */
+	CHILD_LOST,		/* lost; ch->stopped: the command was stopped */
 	CHILD_LATE,		/* it ran past max_ms and was stopped */
 	CHILD_FAILED		/* waitpid failed */
 };
@@ -117,10 +107,7 @@ enum child_end {
 enum child_end child_wait(struct child *ch, const struct child_watch *w,
     int *status, struct err *err);
 
-/*
- * After child_wait(): reap the watchdog it dismissed (which may take a
- * moment; the caller can release the lock first).
- */
+/* Reap the watchdog child_wait() dismissed; slow: release the lock first. */
 void child_reap(struct child *ch);
 
 #endif
