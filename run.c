@@ -37,13 +37,11 @@
 #include "run.h"
 
 /*
- * A step's answer for a lock not got because it is held: the run then
- * ends with the conflict code, which -E may make 0, so that a step's 0
- * can only mean "held".
+ * A step's answer for a lock not got because it is held: the run then ends
+ * with the conflict code, which -E may make 0, so a step's 0 only means held.
  */
 #define NOT_GOT (-2)
 
-/* The run's exit status for a step's that is not 0. */
 static int
 step_exit(const struct opts *o, int status)
 {
@@ -263,9 +261,9 @@ acquire_or_err(struct run *r)
 
 	/*
 	 * While the server sets the session up and takes the lock, fork the
-	 * watchdog; while it checks the lock, fork the command, which waits
-	 * at its gate until the check has passed (not under --fence: its
-	 * environment is not complete until then). --slots waits its own way.
+	 * watchdog; while it checks the lock, the command, held at its gate
+	 * till the check passed; not under --fence (its environment is not
+	 * complete yet) nor --once* (a skipped run forks nothing).
 	 */
 	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, &why) == -1)
 		return again_or_err(r, why.msg);
@@ -277,7 +275,6 @@ acquire_or_err(struct run *r)
 	if (got == LOCK_ACQUIRED)
 		export_lock_env_or_err(r);
 	if (got == LOCK_ACQUIRED && r->lk.slots == 0) {
-		/* Nor under --once*: a skipped run forks nothing. */
 		if (!o->no_fork && !o->fence && !o->once)
 			spawn_or_err(o, &r->ch);
 		/* ---- verify ---- */

@@ -388,10 +388,7 @@ child_spawn(char *const argv[], struct child *ch, struct err *err)
 			_exit(EXIT_NOTFOUND);
 		}
 #ifdef __linux__
-		/*
-		 * A second guard, for the command itself, should the watchdog
-		 * die with pglock (pkill -9 pglock matches both).
-		 */
+		/* Its own guard, if pkill -9 pglock kills the watchdog too. */
 		(void)prctl(PR_SET_PDEATHSIG, ch->lost_sig);
 		if (getppid() != parent)
 			_exit(128 + ch->lost_sig);

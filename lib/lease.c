@@ -25,7 +25,6 @@ lease_end(const struct lease_check *k)
 	return k->answered + k->lease.dead_ms;
 }
 
-/* The message for a check left unanswered. */
 static void
 unanswered(const struct lease *l, struct err *err)
 {

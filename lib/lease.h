@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * lease: a lock held is a lease, renewed by a periodic check that the
- * lock is still this session's. Its numbers all derive, here and only
- * here, from the check interval, so that their order cannot invert: the
- * command is dead before the server may give the lock away.
+ * lease: a lock held is a lease, renewed by a periodic check that it is still
+ * this session's. Its numbers all derive here, and only here, from the check
+ * interval, so their order cannot invert: the command is dead before the
+ * server may give the lock away.
  */
 #ifndef PGLOCK_LEASE_H
 #define PGLOCK_LEASE_H
@@ -13,22 +13,20 @@
 #include "err.h"
 #include "lock.h"
 
+/*
+ * lease_of(C): a check that the lock is held every C, answered within A =
+ * max(C, 1 s) or counted as a loss. A loss is seen at most C + A after the
+ * last answered check was sent, and the command KILLed by D = C + 2A; the
+ * server ends a session (or transaction) silent for S = C + 3A, and its lock:
+ * the last A is the margin for an answer's way back and for scheduling.
+ */
 struct lease {
-	long check_ms;	/* C: a check that the lock is held, every C */
-	long answer_ms;	/* A = max(C, 1 s): a check not answered by then
-			   counts as a loss */
-	long dead_ms;	/* C + 2A after the last answered check was sent,
-			   the command has been KILLed */
-	long server_ms;	/* S = C + 3A: the server ends a session (or a
-			   transaction) silent that long, and its lock */
+	long check_ms;	/* C */
+	long answer_ms;	/* A */
+	long dead_ms;	/* D */
+	long server_ms;	/* S */
 };
 
-/*
- * The lease of a check interval: a loss is seen at most C + A after the
- * last answered check was sent, the KILL follows at most A later, and the
- * server waits A more, the margin for an answer's way back and for
- * scheduling.
- */
 static inline struct lease
 lease_of(long check_ms)
 {
@@ -48,8 +46,7 @@ struct lease_check {
 	struct lease lease;
 	long sent;	/* mono_ms() the check in flight was sent; -1: none */
 	long next;	/* when the next check is due */
-	long answered;	/* when the last answered check was sent (at
-			   first, when the lock was granted) */
+	long answered;	/* the last answered check's sending; at first, since */
 };
 
 /* Checks of lk, held on c since (mono_ms()), every check_ms. */
@@ -60,12 +57,10 @@ void lease_start(struct lease_check *k, PGconn *c, const struct lock_req *lk,
 long lease_end(const struct lease_check *k);
 
 /*
- * One step of the checks (k is a struct lease_check), whenever the
- * session's socket is readable (readable 1) or a time it set in *due has
- * come: read an answer, which renews the lease, or send the check due.
- * Returns 1 while the lock is held, 0 when it is lost or unproven, with
- * the reason in err; *due is the next time to call without input, *end
- * what lease_end() says now. A child_watch's step (lib/child.h).
+ * A child_watch's step (lib/child.h) on k, a struct lease_check: read an
+ * answer, which renews the lease, or send the check due. Returns 1 while the
+ * lock is held, 0 when it is lost or unproven (reason in err); *due is the
+ * next time to call without input, *end what lease_end() says now.
  */
 int lease_step(void *k, int readable, long *due, long *end, struct err *err);
 

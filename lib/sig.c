@@ -63,7 +63,7 @@ sig_init(struct err *err)
 	for (i = 0; i < NHANDLED; i++) {
 		struct sigaction old;
 
-		/* Ignored by the caller (nohup, cmd &): stay ignored, for both. */
+		/* Ignored by the caller (nohup, cmd &): stays so, for both. */
 		if (sigaction(handled[i], NULL, &old) == 0 &&
 		    old.sa_handler == SIG_IGN && handled[i] != SIGCHLD)
 			continue;

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * sig: catch the signals pglock forwards or acts on, and turn them into a
- * readable file descriptor so that one poll() loop sees signals, the child
- * and the database socket together.
+ * sig: catch the signals pglock forwards or acts on, as a readable descriptor
+ * for the one poll() loop that also sees the child and the database socket.
  */
 #ifndef PGLOCK_SIG_H
 #define PGLOCK_SIG_H
@@ -30,14 +29,12 @@ int sig_take(void);
 /* Is sig one of those a signal to pglock is passed on to the command for? */
 int sig_forwarded(int sig);
 
-/* Give the caught signals, and SIGPIPE, back their default action
-   (before exec). */
+/* Before exec: the caught signals, and SIGPIPE, get their default action. */
 void sig_reset(void);
 
 /*
- * Ignore the handled signals, the terminal's stop signals and also (when
- * it can be ignored): for the watchdog, which must outlast what reaches
- * its process group.
+ * For the watchdog, which must outlast what reaches its process group: ignore
+ * the handled signals, the terminal's stop signals and also (if it can be).
  */
 void sig_ignore(int also);
 
