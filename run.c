@@ -122,10 +122,7 @@ show_waiting(void *arg)
 	r->shown = 1;
 }
 
-/*
- * Who holds the lock on k: "pid N (application, client, user U, for Ns)"
- * into buf, or "" when nobody does (or the query failed).
- */
+/* k's holder, "pid N (app, client, user U, for Ns)", or "" (none, error). */
 static const char *
 holder(PGconn *c, const struct key *k, char *buf, size_t len)
 {

@@ -342,9 +342,8 @@ child_fork_watchdog(struct child *ch, struct err *err)
 
 /*
  * The watchdog died while the command runs (the OOM killer, a stray kill): a
- * new one joins the group, armed from birth with the lease's end and the
- * command's pid (no message to wait for: a SIGKILL on pglock right after
- * cannot find it unarmed), or the command would outlive a SIGKILLed pglock.
+ * new one joins the group, lest the command outlive a SIGKILLed pglock, armed
+ * from birth (the lease's end, the pid): no message for a SIGKILL to beat.
  */
 static void
 replace_watchdog(struct child *ch)
@@ -482,9 +481,8 @@ child_exec(char *const argv[], int *status, struct err *err)
 }
 
 /*
- * Wait for a signal, input on fd (-1: none), the watchdog's end, or the
- * first of the times at[0..2] (-1: none; at NULL: just look), in p[0..2].
- * Returns 0, or -1 with the reason in err.
+ * Wait for a signal, input on fd (-1: none), the watchdog's end or the first
+ * time at[0..2] (-1: none; at NULL: just look), in p[0..2]: 0, or -1 (err).
  */
 static int
 wait_events(const struct child *ch, int fd, const long *at,

@@ -99,10 +99,9 @@ enum child_end {
 
 /*
  * Wait for the child while forwarding signals to its process group and
- * stepping w's check: if the lock is lost, signal the group with
- * ch->lost_sig, then KILL after ch->kill_after_ms or at the check's end,
- * whichever comes first, and return CHILD_LOST (reason in err) once the
- * child is reaped. A later end renews the watchdog's kill_by.
+ * stepping w's check. A lost lock: signal the group with ch->lost_sig, KILL
+ * it after ch->kill_after_ms or at the check's end if sooner, and return
+ * CHILD_LOST (err) once the child is reaped. A later end renews kill_by.
  */
 enum child_end child_wait(struct child *ch, const struct child_watch *w,
     int *status, struct err *err);

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * lease: a lock held is a lease, renewed by a periodic check that it is still
- * this session's. Its numbers all derive here, and only here, from the check
- * interval, so their order cannot invert: the command is dead before the
- * server may give the lock away.
+ * this session's. Its numbers all derive here alone from the check interval,
+ * in an order that cannot invert: the command dies before the lock may go.
  */
 #ifndef PGLOCK_LEASE_H
 #define PGLOCK_LEASE_H
@@ -65,9 +64,8 @@ long lease_end(const struct lease_check *k);
 int lease_step(void *k, int readable, long *due, long *end, struct err *err);
 
 /*
- * After the command exited: read a check still in flight, within its
- * bound, so the session is free for the release. Returns 1 while the
- * lock is held, 0 when the check found it lost (reason in err).
+ * After the command exited: read a check still in flight, within its bound,
+ * freeing the session for the release: 1 while held, 0 if found lost (err).
  */
 int lease_finish(void *k, struct err *err);
 

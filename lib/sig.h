@@ -11,9 +11,8 @@
 #include "err.h"
 
 /*
- * Install the handlers (TERM, INT, HUP, QUIT, USR1, USR2, CHLD; not for a
- * signal the caller ignores) and the wake-up pipe, and ignore SIGPIPE.
- * Returns 0, or -1 with the reason in err.
+ * Install the handlers (not for a signal the caller ignores) and the wake-up
+ * pipe, and ignore SIGPIPE. Returns 0, or -1 with the reason in err.
  */
 int sig_init(struct err *err);
 
@@ -39,9 +38,8 @@ void sig_reset(void);
 void sig_ignore(int also);
 
 /*
- * Block the handled signals and the terminal's stop signals, the old mask
- * into *old: around fork(), so that none reaches the child before
- * sig_reset() or sig_ignore() (sigprocmask restores).
+ * Around fork(): block the handled and the terminal's stop signals, the old
+ * mask into *old, so none reaches the child before sig_reset() or sig_ignore().
  */
 void sig_block(sigset_t *old);
 
