@@ -36,10 +36,7 @@
 #include "pglock.h"
 #include "run.h"
 
-/*
- * A step's answer for a lock not got because it is held: the run then ends
- * with the conflict code, which -E may make 0, so a step's 0 only means held.
- */
+/* A step's "held elsewhere"; not the conflict code, which -E may make 0. */
 #define NOT_GOT (-2)
 
 static int
@@ -304,7 +301,6 @@ acquire_or_err(struct run *r)
 	return again_or_err(r, why.msg);
 }
 
-/* -v: the lock is held, after how long, by which server process. */
 static void
 say_acquired(const struct run *r)
 {
@@ -391,9 +387,8 @@ fence_or_err(const struct run *r)
 }
 
 /*
- * --once, --once-per: with the lock held, has KEY succeeded in this slot
- * of the server's clock (floor(now / period); --once: slot 0, for ever)?
- * r->slot is the slot a success of this run will count for.
+ * --once*, lock held: has KEY succeeded in this slot of the server's clock
+ * (floor(now / period); --once: 0)? r->slot: the slot this run counts for.
  */
 static int
 once_done_or_err(struct run *r)

@@ -253,7 +253,6 @@ dismiss_watchdog(struct child *ch)
 	child_reap(ch);
 }
 
-/* Take the terminal back from the command's group, if it still has it. */
 static void
 take_terminal(const struct child *ch)
 {

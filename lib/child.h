@@ -62,10 +62,7 @@ int child_spawn(char *const argv[], struct child *ch, struct err *err);
 enum child_start child_open_gate(struct child *ch, const char *cmd, int *status,
     struct err *err);
 
-/*
- * Close the gate, if spawned: the command exits without running, and is
- * reaped. The watchdog is dismissed.
- */
+/* Close the gate, if spawned: reap the command unrun; dismiss the watchdog. */
 void child_abort(struct child *ch);
 
 /* -F's exec of argv: returns only on failure, *status 126 or 127 (err). */
