@@ -194,7 +194,6 @@ again_or_err(const struct run *r, const char *why)
 	return RUN_AGAIN;
 }
 
-/* Fork the watchdog (lib/child.h), guarding the session c. */
 static void
 fork_watchdog_or_err(const struct opts *o, PGconn *c, struct child *ch)
 {

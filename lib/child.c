@@ -118,10 +118,9 @@ struct arm {
 };
 
 /*
- * Has pid exited? A zombie has: Linux's /proc says so, state Z or X (the
- * field after the name, which may hold spaces and parentheses) with one
- * thread left, for a leader that exited while its other threads run shows
- * Z too. Without /proc a zombie counts as running until it is reaped.
+ * Has pid exited? A zombie has: Linux's /proc says state Z or X (after the
+ * last ')': the name may hold some) and one thread left, as an exited leader
+ * whose other threads run is Z too. Without /proc, a zombie counts as running.
  */
 static int
 exited(pid_t pid)
@@ -539,10 +538,7 @@ forward_and_reap(struct child *ch, int lost, int *st, struct err *err)
 	return r == ch->pid;
 }
 
-/*
- * The lock is lost: stop the whole group, and KILL it later (*kill_at),
- * but by end, before the server may give the lock to another.
- */
+/* Lost: stop the group; its KILL (*kill_at) comes by end, the lease's end. */
 static void
 stop_group(struct child *ch, long end, long *kill_at)
 {

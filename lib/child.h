@@ -40,9 +40,8 @@ enum child_start {
  * child_open_gate(), if pglock dies (even by SIGKILL), it sends lost_sig to the
  * group (and to notify), then SIGKILL kill_after_ms later or at kill_by if
  * sooner (the command first), and closes its copy of session_fd only once the
- * command has exited (-1 or closed: no copy, for a lock lost already); if
- * pglock lives but stops renewing (it was stopped), it KILLs the group at
- * kill_by. Unarmed, it just exits. Returns 0, or -1 with the reason in err.
+ * command has exited (-1 or closed: no copy, for a lock lost already). Unarmed,
+ * it just exits. Returns 0, or -1 with the reason in err.
  */
 int child_fork_watchdog(struct child *ch, struct err *err);
 
@@ -68,10 +67,7 @@ void child_abort(struct child *ch);
 /* -F's exec of argv: returns only on failure, *status 126 or 127 (err). */
 void child_exec(char *const argv[], int *status, struct err *err);
 
-/*
- * What child_wait() watches beside the command: the lock's periodic check
- * (lib/lease.c's), which it drives without knowing what it checks.
- */
+/* The lock's check (lib/lease.c's), driven by child_wait() as a black box. */
 struct child_watch {
 	int fd;		/* polled for the check's input; -1: no check */
 	/*

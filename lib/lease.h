@@ -57,9 +57,8 @@ long lease_end(const struct lease_check *k);
 
 /*
  * A child_watch's step (lib/child.h) on k, a struct lease_check: read an
- * answer, which renews the lease, or send the check due. Returns 1 while the
- * lock is held, 0 when it is lost or unproven (reason in err); *due is the
- * next time to call without input, *end what lease_end() says now.
+ * answer, which renews the lease, or send the check due. 0 when the lock is
+ * lost or unproven (reason in err); *end is what lease_end() says now.
  */
 int lease_step(void *k, int readable, long *due, long *end, struct err *err);
 
