@@ -6,8 +6,6 @@
 #ifndef PGLOCK_CONN_H
 #define PGLOCK_CONN_H
 
-#include <stddef.h>
-
 #include <libpq-fe.h>
 
 #include "err.h"
@@ -23,11 +21,10 @@ struct conn_opts {
 };
 
 /*
- * Connect (never prompting for a password), asking for a primary unless
- * the user chose target_session_attrs. Attempts refused for load or state
- * (too many clients, starting up, connection refused) are retried with
- * jittered backoff for connect_ms; no attempt outlives deadline_ms.
- * Returns the connection, or NULL with libpq's reason in err.
+ * Connect (no password prompt), asking for a primary unless the user chose
+ * target_session_attrs; refusals for load or state (too many clients, starting
+ * up, refused) are retried with jittered backoff for connect_ms, no attempt
+ * outliving deadline_ms. The connection, or NULL with libpq's reason in err.
  */
 PGconn *conn_open(const struct conn_opts *o, struct err *err);
 
@@ -35,31 +32,28 @@ PGconn *conn_open(const struct conn_opts *o, struct err *err);
 enum conn_scope {
 	CONN_SESSION,		/* the session's */
 	CONN_XACT,		/* an open transaction's (BEGIN first) */
-	CONN_PROVE		/* the session's if the server proves the TCP
-				   connection direct (conn_ends()), else
-				   the implicit transaction's, up to the sync */
+	CONN_PROVE		/* if conn_ends()' proof holds, the session's;
+				   else the implicit transaction's, to sync */
 };
 
 /*
- * Queue, on a connection in pipeline mode, what comes before a lock call:
- * under CONN_XACT, BEGIN ISOLATION LEVEL READ COMMITTED; then the
- * statement that asks whether the server is a standby (conn_setup_standby()
- * reads its answer) and sets the session up: statement_timeout off,
- * lock_timeout to wait_ms (none unless it is over 0), the idle timeouts to
- * lease_ms (0: off) and the server's tcp_user_timeout to lease_ms (10 s
- * without one), and dead-peer detection unless the user set it (its
- * keepalives give up no sooner than lease_ms, where the server has no
- * tcp_user_timeout). Settings that are not the session's are SET LOCAL, so
- * nothing leaks into a pooler's server connection. Settings the server
- * does not have are skipped, so old servers work. Returns 0 or -1.
+ * Queue, on c in pipeline mode, what comes before a lock call: under CONN_XACT,
+ * BEGIN ISOLATION LEVEL READ COMMITTED; then a statement that asks whether the
+ * server is a standby (conn_setup_standby() reads the answer) and sets
+ * statement_timeout off, lock_timeout to wait_ms (none unless over 0), the idle
+ * timeouts to lease_ms (0: off), the server's tcp_user_timeout to lease_ms
+ * (without one, 10 s) and dead-peer detection unless the user set it (its
+ * keepalives give up no sooner than lease_ms where the server has no
+ * tcp_user_timeout). Settings not the session's are SET LOCAL, so nothing leaks
+ * into a pooler's server connection; those the server lacks are skipped, so old
+ * servers work. Returns 0 or -1.
  */
 int conn_send_setup(PGconn *c, long wait_ms, long lease_ms,
     enum conn_scope scope, struct err *err);
 
 /*
- * Queue sql with its n params on c, in pipeline mode (entered if need
- * be), for conn_pipe_next() to read. Returns 0, or -1 with the reason in
- * PQerrorMessage(c).
+ * Queue sql with its n params on c, in pipeline mode (entered if need be), for
+ * conn_pipe_next() to read: 0, or -1 with the reason in PQerrorMessage(c).
  */
 int conn_queue(PGconn *c, const char *sql, int n, const char *const *params);
 
@@ -67,17 +61,16 @@ int conn_queue(PGconn *c, const char *sql, int n, const char *const *params);
 int conn_setup_standby(const PGresult *res);
 
 /*
- * From now on, every wait for an answer in conn_pipe_next() gives up at by
- * (mono_ms(); -1: never): the query is cancelled and the wait fails with
- * "the server did not answer within" ms/1000 seconds. For -w and -n: a
- * frozen or unreachable server must not outlast them.
+ * From now on, conn_pipe_next() waits for an answer until by (mono_ms(); -1:
+ * never), then cancels the query and fails with "the server did not answer
+ * within" ms/1000 s: no frozen or unreachable server may outlast -w or -n.
  */
 void conn_deadline(long by, long ms);
 
 /*
- * How long pglock waits for the server to answer a check, a release or a
- * commit, at least: a server that stops answering (a frozen backend on a
- * Unix socket, where no keepalive notices) must not hang pglock.
+ * How long pglock waits at least for the server to answer a check, a release or
+ * a commit: a server that stops answering (a frozen backend on a Unix socket,
+ * where no keepalive notices) must not hang pglock.
  */
 #define CONN_ANSWER_MS 10000L
 
@@ -91,17 +84,15 @@ enum conn_ready {
 enum conn_ready conn_await(PGconn *c, long by);
 
 /*
- * Run sql with params (NULL-terminated; NULL for none) and wait at most
- * ms for its answer. Returns its result (the first one), or NULL with the
- * reason in err: the connection failed, or the server did not answer.
+ * Run sql with params (NULL-terminated, or NULL), waiting at most ms: its first
+ * result, or NULL with the reason in err (a failed connection, no answer).
  */
 PGresult *conn_exec(PGconn *c, const char *sql, const char *const *params,
     long ms, struct err *err);
 
 /*
- * End the open transaction: COMMIT (commit) or ROLLBACK, answered within
- * ms. Returns 0, or -1 with the reason when it failed, was not answered,
- * or a COMMIT was answered by a rollback.
+ * End the open transaction (COMMIT if commit, else ROLLBACK) within ms: 0, or
+ * -1 with the reason if it failed, went unanswered or a COMMIT rolled back.
  */
 int conn_end(PGconn *c, int commit, long ms, struct err *err);
 
@@ -119,19 +110,17 @@ enum conn_path {
 };
 
 /*
- * Can c be proven to reach a PostgreSQL backend directly, no pooler
- * between? Over TCP (with ask, one round trip) the backend sees pglock's
- * own address and port; over a Unix socket (Linux, no round trip) the
- * backend pid libpq was given is a child of the process listening on the
- * socket. Without ask, TCP is CONN_TCP (CONN_UNPROVEN if conn_ends()
- * fails): the caller asks, with its proof, in a query of its own.
+ * Can c be proven to reach a backend directly, no pooler between? Over TCP
+ * (with ask, one round trip) the backend sees pglock's address and port; over a
+ * Unix socket (Linux, no round trip) the backend pid libpq was given is a child
+ * of the socket's listener. Without ask, TCP is CONN_TCP (CONN_UNPROVEN if
+ * conn_ends() fails): the caller asks, with its proof, in a query of its own.
  */
 enum conn_path conn_direct(PGconn *c, int ask);
 
 /*
- * Both ends of a TCP connection, as numeric text, and an SQL condition
- * (proof) true when the backend sees them as pglock does: params, as
- * $first to $first + 3.
+ * Both ends of a TCP connection as numeric text, and proof: an SQL condition on
+ * params $first to $first + 3, true when the backend sees them as pglock does.
  */
 struct conn_ends {
 	char addr[2][64];	/* pglock's, the server's (as pglock sees it) */
@@ -144,46 +133,39 @@ struct conn_ends {
 int conn_ends(PGconn *c, int first, struct conn_ends *e);
 
 /*
- * Was c's session ended by the server, not refused: a shutdown, a crash,
- * an administrator (57P01 to 57P03), or closed with no word? What it had
- * not answered was not done, and a new session may ask again.
+ * Was c's session ended by the server, not refused: a shutdown, a crash, an
+ * administrator (57P01 to 57P03), or closed with no word? What it had not
+ * answered was not done, and a new session may ask again.
  */
 int conn_cut(PGconn *c);
 
 /*
- * Why the connection failed, as one line: the server's last message (such
- * as "terminating connection due to administrator command") if it sent one,
- * else libpq's error text.
+ * Why the connection failed, as one line: the server's last message if it sent
+ * one ("terminating connection due to administrator command"), else libpq's.
  */
 void conn_reason(PGconn *c, struct err *err);
 
 /*
- * The one reader of pipelines: the next statement's result, with the NULL
- * that ends it read too, or the PGRES_PIPELINE_SYNC; NULL (the reason in
- * err) if the connection failed. While waiting, the first forwarded
- * signal (sig.h) cancels the query on the server and is kept in *sig, and
- * tick(arg), if set, is called every second.
+ * The one reader of pipelines: the next statement's result, with the NULL that
+ * ends it read too, or the PGRES_PIPELINE_SYNC; NULL (the reason in err) if the
+ * connection failed. While waiting, the first forwarded signal (sig.h) cancels
+ * the query and is kept in *sig, and tick(arg), if set, is called every second.
  */
 PGresult *conn_pipe_next(PGconn *c, int *sig, void (*tick)(void *),
     void *arg, struct err *err);
 
 /*
- * Read what is left of the pipeline up to its sync, and leave pipeline
- * mode: 0, or -1 if the connection failed. With err NULL, the caller has
- * the reason already: the first one is what matters.
+ * Read the pipeline to its sync, leave pipeline mode: 0, or -1 if the
+ * connection failed (err NULL: the caller has the first reason, which counts).
  */
 int conn_pipe_end(PGconn *c, int *sig, struct err *err);
 
-/*
- * Check that a -d value that looks like a conninfo string or URI parses.
- * Returns 0, or -1 with libpq's reason in err.
- */
+/* Check that a -d conninfo or URI parses: 0, or -1 with the reason in err. */
 int conn_check(const char *conninfo, struct err *err);
 
 /*
- * Overwrite, in place, a conninfo string or URI that holds a password (as
- * libpq parses it) with 'x', so that ps(1) does not show it in any form;
- * the caller keeps a copy to connect with.
+ * Overwrite with 'x', in place, a conninfo or URI holding a password (as libpq
+ * parses it), so ps(1) shows it in no form; the caller connects with a copy.
  */
 void conn_hide_password(char *conninfo);
 
