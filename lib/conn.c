@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * conn: libpq connection set-up. Client-side TCP keepalives and
- * tcp_user_timeout come first in the keyword list so that anything the user
- * gives in -d, -h, -p, -U or the environment overrides them.
+ * conn: libpq connection set-up. Client keepalives and tcp_user_timeout come
+ * first in the keyword list: -d, -h, -p, -U or the environment override them.
  */
 #ifdef __linux__
 /* struct ucred, for SO_PEERCRED: glibc shows it to _GNU_SOURCE only. */
@@ -24,17 +23,10 @@
 #include "conn.h"
 #include "sig.h"
 
-/*
- * How long unacknowledged data may wait on a TCP connection, in ms: on
- * pglock's end always, on the server's when there is no lease.
- */
+/* TCP's bound on unacked data, ms: pglock's end; the server's with no lease. */
 #define TCP_USER_TIMEOUT "10000"
 
-/*
- * TCP keepalives, on both ends: the first probe after IDLE s of silence
- * (on the server's end, with a lease, derived from it), then COUNT probes
- * INTERVAL s apart.
- */
+/* Keepalives, both ends: IDLE s, then COUNT probes INTERVAL s apart. */
 #define KA_IDLE 5
 #define KA_INTERVAL 2
 #define KA_COUNT 3
@@ -44,10 +36,7 @@
 /* The last message the server sent outside a query, e.g. why it hung up. */
 static struct err server_said;
 
-/*
- * conn_deadline(): when waits give up (-1: never; 0: they gave up
- * already, and cancelled), and the bound in ms, for the message.
- */
+/* conn_deadline()'s by and ms; by 0: passed already, and cancelled. */
 static long wait_by = -1, wait_bound_ms;
 
 /* The SQLSTATE of the last error the server sent, for conn_cut(). */
@@ -107,12 +96,11 @@ conn_oneline(const char *msg, struct err *err)
 }
 
 /*
- * A failed attempt that a later one may win: the server is full (53300),
- * starting or stopping (57P03, or 57P01 and a closed connection: a
- * restart caught it), a pooler is full, or nobody listens yet (refused,
- * or a Unix socket not there during a restart). pglock runs in
- * the C locale, so libpq's own words are English; the server's may not
- * be, hence its SQLSTATE, which the verbose error form carries.
+ * Can a later attempt win: the server is full (53300), starting or stopping
+ * (57P03, or 57P01 and a closed connection: a restart caught it), a pooler is
+ * full, or nobody listens yet (refused, or no Unix socket during a restart)?
+ * pglock runs in the C locale, so libpq's words are English; the server's may
+ * not be, hence its SQLSTATE, which the verbose error form carries.
  */
 static int
 retryable(const char *msg)
@@ -130,10 +118,7 @@ retryable(const char *msg)
 	    strstr(msg, refused) != NULL || strstr(msg, absent) != NULL;
 }
 
-/*
- * libpq's verbose error as the default form shows it: without the
- * SQLSTATE after the severity, and without LOCATION lines, on one line.
- */
+/* A verbose error as the default form shows it: no SQLSTATE, no LOCATION. */
 static void
 plain_error(const char *msg, struct err *err)
 {
@@ -166,7 +151,6 @@ plain_error(const char *msg, struct err *err)
 	conn_oneline(buf, err);
 }
 
-/* The value of keyword in libpq's options, or NULL. */
 static const char *
 option(const PQconninfoOption *o, const char *keyword)
 {
@@ -191,11 +175,7 @@ user_timeout_ms(PGconn *c)
 	return (secs < 2 ? 2 : secs) * 1000;
 }
 
-/*
- * One attempt, given up at until_ms (-1: never) or after the user's
- * connect_timeout. Returns the connection, or NULL with the reason in err
- * and *retry set if another attempt may succeed.
- */
+/* One try until until_ms (-1: never) or connect_timeout; *retry: try again. */
 static PGconn *
 connect_once(const char *const *keys, const char *const *vals,
     long until_ms, int *retry, struct err *err)
@@ -291,8 +271,7 @@ conn_open(const struct conn_opts *o, struct err *err)
 	KV("user", o->user);
 #undef KV
 #undef SET
-	keys[n] = NULL;
-	vals[n] = NULL;
+	keys[n] = vals[n] = NULL;
 
 	/* Why an earlier session (cut by a restart) hung up is past. */
 	server_said.msg[0] = '\0';
@@ -327,11 +306,8 @@ conn_open(const struct conn_opts *o, struct err *err)
 }
 
 /*
- * The settings' parameters: $1 lock_timeout (-w, ms), $2 the lease S
- * (ms), $3 tcp_user_timeout (S, or without a lease the bound libpq has on
- * pglock's end), $4 the keepalives' idle part (s): they give up after it
- * and their probes, no sooner than S where the server has no
- * tcp_user_timeout.
+ * settings[]'s $1 lock_timeout (-w), $2 the lease S, $3 tcp_user_timeout (S, or
+ * without a lease pglock's bound), in ms; $4 the keepalives' idle (s).
  */
 static void
 setup_params(char val[4][32], long wait_ms, long lease_ms)
@@ -354,14 +330,12 @@ setup_params(char val[4][32], long wait_ms, long lease_ms)
 }
 
 /*
- * pglock's session settings. Timeouts are always forced: lock_timeout is
- * -w's, and the lease's (the idle timeouts and tcp_user_timeout, after
- * which the server ends a silent holder's session or transaction) must
- * not be shortened. The rest of dead-peer detection is left alone where
- * the user chose it in the connection's options (options=-c ... or
- * PGOPTIONS). Settings older servers lack are not sent, and TCP ones not
- * on a Unix socket, so that the statement stays a handful of set_config()
- * calls: cheap for a fresh backend, unlike a join with pg_settings.
+ * Timeouts are forced: lock_timeout is -w's; the lease's (idle timeouts and
+ * tcp_user_timeout, after which the server ends a silent holder's session or
+ * transaction) must not be shortened. Other dead-peer settings yield to the
+ * user's options=-c ... or PGOPTIONS. Settings old servers lack, and TCP ones
+ * on a Unix socket, are not sent: a few set_config() calls are cheap for a
+ * fresh backend, unlike a join with pg_settings.
  */
 static const struct setting {
 	const char *name;
@@ -396,23 +370,21 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 	size_t i, n;
 	int tcp = conn_ends(c, 5, &e) == 0;
 
-	/*
-	 * Under prove, SET LOCAL unless the server proves the connection
-	 * direct. A pooler on the server's Unix socket makes the proof NULL,
-	 * which set_config() would take for false.
-	 */
 	if (scope == CONN_PROVE) {
 		if (!tcp) {
 			err_set(err, "no TCP connection to prove direct");
 			return -1;
 		}
 		memcpy(params + 4, e.params, sizeof(e.params));
+		/*
+		 * A pooler on the server's Unix socket makes the proof NULL,
+		 * which set_config() would take for false.
+		 */
 		local = "p.direct IS NOT TRUE";
 	}
 	/*
-	 * First, in the same transaction as the lock: is this a standby?
-	 * Through a pooler, the answer at connection may have come from
-	 * another server.
+	 * First, in the lock's transaction: is this a standby? Through a
+	 * pooler, the answer at connection may have come from another server.
 	 */
 	n = (size_t)snprintf(sql, sizeof(sql),
 	    "SELECT pg_catalog.pg_is_in_recovery()");
@@ -489,7 +461,7 @@ conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
 		conn_reason(c, err);
 		return NULL;
 	}
-	/* Each result, and the end after them, may come later: wait for each. */
+	/* Each result, and the end after them, may come later: await each. */
 	for (;;) {
 		switch (conn_await(c, by)) {
 		case CONN_LATE:
@@ -569,10 +541,9 @@ enum conn_event {
 };
 
 /*
- * Wait, until by (mono_ms(); -1: never), until a result can be read
- * without blocking, or something else comes first. With sig NULL signals
- * are not watched; once cancelled (a cancel was sent) they are not
- * returned, and the answer is waited for 5 s at most.
+ * Wait until by (mono_ms(); -1: never) for a result readable without blocking,
+ * or another event. Signals are watched unless sig is NULL, and not returned
+ * once cancelled; the answer is then waited for 5 s at most.
  */
 static enum conn_event
 conn_wait(PGconn *c, long by, int cancelled, int tick_ms, int *sig)
@@ -663,9 +634,8 @@ is_conninfo(const char *s)
 }
 
 /*
- * Overwrite with 'x' each password written in a -d value, found by hand
- * (libpq may not parse the value): a URI's user:password@ and every
- * password= value, quoted or not.
+ * Overwrite with 'x' each password in a -d value, found by hand (libpq may not
+ * parse it): a URI's user:password@ and every password= value, quoted or not.
  */
 static void
 mask_written(char *s)
@@ -732,10 +702,7 @@ conn_check(const char *conninfo, struct err *err)
 		PQfreemem(msg);
 		return -1;
 	}
-	/*
-	 * libpq's reason may quote the value, or a password in it: where it
-	 * does, the password becomes x's, as in ps.
-	 */
+	/* Where libpq's reason quotes a password, it becomes x's, as in ps. */
 	mask_written(masked);
 	for (p = msg; (p = strstr(p, conninfo)) != NULL && len > 0; p += len)
 		memcpy(p, masked, len);
@@ -766,10 +733,8 @@ conn_hide_password(char *conninfo)
 	int secret;
 
 	/*
-	 * libpq's own parser says whether there is a password, in whatever
-	 * form it accepts (URI user:pw@, ?password=, percent-encoded names or
-	 * values, quoted or escaped, given twice): then the whole string goes,
-	 * since only libpq knows where in it the password is.
+	 * Only libpq's parser finds a password in all its forms (user:pw@,
+	 * ?password=, percent-encoded, quoted, escaped, twice): all of it goes.
 	 */
 	if (!is_conninfo(conninfo) ||
 	    (opts = PQconninfoParse(conninfo, NULL)) == NULL)
@@ -782,10 +747,9 @@ conn_hide_password(char *conninfo)
 }
 
 /*
- * The next result of the query or pipeline in progress, or NULL at the end
- * of a statement's results, waited for as conn_pipe_next() says; *failed
- * is set, with the reason in err, when the connection fails (or a cancel
- * gets no answer within 5 s).
+ * The next result of the query or pipeline in progress, NULL at a statement's
+ * end, waited for as conn_pipe_next() says; *failed set, the reason in err, if
+ * the connection fails (or a cancel gets no answer in 5 s).
  */
 static PGresult *
 conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
@@ -911,8 +875,7 @@ parent_of(int pid)
 	return end != p + 4 && *end == ' ' ? ppid : -1;
 }
 
-/* Over a Unix socket: is the backend pid libpq was told a child of the
- * process that listens on the socket (the postmaster)? */
+/* Is libpq's backend pid a child of the socket's listener (the postmaster)? */
 static int
 unix_direct(PGconn *c)
 {
@@ -949,15 +912,12 @@ conn_ends(PGconn *c, int first, struct conn_ends *e)
 			return -1;
 		/* A link-local zone ("fe80::1%eth0"): inet takes none. */
 		e->addr[i][strcspn(e->addr[i], "%")] = '\0';
+		e->params[2 * i] = e->addr[i];
+		e->params[2 * i + 1] = e->port[i];
 	}
-	e->params[0] = e->addr[0];
-	e->params[1] = e->port[0];
-	e->params[2] = e->addr[1];
-	e->params[3] = e->port[1];
 	/*
-	 * Both ends, as the backend sees them: one end alone could be a
-	 * pooler's connection that happens to have the same local port
-	 * towards another destination.
+	 * Both ends: one alone could be a pooler's connection that happens to
+	 * have the same local port towards another destination.
 	 */
 	snprintf(e->proof, sizeof(e->proof), "(pg_catalog.inet_client_addr() ="
 	    " $%d::inet AND pg_catalog.inet_client_port() = $%d::int AND"
@@ -989,7 +949,6 @@ conn_direct(PGconn *c, int ask)
 		return CONN_UNPROVEN;
 	if (!ask)
 		return CONN_TCP;
-	/* Asked: in a round trip of its own. */
 	memcpy(params, e.params, sizeof(e.params));
 	params[4] = NULL;
 	snprintf(sql, sizeof(sql), "SELECT %s", e.proof);

@@ -68,9 +68,8 @@ int conn_setup_standby(const PGresult *res);
 void conn_deadline(long by, long ms);
 
 /*
- * How long pglock waits at least for the server to answer a check, a release or
- * a commit: a server that stops answering (a frozen backend on a Unix socket,
- * where no keepalive notices) must not hang pglock.
+ * The least pglock waits for the answer to a check, release or commit: a frozen
+ * backend (on a Unix socket, no keepalive notices) must not hang pglock.
  */
 #define CONN_ANSWER_MS 10000L
 
@@ -139,10 +138,7 @@ int conn_ends(PGconn *c, int first, struct conn_ends *e);
  */
 int conn_cut(PGconn *c);
 
-/*
- * Why the connection failed, as one line: the server's last message if it sent
- * one ("terminating connection due to administrator command"), else libpq's.
- */
+/* Why c failed, one line: why the server hung up if it said, else libpq's. */
 void conn_reason(PGconn *c, struct err *err);
 
 /*
