@@ -305,10 +305,7 @@ conn_open(const struct conn_opts *o, struct err *err)
 	return c;
 }
 
-/*
- * settings[]'s $1 lock_timeout (-w), $2 the lease S, $3 tcp_user_timeout (S, or
- * without a lease pglock's bound), in ms; $4 the keepalives' idle (s).
- */
+/* ms: $1 lock_timeout, $2 lease, $3 tcp_user_timeout; s: $4 keepalives_idle */
 static void
 setup_params(char val[4][32], long wait_ms, long lease_ms)
 {
@@ -604,9 +601,8 @@ conn_cancel(PGconn *c)
 	if (cn == NULL)
 		return;
 	/*
-	 * PQcancel() connects with no time limit: a server out of reach
-	 * would hold pglock for minutes. A child sends it, and its alarm
-	 * ends it (PQcancel() is safe in a forked child, as in a handler).
+	 * PQcancel() has no time limit (minutes for a server out of reach): a
+	 * child, where it is safe as in a handler, sends it; its alarm ends it.
 	 */
 	if ((pid = fork()) == 0) {
 		sigset_t alrm;
@@ -633,10 +629,7 @@ is_conninfo(const char *s)
 	    strncmp(s, "postgresql://", 13) == 0;
 }
 
-/*
- * Overwrite with 'x' each password in a -d value, found by hand (libpq may not
- * parse it): a URI's user:password@ and every password= value, quoted or not.
- */
+/* x over each password in s, found by hand (libpq may not parse s). */
 static void
 mask_written(char *s)
 {
@@ -677,9 +670,8 @@ conn_check(const char *conninfo, struct err *err)
 		return -1;
 	}
 	/*
-	 * Nor "user:password@host/db?...": a URI without its scheme, which
-	 * libpq would send, password and all, as a database name (or quote
-	 * in its reason, with an '=' after it).
+	 * Nor "user:password@host/db": libpq would send it, password and all,
+	 * as a database name, or quote it in its reason (with an '=' after it).
 	 */
 	if (strncmp(conninfo, "postgres://", 11) != 0 &&
 	    strncmp(conninfo, "postgresql://", 13) != 0 &&
@@ -915,10 +907,7 @@ conn_ends(PGconn *c, int first, struct conn_ends *e)
 		e->params[2 * i] = e->addr[i];
 		e->params[2 * i + 1] = e->port[i];
 	}
-	/*
-	 * Both ends: one alone could be a pooler's connection that happens to
-	 * have the same local port towards another destination.
-	 */
+	/* Both ends: a pooler's link elsewhere may share the local port. */
 	snprintf(e->proof, sizeof(e->proof), "(pg_catalog.inet_client_addr() ="
 	    " $%d::inet AND pg_catalog.inet_client_port() = $%d::int AND"
 	    " pg_catalog.inet_server_addr() = $%d::inet AND"
@@ -944,7 +933,6 @@ conn_direct(PGconn *c, int ask)
 		return CONN_UNPROVEN;
 	if (ss.ss_family == AF_UNIX)
 		return unix_direct(c) ? CONN_DIRECT_LOCAL : CONN_UNPROVEN;
-	/* TCP whose ends can be named, for the proof in the lock's pipeline. */
 	if (conn_ends(c, 1, &e) == -1)
 		return CONN_UNPROVEN;
 	if (!ask)

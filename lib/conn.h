@@ -38,15 +38,14 @@ enum conn_scope {
 
 /*
  * Queue, on c in pipeline mode, what comes before a lock call: under CONN_XACT,
- * BEGIN ISOLATION LEVEL READ COMMITTED; then a statement that asks whether the
- * server is a standby (conn_setup_standby() reads the answer) and sets
- * statement_timeout off, lock_timeout to wait_ms (none unless over 0), the idle
- * timeouts to lease_ms (0: off), the server's tcp_user_timeout to lease_ms
- * (without one, 10 s) and dead-peer detection unless the user set it (its
- * keepalives give up no sooner than lease_ms where the server has no
- * tcp_user_timeout). Settings not the session's are SET LOCAL, so nothing leaks
- * into a pooler's server connection; those the server lacks are skipped, so old
- * servers work. Returns 0 or -1.
+ * BEGIN ISOLATION LEVEL READ COMMITTED; then a statement that asks if the
+ * server is a standby (see conn_setup_standby()) and sets statement_timeout
+ * off, lock_timeout to wait_ms (none unless over 0), the idle timeouts to
+ * lease_ms (0: off), the server's tcp_user_timeout to lease_ms (10 s without
+ * one) and dead-peer detection unless the user set it (keepalives give up no
+ * sooner than lease_ms where the server lacks tcp_user_timeout). Settings not
+ * the session's are SET LOCAL: nothing leaks into a pooler's server connection.
+ * Those the server lacks are skipped: old servers work. Returns 0 or -1.
  */
 int conn_send_setup(PGconn *c, long wait_ms, long lease_ms,
     enum conn_scope scope, struct err *err);
@@ -95,10 +94,7 @@ PGresult *conn_exec(PGconn *c, const char *sql, const char *const *params,
  */
 int conn_end(PGconn *c, int commit, long ms, struct err *err);
 
-/*
- * Is the server in recovery (a standby)? 1, 0, or -1 with the reason in
- * err. Free on servers 14 and later, which report it at connection.
- */
+/* A standby? 1, 0 or -1 (reason in err); servers 14+ tell it at connection. */
 int conn_standby(PGconn *c, struct err *err);
 
 enum conn_path {
