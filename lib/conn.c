@@ -890,7 +890,8 @@ conn_ends(PGconn *c, int first, struct conn_ends *e)
 {
 	struct sockaddr_storage ss[2];
 	socklen_t len[2] = { sizeof(ss[0]), sizeof(ss[1]) };
-	int fd = PQsocket(c), i;
+	int fd = PQsocket(c);
+	size_t i;
 
 	memset(ss, 0, sizeof(ss));
 	if (getsockname(fd, (struct sockaddr *)&ss[0], &len[0]) == -1 ||
