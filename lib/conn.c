@@ -573,8 +573,8 @@ conn_wait(PGconn *c, long by, int cancelled, int tick_ms, int *sig)
 				if (!cancelled && sig_forwarded(*sig))
 					return EV_SIGNAL;
 		}
-		if ((p[0].revents & (POLLIN | POLLERR | POLLHUP)) &&
-		    !PQconsumeInput(c))
+		/* Any event, POLLNVAL too: libpq's read says what it was. */
+		if (p[0].revents != 0 && !PQconsumeInput(c))
 			return EV_BROKEN;
 	}
 	return EV_READY;
