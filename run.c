@@ -94,7 +94,8 @@ lease_ms(const struct opts *o)
 /*
  * A session lock only where no pooler can hand the session on. Only auto
  * proves TCP, by the server in the lock's pipeline (--slots: a round trip
- * first); --scope session takes the user's word (the lock's check proves it).
+ * first); --scope session takes the user's word, and the lock's check
+ * proves the lock held.
  */
 static void
 choose_scope(struct run *r)

@@ -180,7 +180,7 @@ watchdog(int fd, int session, const struct child *ch, int armed)
 	close_others(fd, session);
 	for (;;) {
 		t = mono_ms();
-		/* Not renewed: pglock is stopped, the server may free it. */
+		/* Not renewed, pglock stopped: the server may free the lock. */
 		if (kill_by >= 0 && t >= kill_by) {
 			if (ch->notify > 0)
 				(void)kill(ch->notify, ch->lost_sig);
@@ -341,7 +341,8 @@ child_fork_watchdog(struct child *ch, struct err *err)
 /*
  * The watchdog died while the command runs (the OOM killer, a stray kill): a
  * new one joins the group, lest the command outlive a SIGKILLed pglock, armed
- * from birth (the lease's end, the pid): no message for a SIGKILL to beat.
+ * from birth (the lease's end, the pid), so a SIGKILL on pglock right after
+ * cannot find it unarmed.
  */
 static void
 replace_watchdog(struct child *ch)
@@ -369,8 +370,9 @@ child_spawn(char *const argv[], struct child *ch, struct err *err)
 	ch->foreground = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) &&
 	    tcgetpgrp(STDIN_FILENO) == getpgrp();
 	/*
-	 * The gate, both ways: pglock's byte lets the command exec; its answer
-	 * is its exec error, end of file success (to the command: do not run).
+	 * The gate, both ways: pglock's byte lets the command exec, which
+	 * answers with its exec error; end of file means exec succeeded (or,
+	 * to the command, that it must not run).
 	 */
 	if (cloexec_pair(SOCK_STREAM, sp, err) == -1)
 		return -1;
@@ -614,7 +616,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	}
 	take_terminal(ch);
 	*status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
-	/* A lock that the check in flight finds gone was lost while it ran. */
+	/* A lock the check in flight finds gone was lost as the command ran. */
 	if (watching && !w->finish(w->arg, err))
 		lost = 1;
 	/* Leave nothing of the command running without the lock. */

@@ -17,8 +17,9 @@ struct child {
 	pid_t notify;		/* gets lost_sig too (--hold's script), or 0 */
 	int session_fd;		/* the database socket, which the watchdog
 				   keeps open till the command is gone, or -1 */
-	long kill_by;		/* the lease's end, when the watchdog KILLs the
-				   group unless renewed (child_wait()); or -1 */
+	long kill_by;		/* mono_ms() of the lease's end: the watchdog
+				   KILLs the group then unless child_wait()
+				   renews it; -1: never */
 	/* Kept by the functions below: */
 	pid_t pid;		/* the command */
 	pid_t pgrp;		/* its group: the first watchdog's pid */

@@ -26,7 +26,10 @@
 /* TCP's bound on unacked data, ms: pglock's end; the server's with no lease. */
 #define TCP_USER_TIMEOUT "10000"
 
-/* Keepalives, both ends: IDLE s, then COUNT probes INTERVAL s apart. */
+/*
+ * Keepalives, both ends: IDLE s of silence (on the server's, with a lease,
+ * derived from it: setup_params()), then COUNT probes INTERVAL s apart.
+ */
 #define KA_IDLE 5
 #define KA_INTERVAL 2
 #define KA_COUNT 3
@@ -175,7 +178,10 @@ user_timeout_ms(PGconn *c)
 	return (secs < 2 ? 2 : secs) * 1000;
 }
 
-/* One try until until_ms (-1: never) or connect_timeout; *retry: try again. */
+/*
+ * One try, until until_ms (-1: never) or connect_timeout: the connection, or
+ * NULL with the reason in err and *retry set if a later try may win.
+ */
 static PGconn *
 connect_once(const char *const *keys, const char *const *vals,
     long until_ms, int *retry, struct err *err)
@@ -331,8 +337,8 @@ setup_params(char val[4][32], long wait_ms, long lease_ms)
  * tcp_user_timeout, after which the server ends a silent holder's session or
  * transaction) must not be shortened. Other dead-peer settings yield to the
  * user's options=-c ... or PGOPTIONS. Settings old servers lack, and TCP ones
- * on a Unix socket, are not sent: a few set_config() calls are cheap for a
- * fresh backend, unlike a join with pg_settings.
+ * on a Unix socket, are left out here, not by a join with pg_settings: a few
+ * set_config() calls are cheap for a fresh backend.
  */
 static const struct setting {
 	const char *name;
@@ -629,7 +635,10 @@ is_conninfo(const char *s)
 	    strncmp(s, "postgresql://", 13) == 0;
 }
 
-/* x over each password in s, found by hand (libpq may not parse s). */
+/*
+ * 'x' over each password written in s, found by hand (libpq may not parse
+ * s): a URI's user:password@ and every password= value, quoted or not.
+ */
 static void
 mask_written(char *s)
 {
@@ -908,7 +917,10 @@ conn_ends(PGconn *c, int first, struct conn_ends *e)
 		e->params[2 * i] = e->addr[i];
 		e->params[2 * i + 1] = e->port[i];
 	}
-	/* Both ends: a pooler's link elsewhere may share the local port. */
+	/*
+	 * Both ends: one alone could be a pooler's connection that happens to
+	 * have the same local port, towards another destination.
+	 */
 	snprintf(e->proof, sizeof(e->proof), "(pg_catalog.inet_client_addr() ="
 	    " $%d::inet AND pg_catalog.inet_client_port() = $%d::int AND"
 	    " pg_catalog.inet_server_addr() = $%d::inet AND"

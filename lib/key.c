@@ -247,8 +247,9 @@ h_golang_migrate(const char *k, size_t len, struct key *out)
 
 /*
  * Flyway locks 0x466C79776179 ("Flyway") plus the Java hashCode of its history
- * table's quoted name (locks are per database): KEY is ignored; another schema
- * or table needs --id. Computed, so tests check it against Flyway's number.
+ * table's quoted name, not the database's (locks are per database anyway): KEY
+ * is ignored; another schema or table needs --id. Computed, so tests check it
+ * against Flyway's number.
  */
 static int
 h_flyway(const char *k, size_t len, struct key *out)

@@ -50,8 +50,9 @@ enum {
 };
 
 /*
- * KEY (len bytes; NUL-terminated for --id) -> id under how, into out: 0, or
- * KEY_BAD or KEY_UNKNOWN, the reason in err (unknown scheme: the valid names).
+ * KEY (len bytes, then a NUL: --id parses it, a server-side scheme keeps it
+ * in out->text for $1) -> id under how, into out: 0, or KEY_BAD or
+ * KEY_UNKNOWN, the reason in err (unknown scheme: the valid names).
  */
 int key_make(const struct key_how *how, const char *key, size_t len,
     struct key *out, struct err *err);

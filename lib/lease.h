@@ -45,7 +45,8 @@ struct lease_check {
 	struct lease lease;
 	long sent;	/* mono_ms() the check in flight was sent; -1: none */
 	long next;	/* when the next check is due */
-	long answered;	/* the last answered check's sending; at first, since */
+	long answered;	/* when the last answered check was sent (at
+			   first, lease_start()'s since) */
 };
 
 /* Checks of lk, held on c since (mono_ms()), every check_ms. */

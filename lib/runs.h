@@ -11,7 +11,7 @@
 
 #include "err.h"
 
-/* Longest record name: the key's btree takes ~2.7 kB of incompressible text. */
+/* Longest record name: the table's btree key takes ~2.7 kB raw text. */
 #define RUNS_NAME_MAX 2600
 
 /* A key's record as read, and the server's clock when it was read. */
