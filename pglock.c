@@ -607,8 +607,8 @@ run_option_or_err(struct opts *o, int c, char *arg)
 			usage_err("%s", "--check-interval: must be more than 0");
 		/* The lease (4 intervals) is an int of ms for the server. */
 		if (o->check_ms > ARG_MAX_MS / 4)
-			usage_err("--check-interval: at most %lds",
-			    ARG_MAX_MS / 4000);
+			usage_err("--check-interval: at most %ld.%03lds",
+			    ARG_MAX_MS / 4000, ARG_MAX_MS / 4 % 1000);
 		break;
 	case OPT_LOST_SIG:
 		if (arg_signal(arg, &o->lost_sig, &why) == -1)

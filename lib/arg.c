@@ -63,8 +63,8 @@ arg_duration_ms(const char *s, long *ms, struct err *err)
 			return 0;
 		}
 	}
-	err_set(err, "'%s' seconds is too long (at most %ld)", s,
-	    ARG_MAX_MS / 1000);
+	err_set(err, "'%s' seconds is too long (at most %ld.%03ld)", s,
+	    ARG_MAX_MS / 1000, ARG_MAX_MS % 1000);
 	return -1;
 }
 

@@ -19,6 +19,17 @@ usage_error() {
 @test "-w 1e3 is a usage error" { usage_error -w 1e3 k true; }
 @test "-w with trailing garbage is a usage error" { usage_error -w 5s k true; }
 @test "-w beyond 24 days is a usage error" { usage_error -w 99999999999 k true; }
+
+@test "the largest -w and --check-interval are the ones the message and the man page name" {
+	usage_error -w 2147483.648 k true
+	[ "$stderr" = "pglock: -w: '2147483.648' seconds is too long (at most 2147483.647) (see pglock --help)" ]
+	grep -q 'at most 2147483.647);' "$BATS_TEST_DIRNAME/../man/pglock.1"
+	usage_error --check-interval 536870.912 k true
+	[ "$stderr" = "pglock: --check-interval: at most 536870.911s (see pglock --help)" ]
+	grep -q 'at most 536870.911)' "$BATS_TEST_DIRNAME/../man/pglock.1"
+	# The bounds themselves are taken (--explain: no server needed).
+	run -0 pglock -w 2147483.647 --check-interval 536870.911 --explain k
+}
 @test "-E 300 is a usage error" { usage_error -E 300 k true; }
 @test "-E -1 is a usage error" { usage_error -E -1 k true; }
 @test "-E x is a usage error" { usage_error -E x k true; }
