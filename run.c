@@ -213,11 +213,10 @@ fork_watchdog_or_err(const struct opts *o, PGconn *c, struct child *ch)
 
 /* The command's environment: what it holds, for logs and fencing. */
 static void
-export_lock_env_or_err(struct run *r)
+export_lock_env_or_err(const struct run *r)
 {
 	char pid[16];
 
-	key_format(&r->lk.key, r->id, sizeof(r->id));
 	snprintf(pid, sizeof(pid), "%d", r->backend_pid);
 	setenv_or_err("PGLOCK_KEY", r->o->key);
 	setenv_or_err("PGLOCK_ID", r->id);
@@ -266,8 +265,10 @@ acquire_or_err(struct run *r)
 	got = r->lk.slots > 0 ?
 	    slots_take(r->c, &r->lk, &r->backend_pid, &sig, &why) :
 	    lock_wait(r->c, &r->lk, &r->backend_pid, &sig, &why);
-	if (got == LOCK_ACQUIRED)
+	if (got == LOCK_ACQUIRED) {
+		key_format(&r->lk.key, r->id, sizeof(r->id));
 		export_lock_env_or_err(r);
+	}
 	if (got == LOCK_ACQUIRED && r->lk.slots == 0) {
 		if (!o->no_fork && !o->fence && !o->once)
 			spawn_or_err(o, &r->ch);
@@ -596,7 +597,7 @@ take_or_err(struct run *r)
 int
 run_lock(const struct opts *o, PGconn *c)
 {
-	struct run r = { .o = o, .c = c, .lk = o->lock, .ch = { .pid = -1 },
+	struct run r = { .o = o, .c = c, .lk = o->lock, .ch = CHILD_NONE,
 	    .slot = -1 };
 	struct err why;
 	double ran;
@@ -667,8 +668,7 @@ int
 run_counter(const struct opts *o, PGconn *c)
 {
 	struct counter_req cr;
-	struct run r = { .o = o, .c = c, .ch = { .pid = -1,
-	    .watchdog_pid = -1 } };
+	struct run r = { .o = o, .c = c, .ch = CHILD_NONE };
 	struct err why;
 	char num[32];
 	long long v;

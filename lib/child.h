@@ -30,6 +30,9 @@ struct child {
 	int stopped;		/* child_wait stopped it: the lock was lost */
 };
 
+/* A struct child before anything is forked: child_reap() has nothing to do. */
+#define CHILD_NONE { .pid = -1, .watchdog_pid = -1, .watchdog_fd = -1 }
+
 enum child_start {
 	CHILD_STARTED,
 	CHILD_NOEXEC,		/* exec failed: *status is 126 or 127 */

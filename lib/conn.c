@@ -371,6 +371,7 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 	const char *opts;
 	struct conn_ends e;
 	size_t i, n;
+	/* The proof's parameters are $5 to $8, after the settings' four. */
 	int tcp = conn_ends(c, 5, &e) == 0;
 
 	if (scope == CONN_PROVE) {
