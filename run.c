@@ -422,15 +422,25 @@ once_done_or_err(struct run *r)
 
 /* ---- watch ------------------------------------------------------------- */
 
-/* --hold: KEY, id and fence, tab-separated: the line its script waits for. */
+/*
+ * --hold: KEY, id and fence, tab-separated: the line its script waits for.
+ * Not written (a closed pipe): the hold ends, 71, and the watchdog with it,
+ * which would otherwise signal the script as if pglock had died.
+ */
 static void
-hold_line_or_err(const struct run *r)
+hold_line_or_err(struct run *r)
 {
 	const char *fence = getenv("PGLOCK_FENCE");
+	int e;
 
 	printf("%s\t%s%s%s\n", r->o->label, r->id, r->o->fence ? "\t" : "",
 	    r->o->fence ? fence : "");
-	flush_stdout_or_err();
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		e = errno;
+		child_kill(&r->ch);
+		errno = e;
+		die_errno(EXIT_OSERR, "stdout");
+	}
 }
 
 /* -F: the command replaces pglock, and the socket stays open in it. */

@@ -469,6 +469,16 @@ child_abort(struct child *ch)
 }
 
 void
+child_kill(struct child *ch)
+{
+	(void)kill(-ch->pgrp, SIGKILL);
+	(void)waitpid(ch->pid, NULL, 0);
+	ch->pid = -1;
+	take_terminal(ch);
+	child_reap(ch);
+}
+
+void
 child_exec(char *const argv[], int *status, struct err *err)
 {
 	sigset_t mask;

@@ -68,6 +68,13 @@ enum child_start child_open_gate(struct child *ch, const char *cmd, int *status,
 /* Close the gate, if spawned: reap the command unrun; dismiss the watchdog. */
 void child_abort(struct child *ch);
 
+/*
+ * After child_open_gate(): KILL the whole group, the watchdog with it, and
+ * reap both, telling nobody (no lost_sig, no notify): for a run that ends
+ * on an error of pglock's own before the command could rely on the lock.
+ */
+void child_kill(struct child *ch);
+
 /* -F's exec of argv: returns only on failure, *status 126 or 127 (err). */
 void child_exec(char *const argv[], int *status, struct err *err);
 

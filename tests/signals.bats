@@ -297,7 +297,7 @@ r, w = os.pipe()
 os.close(r)
 fds = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL}
 fds["stdout" if sys.argv[1] == "1" else "stderr"] = w
-print(subprocess.run(sys.argv[2:], **fds).returncode)' "$@"
+print(subprocess.run(sys.argv[2:], timeout=20, **fds).returncode)' "$@"
 }
 
 @test "a reader of -v's stderr or of a version that went away does not kill pglock (SIGPIPE): the command's status, or 71" {
@@ -311,6 +311,22 @@ print(subprocess.run(sys.argv[2:], **fds).returncode)' "$@"
 	run -0 pglock --version-counter --peek pipe-t
 	assert_output 0
 	free "$(sha_id pipe-k)"
+}
+
+@test "--hold whose line cannot be written exits 71 and does not signal its script" {
+	# Before the fix the watchdog took the 71 for a death and sent the
+	# script TERM; it does that before it lets the session go, so the
+	# script polls for the lock to be free, then looks for the trap's line.
+	run -0 --separate-stderr timeout 30 sh -c '
+		trap "echo got TERM" TERM
+		"$0" --hold hold-line-k </dev/null >&-
+		echo "status $?"
+		i=0
+		until "$0" -n hold-line-k true 2>/dev/null; do
+			i=$((i + 1)); [ $i -lt 100 ] || exit 9; sleep 0.1
+		done' "$PGLOCK"
+	assert_output 'status 71'
+	[ "$stderr" = "pglock: stdout: Bad file descriptor" ]
 }
 
 @test "the command gets SIGPIPE as pglock's caller left it: default, or ignored" {
