@@ -90,6 +90,13 @@ held() { [ "$(locks_on "$1" | grep -c '^t:')" -ge "${2:-1}" ]; }
 waiting() { [ "$(locks_on "$1" | grep -c '^f:')" -ge "${2:-1}" ]; }
 free() { [ -z "$(locks_on "$1")" ]; }
 
+# Skip the test where no PID namespace can be made (no CAP_SYS_ADMIN, or
+# a chroot).
+pidns_or_skip() {
+	unshare --fork --pid true 2>/dev/null ||
+		skip "PID namespaces cannot be made here (need CAP_SYS_ADMIN)"
+}
+
 # pg_on DIR CMD...: CMD with libpq's environment naming the cluster in DIR
 # (made by tests/pg.sh).
 pg_on() {

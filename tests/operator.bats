@@ -5,6 +5,32 @@
 
 load helper
 
+# hold_script BREAK ARGS...: run, as a script, pglock --hold ARGS... in a
+# coprocess; once held, --break BREAK (- for none); then wait for the
+# script's TERM. Exits 3 with "script got TERM; hold exited N", or 0 with
+# "not signalled". The trap only notes the signal, and the script polls for
+# it in the foreground: bash 5.2's wait builtin, cut short by a trap while
+# the hold is reaped, can lose the hold's status (wait then says -1: 1 run
+# in 10 under load; CI's chroot saw it once more with 'sleep 20 & wait $!'
+# where this loop is).
+hold_script() {
+	cat >"$BATS_TEST_TMPDIR/script" <<-'EOF'
+	trap 'got=TERM' TERM
+	then=$1
+	shift
+	coproc LOCK { exec "$PGLOCK" --hold "$@"; }
+	lock_pid=$LOCK_PID
+	read -r held <&"${LOCK[0]}" || exit 1
+	[ "$then" = - ] || "$PGLOCK" --break -q "$then" >/dev/null
+	for _ in $(seq 200); do [ -n "${got:-}" ] && break; sleep 0.1; done
+	[ -n "${got:-}" ] || { echo "not signalled"; exit 0; }
+	wait "$lock_pid"
+	echo "script got TERM; hold exited $?"
+	exit 3
+	EOF
+	timeout 60 bash "$BATS_TEST_TMPDIR/script" "$@"
+}
+
 ROUNDS=5 HOLD=0.1
 # Under valgrind a pglock takes a second to start: fewer rounds, and
 # holds long enough that three of them still meet.
@@ -55,33 +81,15 @@ after: 0"
 }
 
 @test "--hold: a lost lock signals the script (its parent) and exits 75" {
-	cat >"$BATS_TEST_TMPDIR/script" <<-'EOF'
-	# The trap only notes the signal, and the script polls for it in the
-	# foreground: bash 5.2's wait builtin, cut short by a trap while the
-	# hold is reaped, can lose the hold's status (wait then says -1: 1 run
-	# in 10 under load; CI's chroot saw it once more with 'sleep 20 & wait
-	# $!' where this loop is).
-	trap 'got=TERM' TERM
-	coproc LOCK { exec "$PGLOCK" --hold hold-l; }
-	lock_pid=$LOCK_PID
-	read -r held <&"${LOCK[0]}" || exit 1
-	"$PGLOCK" --break -q hold-l >/dev/null
-	for _ in $(seq 200); do [ -n "${got:-}" ] && break; sleep 0.1; done
-	[ -n "${got:-}" ] || { echo "not signalled"; exit 0; }
-	wait "$lock_pid"
-	echo "script got TERM; hold exited $?"
-	exit 3
-	EOF
-	run -3 --separate-stderr timeout 60 bash "$BATS_TEST_TMPDIR/script"
+	run -3 --separate-stderr hold_script hold-l hold-l
 	assert_output "script got TERM; hold exited 75"
 	[[ "$stderr" == *"pglock: hold-l: lock lost while held ("*"); sent signal 15 to pid "* ]]
 }
 
-@test "--hold orphaned before it started signals nobody when the lock is lost, not init (a container's PID 1): 75" {
+@test "--hold orphaned before it started signals nobody when the lock is lost, not init (a container's PID 1): exit 75's message" {
+	pidns_or_skip
 	d=$BATS_TEST_TMPDIR
 	mkfifo "$d/in"
-	unshare --fork --pid true 2>/dev/null ||
-		skip "PID namespaces cannot be made here (need CAP_SYS_ADMIN)"
 	# PID 1 of a PID namespace, as a container's init; the hold is its
 	# grandchild, whose parent is gone before it starts.
 	cat >"$d/init" <<-'EOF'
@@ -106,8 +114,7 @@ after: 0"
 }
 
 @test "--hold as a PID namespace's init (its parent outside, pid 0 to it) signals nobody when the lock is lost: 75" {
-	unshare --fork --pid true 2>/dev/null ||
-		skip "PID namespaces cannot be made here (need CAP_SYS_ADMIN)"
+	pidns_or_skip
 	d=$BATS_TEST_TMPDIR
 	mkfifo "$d/in"
 	# kill(0, ...) would reach the script: it is in the hold's group.
@@ -343,23 +350,7 @@ queue_id() {
 }
 
 @test "--hold: --max-time ends the hold, signals the script and exits 124" {
-	cat >"$BATS_TEST_TMPDIR/script" <<-'EOF2'
-	# The trap only notes the signal, and the script polls for it in the
-	# foreground: bash 5.2's wait builtin, cut short by a trap while the
-	# hold is reaped, can lose the hold's status (wait then says -1: 1 run
-	# in 10 under load; CI's chroot saw it once more with 'sleep 20 & wait
-	# $!' where this loop is).
-	trap 'got=TERM' TERM
-	coproc LOCK { exec "$PGLOCK" --hold --max-time 1 hold-m; }
-	lock_pid=$LOCK_PID
-	read -r held <&"${LOCK[0]}" || exit 1
-	for _ in $(seq 200); do [ -n "${got:-}" ] && break; sleep 0.1; done
-	[ -n "${got:-}" ] || { echo "not signalled"; exit 0; }
-	wait "$lock_pid"
-	echo "script got TERM; hold exited $?"
-	exit 3
-	EOF2
-	run -3 --separate-stderr timeout 60 bash "$BATS_TEST_TMPDIR/script"
+	run -3 --separate-stderr hold_script - --max-time 1 hold-m
 	assert_output "script got TERM; hold exited 124"
 	assert_equal "$stderr" "pglock: hold-m: the hold ran past --max-time 1s: stopped"
 	free "$(sha_id hold-m)"

@@ -41,10 +41,15 @@ usage_error() {
 	done
 }
 
-@test "an empty key is a usage error for --status too, among others" {
-	usage_error --status ''
-	usage_error --status k ''
-	[ "$stderr" = "pglock: KEY is empty (see pglock --help)" ]
+@test "an empty key is a usage error in every mode: --status (any of its KEYs), --forget, --break, --explain, --hold, --version-counter" {
+	for args in "--status|" "--status|k|" "--forget|" "--break|" "--explain|" \
+	    "--hold|"; do
+		IFS='|' read -r -a a <<<"$args"
+		usage_error "${a[@]}" ''
+		[ "$stderr" = "pglock: KEY is empty (see pglock --help)" ]
+	done
+	usage_error --version-counter ''
+	[ "$stderr" = "pglock: TENANT is empty (see pglock --help)" ]
 }
 @test "an unknown option is a usage error" { usage_error --frobnicate k true; }
 @test "an unknown short option is a usage error" { usage_error -Z k true; }
