@@ -112,6 +112,7 @@ TIDY_CHECKS = -*,bugprone-*,cert-*,clang-analyzer-*,\
 -bugprone-easily-swappable-parameters,-cert-err33-c
 lint: deps-lint
 	mandoc -Tlint -Wwarning man/pglock.1
+	tests/man-render.sh
 	clang $(WARN) -Werror -fsyntax-only $(PQ_CFLAGS) $(SRC)
 	cppcheck --quiet --error-exitcode=1 --inline-suppr --std=c99 \
 	    --enable=warning,style,performance,portability \

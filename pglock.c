@@ -294,7 +294,8 @@ die_errno(int status, const char *fmt, ...)
 
 /*
  * --lost-signal must end the command: not a stop signal (the command would wait
- * for KILL; a CONT could wake it unlocked), nor libc's own (glibc: 32, 33).
+ * for KILL; a CONT could wake it unlocked), nor CONT, whose default is to do
+ * nothing, nor libc's own (glibc: 32, 33).
  */
 static void
 lost_signal_or_err(const char *arg, int sig)
@@ -303,6 +304,9 @@ lost_signal_or_err(const char *arg, int sig)
 	    sig == SIGTTOU)
 		usage_err("--lost-signal: '%s' stops a process instead of "
 		    "ending it", arg);
+	if (sig == SIGCONT)
+		usage_err("--lost-signal: '%s' ends nothing: it continues a "
+		    "stopped process", arg);
 	if (sig > 31 && sig < SIGRTMIN)
 		usage_err("--lost-signal: '%s' is reserved by the C library",
 		    arg);
@@ -424,7 +428,7 @@ duration_or_err(const char *opt, const char *s)
 	struct err why;
 	long ms;
 
-	if (arg_duration_ms(s, &ms, &why) == -1)
+	if (arg_time_ms(s, &ms, &why) == -1)
 		usage_err("%s: %s", opt, why.msg);
 	return ms;
 }
@@ -580,6 +584,16 @@ conn_option_or_err(struct opts *o, int c, char *arg)
 	return 1;
 }
 
+/* --once, --once-per and --record are three ways to record: one at a time. */
+static void
+record_by(struct opts *o, int c)
+{
+	if (o->record_opt != 0 && o->record_opt != c)
+		usage_err("%s", "choose one of --once, --once-per and --record");
+	o->record_opt = c;
+	o->record = 1;
+}
+
 /* How the command runs, is watched and recorded. 1 if c is one of them. */
 static int
 run_option_or_err(struct opts *o, int c, char *arg)
@@ -628,14 +642,16 @@ run_option_or_err(struct opts *o, int c, char *arg)
 			usage_err("--once-per: %s", why.msg);
 		if (o->period_ms == 0)
 			usage_err("%s", "--once-per: must be more than 0");
-		o->once = o->record = 1;
+		record_by(o, c);
+		o->once = 1;
 		break;
 	case OPT_ONCE:
+		record_by(o, c);
 		o->period_ms = 0;
-		o->once = o->record = 1;
+		o->once = 1;
 		break;
 	case OPT_RECORD:
-		o->record = 1;
+		record_by(o, c);
 		break;
 	case OPT_RUNS_TABLE:
 		table_or_err("--runs-table", arg, o->runs_sql,

@@ -53,6 +53,7 @@ struct opts {
 	int once;		/* --once*: skip a slot's second success */
 	long long period_ms;	/* --once-per; 0: one slot for ever (--once) */
 	int record;		/* record the outcome (--record, --once*) */
+	int record_opt;		/* which of those was given (an OPT_*), or 0 */
 	char runs_sql[300];	/* --runs-table, as table_sql */
 	long long ok_within_ms;	/* --status --ok-within; -1: none */
 	pid_t caller;		/* parent at start: --hold's script; 0: init */

@@ -443,6 +443,17 @@ hold_line_or_err(struct run *r)
 	}
 }
 
+/* An exec error: a COMMAND not found that looks like an option was one. */
+static void
+say_exec_error(const struct opts *o, const char *msg, int status)
+{
+	if (status == EXIT_NOTFOUND && o->argv[0][0] == '-')
+		say("%s (options go before %s)", msg,
+		    o->mode == MODE_COUNTER ? "TENANT" : "KEY");
+	else
+		say("%s", msg);
+}
+
 /* -F: the command replaces pglock, and the socket stays open in it. */
 static int
 exec_or_err(const struct run *r)
@@ -453,7 +464,7 @@ exec_or_err(const struct run *r)
 	if (fl == -1 || fcntl(PQsocket(r->c), F_SETFD, fl & ~FD_CLOEXEC) == -1)
 		die_errno(EXIT_OSERR, "fcntl");
 	child_exec(r->o->argv, &status, &why);
-	say("%s", why.msg);
+	say_exec_error(r->o, why.msg, status);
 	return status;
 }
 
@@ -524,7 +535,7 @@ watch_or_err(struct run *r)
 			hold_line_or_err(r);
 		break;
 	case CHILD_NOEXEC:
-		say("%s", why.msg);
+		say_exec_error(o, why.msg, status);
 		return status;
 	case CHILD_OSERR:
 		die(EXIT_OSERR, "%s", why.msg);

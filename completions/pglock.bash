@@ -21,7 +21,7 @@ _pglock_valued='-w --wait --timeout -E --conflict-exit-code -c --command
 _pglock_schemes='sha256 hashtext hashtextextended md5 md5-60 siphash24
 guava-sha256-abs crc32 crc32u with_advisory_lock pg_lock rails-migrations
 golang-migrate flyway'
-_pglock_signals='HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT ABRT PIPE'
+_pglock_signals='HUP INT QUIT KILL USR1 USR2 ALRM TERM ABRT PIPE'
 _pglock_scopes='auto session transaction'
 
 # _pglock_reply COMPGEN-ARGS...: COMPREPLY is compgen's lines, unglobbed,

@@ -102,7 +102,7 @@ complete -c pglock -n $nokey -l namespace -x -d 'lock the pair (N, hashtext(KEY)
 complete -c pglock -n $nokey -l fence -d 'give the command PGLOCK_FENCE'
 complete -c pglock -n $nokey -l check-interval -x -d 'check the lock is held every SECS'
 complete -c pglock -n $nokey -l lost-signal -x -d 'signal for the command if the lock is lost' \
-    -a 'HUP INT QUIT KILL USR1 USR2 ALRM TERM CONT ABRT PIPE'
+    -a 'HUP INT QUIT KILL USR1 USR2 ALRM TERM ABRT PIPE'
 complete -c pglock -n $nokey -l kill-after -x -d 'then KILL after SECS'
 complete -c pglock -n $nokey -l scope -x -d 'how the lock is held' -a 'auto session transaction'
 complete -c pglock -n $nokey -l version-counter -d "allocate TENANT's next version"

@@ -133,19 +133,40 @@ arg_period_ms(const char *s, long long *ms, struct err *err)
 	char num[64];
 	size_t n = strlen(s);
 	const char *u = n > 0 ? strchr(units, s[n - 1]) : NULL;
-	long as_secs = 0;
 
 	if (u != NULL)
 		n--;
 	snprintf(num, sizeof(num), "%.*s", (int)(n < sizeof(num) ? n : 0), s);
-	if (n >= sizeof(num) || arg_duration_ms(num, &as_secs, err) == -1) {
-		err_set(err, "'%s' is not a duration (SECS, or a "
-		    "number with s, m, h or d)", s);
+	/* In its unit, exactly: 0.0025h is 9 s. */
+	switch (n >= sizeof(num) ? -1 : decimal_ms(num, unit_s[u != NULL ?
+	    u - units : 0] * 1000, ARG_MAX_MS / 1000, ms)) {
+	case 0:
+		if (*ms <= ARG_MAX_MS * unit_s[u != NULL ? u - units : 0])
+			return 0;
+		/* FALLTHROUGH */
+	case 1:
+		err_set(err, "'%s' is too long (at most %ld.%03ld%c)", s,
+		    ARG_MAX_MS / 1000, ARG_MAX_MS % 1000, u != NULL ? *u : 's');
+		return -1;
+	default:
+		err_set(err, "'%s' is not a duration (SECS, or a number with "
+		    "s, m, h or d)", s);
 		return -1;
 	}
-	/* Checked as SECS; then in its unit, exactly: 0.0025h is 9 s. */
-	*ms = as_secs;
-	if (u != NULL)
-		(void)decimal_ms(num, unit_s[u - units] * 1000, ARG_MAX_MS, ms);
+}
+
+int
+arg_time_ms(const char *s, long *ms, struct err *err)
+{
+	long long v;
+
+	if (arg_period_ms(s, &v, err) == -1)
+		return -1;
+	if (v > ARG_MAX_MS) {
+		err_set(err, "'%s' is too long (at most %ld.%03lds)", s,
+		    ARG_MAX_MS / 1000, ARG_MAX_MS % 1000);
+		return -1;
+	}
+	*ms = (long)v;
 	return 0;
 }

@@ -23,6 +23,12 @@ int arg_duration_ms(const char *s, long *ms, struct err *err);
  */
 int arg_period_ms(const char *s, long long *ms, struct err *err);
 
+/*
+ * A time for an option of seconds (-w, --max-time, ...): a period as
+ * arg_period_ms() takes it, at most ARG_MAX_MS: 0, or -1 (reason in err).
+ */
+int arg_time_ms(const char *s, long *ms, struct err *err);
+
 /* Parse a decimal integer in [lo, hi]. Returns 0, or -1 with the reason. */
 int arg_long(const char *s, long lo, long hi, long *out, struct err *err);
 

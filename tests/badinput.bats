@@ -28,7 +28,7 @@ MATRIX='64|-w|
 64|-w|abc|k|@CMD
 64|-w|1e3|k|@CMD
 64|-w|0x10|k|@CMD
-64|-w|5s|k|@CMD
+64|-w|5sec|k|@CMD
 64|-w|1.5.2|k|@CMD
 64|-w|inf|k|@CMD
 64|-w|nan|k|@CMD
@@ -44,7 +44,8 @@ MATRIX='64|-w|
 64|--check-interval|-1|k|@CMD
 64|--check-interval|x|k|@CMD
 64|--kill-after|-3|k|@CMD
-64|--kill-after|3m|k|@CMD
+64|--kill-after|3x|k|@CMD
+64|--lost-signal|CONT|k|@CMD
 64|--lost-signal|FOO|k|@CMD
 64|--lost-signal|0|k|@CMD
 64|--lost-signal|65|k|@CMD

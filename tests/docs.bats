@@ -32,6 +32,11 @@ ran_stub() {
 	fi
 }
 
+@test "the man page renders as man shows it: no option with three dashes, no nested or unclosed quotes" {
+	run -0 "$BATS_TEST_DIRNAME/man-render.sh"
+	assert_output ''
+}
+
 @test "mandoc -Tlint -Wwarning reports nothing" {
 	run -0 mandoc -Tlint -Wwarning "$MAN"
 	assert_output ''

@@ -192,6 +192,18 @@ load helper
 	free "$(sha_id nocmd)"
 }
 
+@test "an option given after KEY is taken for COMMAND: 127, and the message says options go before KEY (TENANT), with -F too" {
+	run -127 --separate-stderr pglock after-k -v ./report.sh
+	[ "$stderr" = "pglock: -v: No such file or directory (options go before KEY)" ]
+	run -127 --separate-stderr pglock -F after-k --json
+	[ "$stderr" = "pglock: --json: No such file or directory (options go before KEY)" ]
+	run -127 --separate-stderr pglock --version-counter after-t --peek
+	[ "$stderr" = "pglock: --peek: No such file or directory (options go before TENANT)" ]
+	run -0 pglock --version-counter --peek after-t
+	assert_output 0
+	free "$(sha_id after-k)"
+}
+
 @test "keys with quotes, semicolons, newlines, UTF-8 or 100 KB work" {
 	for k in "it's \"quoted\"" "a; DROP TABLE x; --" $'line1\nline2' 'ключ-é-✓'; do
 		run -0 pglock "$k" sh -c 'printf %s "$PGLOCK_KEY"'

@@ -55,6 +55,16 @@ main(void)
 	};
 	static const struct {
 		const char *in;
+		long ms;	/* -1: must be rejected */
+	} times[] = {
+		{ "90", 90000 }, { "10m", 600000 }, { "2h", 7200000 },
+		{ "5s", 5000 }, { "0.5", 500 }, { "24d", 2073600000 },
+		{ "2147483.647", 2147483647 }, { "2147483.647s", 2147483647 },
+		{ "2147483.648", -1 }, { "25d", -1 }, { "596.6524h", -1 },
+		{ "5x", -1 }, { "", -1 }, { "-1m", -1 }, { "1e3", -1 },
+	};
+	static const struct {
+		const char *in;
 		long v;		/* -1: must be rejected (range is 0..255) */
 	} longs[] = {
 		{ "0", 0 }, { "255", 255 }, { "42", 42 }, { "256", -1 },
@@ -92,6 +102,12 @@ main(void)
 		else
 			expect(rc == 0 && ms == durations[i].ms,
 			    "duration value", durations[i].in);
+	}
+	for (i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		ms = -7;
+		rc = arg_time_ms(times[i].in, &ms, &err);
+		expect(times[i].ms < 0 ? rc == -1 && err.msg[0] != '\0' :
+		    rc == 0 && ms == times[i].ms, "time", times[i].in);
 	}
 	for (i = 0; i < sizeof(longs) / sizeof(longs[0]); i++) {
 		rc = arg_long(longs[i].in, 0, 255, &v, &err);

@@ -17,18 +17,40 @@ usage_error() {
 @test "-w abc is a usage error" { usage_error -w abc k true; }
 @test "-w -1 is a usage error" { usage_error -w -1 k true; }
 @test "-w 1e3 is a usage error" { usage_error -w 1e3 k true; }
-@test "-w with trailing garbage is a usage error" { usage_error -w 5s k true; }
+@test "-w with trailing garbage is a usage error" { usage_error -w 5x k true; }
 @test "-w beyond 24 days is a usage error" { usage_error -w 99999999999 k true; }
 
 @test "the largest -w and --check-interval are the ones the message and the man page name" {
 	usage_error -w 2147483.648 k true
-	[ "$stderr" = "pglock: -w: '2147483.648' seconds is too long (at most 2147483.647) (see pglock --help)" ]
-	grep -q 'at most 2147483.647);' "$BATS_TEST_DIRNAME/../man/pglock.1"
+	[ "$stderr" = "pglock: -w: '2147483.648' is too long (at most 2147483.647s) (see pglock --help)" ]
+	grep -q 'at most 2147483.647s;' "$BATS_TEST_DIRNAME/../man/pglock.1"
+	usage_error -w 596.6524h k true
+	[ "$stderr" = "pglock: -w: '596.6524h' is too long (at most 2147483.647s) (see pglock --help)" ]
 	usage_error --check-interval 536870.912 k true
 	[ "$stderr" = "pglock: --check-interval: at most 536870.911s (see pglock --help)" ]
 	grep -q 'at most 536870.911)' "$BATS_TEST_DIRNAME/../man/pglock.1"
 	# The bounds themselves are taken (--explain: no server needed).
 	run -0 pglock -w 2147483.647 --check-interval 536870.911 --explain k
+}
+@test "every option of seconds takes a DURATION's units too: -w 10m, --max-time 2h, --kill-after 5s, --check-interval 1m, --connect-timeout 2m" {
+	run -0 --separate-stderr pglock -w 10m --max-time 2h --kill-after 5s \
+	    --check-interval 1m --connect-timeout 2m units-k sh -c 'echo ran'
+	assert_output ran
+	[ "$stderr" = "" ]
+	# 596.5h is 2147400 s, within -w's bound.
+	run -0 pglock -w 596.5h --check-interval 0.5m --explain units-k
+}
+@test "two ways to record at once are a usage error, whichever comes first" {
+	for args in "--once|--once-per|5m" "--once-per|5m|--once" "--record|--once" \
+	    "--once-per|1h|--record"; do
+		IFS='|' read -r -a a <<<"$args"
+		usage_error "${a[@]}" k true
+		[ "$stderr" = "pglock: choose one of --once, --once-per and --record (see pglock --help)" ]
+	done
+}
+@test "--lost-signal CONT is refused: it ends nothing" {
+	usage_error --lost-signal CONT k true
+	[ "$stderr" = "pglock: --lost-signal: 'CONT' ends nothing: it continues a stopped process (see pglock --help)" ]
 }
 @test "-E 300 is a usage error" { usage_error -E 300 k true; }
 @test "-E -1 is a usage error" { usage_error -E -1 k true; }
