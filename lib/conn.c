@@ -227,6 +227,11 @@ connect_once(const char *const *keys, const char *const *vals,
 	if (PQstatus(c) != CONNECTION_OK) {
 		*retry = retryable(PQerrorMessage(c));
 		plain_error(PQerrorMessage(c), err);
+		/* Unattended, pglock never asks: say where a password goes. */
+		if (PQconnectionNeedsPassword(c))
+			err_add(err, " (pglock never prompts for a password: "
+			    "put it in ~/.pgpass, or name a service in "
+			    "PGSERVICE)");
 		PQfinish(c);
 		return NULL;
 	}

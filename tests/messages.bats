@@ -219,3 +219,28 @@ frozen_server() {
 	assert_equal "$stderr" "pglock: --break: the server did not answer within 10 s"
 	[ "$elapsed" -lt 14000 ]
 }
+
+@test "a server that wants a password: 69, and the line says pglock never prompts and where a password goes" {
+	sql "DROP ROLE IF EXISTS pw_wanted; CREATE ROLE pw_wanted LOGIN PASSWORD 'right'"
+	hba=$PGLOCK_TEST_PGDATA/pg_hba.conf
+	cp "$hba" "$BATS_TEST_TMPDIR/hba"
+	{ echo "local all pw_wanted scram-sha-256"; cat "$BATS_TEST_TMPDIR/hba"; } >"$hba"
+	sql "SELECT pg_reload_conf()"
+	# Checked once pg_hba.conf is back as it was, for the other tests.
+	run --separate-stderr env -u PGPASSWORD PGPASSFILE=/nonexistent timeout 20 "$PGLOCK" -U pw_wanted pw-k true
+	cp "$BATS_TEST_TMPDIR/hba" "$hba"
+	sql "SELECT pg_reload_conf()"
+	[ "$status" -eq 69 ]
+	assert_output ''
+	[[ "$stderr" == "pglock: "*"fe_sendauth: no password supplied (pglock never prompts for a password: put it in ~/.pgpass, or name a service in PGSERVICE)" ]]
+	# With the password where the line says, the same run takes the lock.
+	printf '*:*:*:pw_wanted:right\n' >"$BATS_TEST_TMPDIR/pgpass"
+	chmod 600 "$BATS_TEST_TMPDIR/pgpass"
+	{ echo "local all pw_wanted scram-sha-256"; cat "$BATS_TEST_TMPDIR/hba"; } >"$hba"
+	sql "SELECT pg_reload_conf()"
+	run env PGPASSFILE="$BATS_TEST_TMPDIR/pgpass" timeout 20 "$PGLOCK" -U pw_wanted pw-k echo ran
+	cp "$BATS_TEST_TMPDIR/hba" "$hba"
+	sql "SELECT pg_reload_conf()"
+	[ "$status" -eq 0 ]
+	assert_output ran
+}
