@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -615,6 +616,24 @@ take_or_err(struct run *r)
 	return 0;
 }
 
+/*
+ * Is standard input empty from the start: /dev/null (a script's "pglock --hold
+ * KEY &" gets it) or a regular file read to its end? A hold there ends at once.
+ */
+static int
+stdin_empty(void)
+{
+	struct stat in, null;
+
+	if (fstat(STDIN_FILENO, &in) == -1)
+		return 0;
+	if (S_ISCHR(in.st_mode))
+		return stat("/dev/null", &null) == 0 &&
+		    in.st_rdev == null.st_rdev;
+	return S_ISREG(in.st_mode) &&
+	    lseek(STDIN_FILENO, 0, SEEK_CUR) >= in.st_size;
+}
+
 int
 run_lock(const struct opts *o, PGconn *c)
 {
@@ -622,7 +641,7 @@ run_lock(const struct opts *o, PGconn *c)
 	    .slot = -1 };
 	struct err why;
 	double ran;
-	int status;
+	int status, no_input = o->mode == MODE_HOLD && stdin_empty();
 
 	r.lk.wait_ms = wait_left(o);
 	r.lk.lease_ms = lease_ms(o);
@@ -662,6 +681,10 @@ run_lock(const struct opts *o, PGconn *c)
 	child_reap(&r.ch);
 	if (o->verbose)
 		say("%s: released after %.2fs", o->label, mono_seconds() - r.t0);
+	if (no_input && status == 0 && !o->quiet)
+		say("%s: the hold ended with its standard input, which was "
+		    "empty (see EXAMPLES in pglock(1) for a hold across a "
+		    "script's steps)", o->label);
 	return status;
 }
 

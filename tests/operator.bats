@@ -130,6 +130,20 @@ after: 0"
 	[[ "$(cat "$d/err")" == "pglock: ns-k: lock lost while held ("*"); the script that started pglock is gone" ]]
 }
 
+@test "--hold whose standard input is empty (/dev/null, as for 'pglock --hold KEY &' in a script) says why it ended at once; -q, or input that ends later, says nothing" {
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --hold empty-k </dev/null
+	assert_output "$(printf 'empty-k\t%s' "$(sha_id empty-k)")"
+	[ "$stderr" = "pglock: empty-k: the hold ended with its standard input, which was empty (see EXAMPLES in pglock(1) for a hold across a script's steps)" ]
+	: >"$BATS_TEST_TMPDIR/empty"
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --hold empty-k <"$BATS_TEST_TMPDIR/empty"
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	run -0 --separate-stderr timeout 20 "$PGLOCK" -q --hold empty-k </dev/null
+	[ "$stderr" = "" ]
+	run -0 --separate-stderr bash -c 'sleep 0.2 | timeout 20 "$PGLOCK" --hold empty-k'
+	[ "$stderr" = "" ]
+	free "$(sha_id empty-k)"
+}
+
 @test "--hold takes no COMMAND and no -F" {
 	run -64 --separate-stderr pglock --hold k true
 	assert_equal "$stderr" "pglock: --hold runs no COMMAND (and no -F): it holds KEY until its standard input ends (see pglock --help)"
