@@ -945,6 +945,14 @@ bound_wait(const struct opts *o)
 		conn_deadline(mono_ms() + CONN_ANSWER_MS, CONN_ANSWER_MS);
 }
 
+/* A retried refusal, said at once: without it, a wrong server is silence. */
+static void
+say_retrying(const char *why, long left_ms)
+{
+	say("%s; retrying for up to %.1fs (--connect-timeout)", why,
+	    (double)left_ms / 1000.0);
+}
+
 /* Connect, and refuse a standby; exits 69 when that fails. */
 static PGconn *
 connect_or_err(const struct opts *o)
@@ -1031,6 +1039,8 @@ main(int argc, char **argv)
 	/* -w bounds all that comes before the command: connecting too. */
 	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
 	o.retry_until = start + o.conn.connect_ms;
+	if (o.verbose || (!o.quiet && isatty(STDERR_FILENO)))
+		o.conn.retrying = say_retrying;
 	c = connect_or_err(&o);
 	bound_wait(&o);
 	/* A query that only reads or breaks dies by signal, as psql. */

@@ -11,6 +11,7 @@
 #include <netdb.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,25 @@ conn_oneline(const char *msg, struct err *err)
  * pglock runs in the C locale, so libpq's words are English; the server's may
  * not be, hence its SQLSTATE, which the verbose error form carries.
  */
+/*
+ * A Unix socket's directory that does not exist: no restart makes the socket
+ * appear there, unlike a socket file missing from its directory.
+ */
+static int
+no_socket_dir(const char *msg)
+{
+	const char *p = strstr(msg, "on socket \""), *end;
+	char dir[1024];
+	struct stat st;
+
+	if (p == NULL || (end = strstr(p + 11, "/.s.PGSQL.")) == NULL ||
+	    (size_t)(end - p - 11) >= sizeof(dir))
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(end - p - 11), p + 11);
+	return *dir != '\0' && stat(dir, &st) == -1 && (errno == ENOENT ||
+	    errno == ENOTDIR);
+}
+
 static int
 retryable(const char *msg)
 {
@@ -118,7 +138,8 @@ retryable(const char *msg)
 	    strstr(msg, ":  57P01: ") != NULL ||
 	    strstr(msg, "server closed the connection unexpectedly") != NULL ||
 	    strstr(msg, "no more connections allowed") != NULL ||
-	    strstr(msg, refused) != NULL || strstr(msg, absent) != NULL;
+	    strstr(msg, refused) != NULL || (strstr(msg, absent) != NULL &&
+	    !no_socket_dir(msg));
 }
 
 /* A verbose error as the default form shows it: no SQLSTATE, no LOCATION. */
@@ -227,6 +248,8 @@ connect_once(const char *const *keys, const char *const *vals,
 	if (PQstatus(c) != CONNECTION_OK) {
 		*retry = retryable(PQerrorMessage(c));
 		plain_error(PQerrorMessage(c), err);
+		if (no_socket_dir(PQerrorMessage(c)))
+			err_add(err, " (no such socket directory)");
 		/* Unattended, pglock never asks: say where a password goes. */
 		if (PQconnectionNeedsPassword(c))
 			err_add(err, " (pglock never prompts for a password: "
@@ -299,6 +322,8 @@ conn_open(const struct conn_opts *o, struct err *err)
 			break;
 		if (!retry || o->connect_ms == 0)
 			return NULL;
+		if (attempt == 0 && o->retrying != NULL && until >= 0)
+			o->retrying(err->msg, until - mono_ms());
 		/*
 		 * Full jitter: a fleet that failed together spreads out. The
 		 * last attempt leaves itself 100 ms before the window closes.

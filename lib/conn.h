@@ -18,6 +18,8 @@ struct conn_opts {
 	const char *appname;	/* fallback application_name */
 	long connect_ms;	/* retry refusals this long; 0: one try */
 	long deadline_ms;	/* mono_ms() by which to give up; -1: none */
+	/* Told once, at the first refusal retried: why, and for how long. */
+	void (*retrying)(const char *why, long left_ms);
 };
 
 /*

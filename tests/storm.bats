@@ -92,6 +92,26 @@ storm() {
 	[ "$stderr" = 'pglock: connection to server at "127.0.0.1", port 1 failed: Connection refused; Is the server running on that host and accepting TCP/IP connections?' ]
 }
 
+@test "-v says at the first refused attempt that it retries, and how long for; without -v (stderr not a terminal) only the last line" {
+	bg retry pglock -v --connect-timeout 20 -h 127.0.0.1 -p 1 k true
+	# Said while it still retries, not after the 20 s.
+	wait_until 10 grep -q . "$BATS_TEST_TMPDIR/retry.err"
+	kill -TERM "$(bgpid retry)"
+	bgwait retry
+	[[ "$(head -n 1 "$BATS_TEST_TMPDIR/retry.err")" =~ ^'pglock: connection to server at "127.0.0.1", port 1 failed: Connection refused; Is the server running on that host and accepting TCP/IP connections?; retrying for up to '(20.0|19.9)'s (--connect-timeout)'$ ]]
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --connect-timeout 1 -h 127.0.0.1 -p 1 k true
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == *"(gave up after "* ]]
+}
+
+@test "a socket directory that does not exist is not retried: 69 at once, saying so" {
+	run -69 --separate-stderr timeout 10 "$PGLOCK" --connect-timeout 60 -h "$BATS_TEST_TMPDIR/no-such-dir" k true
+	[[ "$stderr" == 'pglock: connection to server on socket "'"$BATS_TEST_TMPDIR"'/no-such-dir/.s.PGSQL.'*'" failed: No such file or directory; '*' (no such socket directory)' ]]
+	# A directory that exists, without the socket (a restart), is retried.
+	run -69 --separate-stderr timeout 10 "$PGLOCK" --connect-timeout 1 -h "$BATS_TEST_TMPDIR" -p 1 k true
+	[[ "$stderr" == *"(gave up after "* ]]
+}
+
 @test "-w bounds connection retries too" {
 	start=$(now_ms)
 	run -69 --separate-stderr timeout 20 "$PGLOCK" -w 1 -h 127.0.0.1 -p 1 k true
