@@ -105,7 +105,7 @@ for f in /usr/bin/pglock /usr/share/man/man1/pglock.1.gz \
     /usr/share/bash-completion/completions/pglock \
     /usr/share/zsh/vendor-completions/_pglock \
     /usr/share/fish/vendor_completions.d/pglock.fish \
-    /usr/share/doc/pglock/copyright; do
+    /usr/share/doc/pglock/copyright /usr/share/doc/pglock/README.md.gz; do
 	dpkg -L pglock | grep -qx "$f" || fail "dpkg -L pglock lacks $f"
 	[ -f "$f" ] || fail "$f is not installed"
 done

@@ -73,7 +73,11 @@ export DEBIAN_FRONTEND=noninteractive
 # make sanitize and make valgrind may run side by side: one apt at a time.
 exec 9>/tmp/pglock-deps.lock
 flock 9
-apt-get update -qq || exit 69
+# Another apt or dpkg (unattended-upgrades at boot) holds its lock: wait
+# for it, up to five minutes, rather than fail at once.
+wait_lock="-o DPkg::Lock::Timeout=300"
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $pkgs >/tmp/pglock-deps.log 2>&1 ||
+apt-get $wait_lock update -qq || exit 69
+# shellcheck disable=SC2086
+apt-get $wait_lock install -y -qq --no-install-recommends $pkgs >/tmp/pglock-deps.log 2>&1 ||
 	{ cat /tmp/pglock-deps.log >&2; exit 69; }
