@@ -133,15 +133,18 @@ arg_period_ms(const char *s, long long *ms, struct err *err)
 	char num[64];
 	size_t n = strlen(s);
 	const char *u = n > 0 ? strchr(units, s[n - 1]) : NULL;
+	long long unit = u != NULL ? unit_s[u - units] : 1;
+	int rc;
 
 	if (u != NULL)
 		n--;
 	snprintf(num, sizeof(num), "%.*s", (int)(n < sizeof(num) ? n : 0), s);
 	/* In its unit, exactly: 0.0025h is 9 s. */
-	switch (n >= sizeof(num) ? -1 : decimal_ms(num, unit_s[u != NULL ?
-	    u - units : 0] * 1000, ARG_MAX_MS / 1000, ms)) {
+	rc = n >= sizeof(num) ? -1 :
+	    decimal_ms(num, unit * 1000, ARG_MAX_MS / 1000, ms);
+	switch (rc) {
 	case 0:
-		if (*ms <= ARG_MAX_MS * unit_s[u != NULL ? u - units : 0])
+		if (*ms <= ARG_MAX_MS * unit)
 			return 0;
 		/* FALLTHROUGH */
 	case 1:
