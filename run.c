@@ -507,6 +507,27 @@ watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
 }
 
 /*
+ * The gate opens only on a lease that leaves the command its time: a grant
+ * read late (pglock stopped, a slow answer) or a slow read of pglock's
+ * tables is checked again first. Lost: exits 75, the command unrun.
+ */
+static void
+fresh_or_err(struct run *r)
+{
+	const struct opts *o = r->o;
+	struct err why;
+
+	if (lease_fresh(r->c, &r->lk, o->check_ms, &r->since, &why))
+		return;
+	child_abort(&r->ch);
+	if (o->mode == MODE_HOLD)
+		die(EXIT_LOST, "%s: lock lost before the hold began (%s)",
+		    o->label, why.msg);
+	die(EXIT_LOST, "%s: lock lost before the command started (%s); the "
+	    "command did not run", o->label, why.msg);
+}
+
+/*
  * Run the command under r->lk (its lease from r->since), watching for its
  * loss; the watchdog, maybe the command at its gate too, is forked already,
  * for the caller to reap. Returns the command's status; exits 75 on a loss.
@@ -524,6 +545,7 @@ watch_or_err(struct run *r)
 
 	if (o->no_fork)
 		return exec_or_err(r);
+	fresh_or_err(r);
 	if (r->ch.pid == -1)
 		spawn_or_err(o, &r->ch);
 	lease_start(&check, r->c, &r->lk, o->check_ms, r->since);
@@ -603,9 +625,13 @@ take_or_err(struct run *r)
 		r->lk.waiting = show_waiting;
 		r->lk.waiting_arg = r;
 	}
+	/*
+	 * The lease runs from the lock's sending: the server's idle clock,
+	 * which ends a silent session, cannot have started before it.
+	 */
+	r->since = mono_ms();
 	if ((status = acquire_or_err(r)) != 0)
 		return status;
-	r->since = mono_ms();
 	if (o->verbose)
 		say_acquired(r);
 	if (o->fence && (status = fence_or_err(r)) != 0) {
@@ -720,6 +746,7 @@ run_counter(const struct opts *o, PGconn *c)
 
 	if (o->peek)
 		return peek_or_err(o, c);
+	r.since = mono_ms();	/* as run_lock(): the lock's sending */
 	if ((status = allocate_or_err(o, c, o->key, wait_left(o), &cr, &v)) !=
 	    0)
 		return step_exit(o, status);
@@ -735,7 +762,6 @@ run_counter(const struct opts *o, PGconn *c)
 		}
 	} else {
 		r.lk = cr.lock;
-		r.since = mono_ms();
 		conn_deadline(-1, 0);
 		snprintf(num, sizeof(num), "%lld", v);
 		setenv_or_err("PGLOCK_VERSION", num);

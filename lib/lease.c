@@ -53,6 +53,44 @@ take_answer(struct lease_check *k, struct err *err)
 }
 
 int
+lease_fresh(PGconn *c, const struct lock_req *lk, long check_ms, long *since,
+    struct err *err)
+{
+	const struct lease l = lease_of(check_ms);
+	long sent = mono_ms();
+
+	if (sent - *since < l.answer_ms)
+		return 1;
+	/* Parse what came meanwhile, such as why the server hung up. */
+	(void)PQconsumeInput(c);
+	(void)PQisBusy(c);
+	if (lock_check_send(c, lk, err) == -1) {
+		conn_reason(c, err);
+		return 0;
+	}
+	switch (conn_await(c, sent + l.answer_ms)) {
+	case CONN_LATE:
+		unanswered(&l, err);
+		return 0;
+	case CONN_BROKEN:
+		conn_reason(c, err);
+		return 0;
+	case CONN_READY:
+		break;
+	}
+	if (lock_check_read(c, NULL, err) != 1)
+		return 0;
+	/* pglock itself may have been stopped since the answer came. */
+	if (mono_ms() - sent >= l.answer_ms) {
+		err_set(err, "the lock check's answer was read only after "
+		    "%.3g s", (double)(mono_ms() - sent) / 1000.0);
+		return 0;
+	}
+	*since = sent;
+	return 1;
+}
+
+int
 lease_step(void *arg, int readable, long *due, long *end, struct err *err)
 {
 	struct lease_check *k = arg;

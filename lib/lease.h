@@ -38,6 +38,17 @@ lease_of(long check_ms)
 	return l;
 }
 
+/*
+ * Before the command's gate, on the lease of lk held on c since *since (the
+ * mono_ms() the last request the server answered holding it was sent): 1 if
+ * less than A has gone since, so the command starts with at least C + A left
+ * before the KILL, as after any answered check; else after a check sent now
+ * and answered within A, its sending in *since. 0 if that check finds the lock
+ * lost or comes late (the reason in err): the command must not start.
+ */
+int lease_fresh(PGconn *c, const struct lock_req *lk, long check_ms,
+    long *since, struct err *err);
+
 /* The checks of one held lock: what is in flight, and what is due. */
 struct lease_check {
 	PGconn *conn;			/* the session that holds the lock */

@@ -198,3 +198,96 @@ frozen_waiter() {
 	run -1 grep -c "set_config('tcp_keepalives_idle'" <(tail -n +"$((n + 1))" "$log")
 	assert_output 0
 }
+
+# The advisory locks of pglock's sessions for KEY (or TENANT), by their
+# application_name: "granted:pid" lines, held first.
+app_locks() {
+	sql "SELECT CASE WHEN l.granted THEN 't' ELSE 'f' END || ':' || l.pid
+	     FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+	     WHERE l.locktype = 'advisory' AND a.application_name = 'pglock: $1'
+	     ORDER BY l.granted DESC, l.pid"
+}
+app_held() { app_locks "$1" | grep -q '^t:'; }
+app_waiting() { app_locks "$1" | grep -q '^f:'; }
+app_held_by() { [ "$(app_locks "$1")" = "t:$2" ]; }
+sql_true() { [ "$(sql "$1")" = t ]; }
+
+# late_grant KEY REASON [OPTION ...]: a waiter is stopped (SIGSTOP) while it
+# waits; the holder lets go, so the server grants the stopped waiter, whose
+# silent session it ends after S (--check-interval 1: 4 s) and grants the
+# next waiter, which runs. Let go on, the stopped waiter must not run its
+# command: it exits 75, saying REASON. Each command appends its name (and
+# PGLOCK_VERSION) to log, left in $output.
+# The late waiter's TERM is ignored from before its exec (pglock keeps it
+# so for the command): a command that started, however soon pglock saw
+# the loss, has written its line.
+late_grant() {
+	local key=$1 reason=$2 pid backend log=$BATS_TEST_TMPDIR/log
+	shift 2
+	bg holder pglock "$@" "$key" sh -c 'echo "holder${PGLOCK_VERSION:+ $PGLOCK_VERSION}" >>"$0"; until [ -e "$1" ]; do sleep 0.05; done' "$log" "$BATS_TEST_TMPDIR/go"
+	wait_until 10 app_held "$key"
+	bg late env --ignore-signal=TERM "$PGLOCK" --check-interval 1 "$@" "$key" sh -c 'echo "late${PGLOCK_VERSION:+ $PGLOCK_VERSION}" >>"$0"' "$log"
+	wait_until 10 app_waiting "$key"
+	backend=$(app_locks "$key" | grep '^f:' | cut -d: -f2)
+	pid=$(bgpid late)
+	CLEANUP="kill -CONT $pid"
+	kill -STOP "$pid"
+	touch "$BATS_TEST_TMPDIR/go"
+	bgwait holder 10
+	[ "$bg_status" -eq 0 ]
+	# Granted to the stopped waiter: its answer waits in the socket.
+	wait_until 10 app_held_by "$key" "$backend"
+	# It waits for the stopped waiter's session, which the server ends.
+	bg next pglock "$@" "$key" sh -c 'echo "next${PGLOCK_VERSION:+ $PGLOCK_VERSION}" >>"$0"' "$log"
+	bgwait next 30
+	[ "$bg_status" -eq 0 ]
+	kill -CONT "$pid"
+	bgwait late 20
+	run cat "$BATS_TEST_TMPDIR/late.err"
+	echo "late waiter: $bg_status: $output" >&3
+	[ "$bg_status" -eq 75 ]
+	assert_output "pglock: $key: lock lost before the command started ($reason); the command did not run"
+	run cat "$log"
+}
+
+@test "a waiter granted while stopped, whose session the server ended, never runs its command: 75, the next holder's ran alone" {
+	late_grant late-k 'terminating connection due to idle-session timeout'
+	assert_output "holder
+next"
+}
+
+@test "over TCP: a waiter granted while stopped, whose session the server ended, never runs its command: 75" {
+	late_grant late-tcp 'terminating connection due to idle-session timeout' -h 127.0.0.1
+	assert_output "holder
+next"
+}
+
+@test "--version-counter: a waiter granted while stopped never runs with the version the next holder got: 75" {
+	late_grant late-vc 'terminating connection due to idle-in-transaction timeout' --version-counter
+	assert_output "holder 1
+next 2"
+	run -0 pglock --version-counter --peek late-vc
+	assert_output 2
+}
+
+@test "--once whose runs-table read outlasts the lease: no command is killed before it started; it runs, and its success is recorded" {
+	local log=$BATS_TEST_TMPDIR/log
+	run -0 pglock --once slowread-setup true
+	# The table locked for longer than the lease (--check-interval 1:
+	# KILL 3 s after the read was sent), until the test ends the locker.
+	bg locker psql -XAtq -c "BEGIN; LOCK TABLE pglock_runs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(120)"
+	wait_until 10 sql_true "SELECT EXISTS (SELECT FROM pg_locks WHERE relation = 'pglock_runs'::regclass AND mode = 'AccessExclusiveLock' AND granted)"
+	bg slow pglock --check-interval 1 --once slowread-k sh -c 'echo ran >>"$0"' "$log"
+	wait_until 30 sql_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'pglock: slowread-k' AND wait_event_type = 'Lock' AND now() - query_start > interval '5 s')"
+	sql "SELECT pg_terminate_backend(l.pid) FROM pg_locks l WHERE l.relation = 'pglock_runs'::regclass AND l.mode = 'AccessExclusiveLock' AND l.granted" >/dev/null
+	bgwait slow 20
+	run cat "$BATS_TEST_TMPDIR/slow.err"
+	echo "pglock: $bg_status: $output" >&3
+	[ "$bg_status" -eq 0 ]
+	assert_output ""
+	run cat "$log"
+	assert_output ran
+	# One success recorded, for --once's one slot; no failure.
+	run sql "SELECT lock_id, ok_host, ok_at IS NOT NULL, ok_slot, failed_at IS NULL, failed_host IS NULL, failed_status IS NULL FROM pglock_runs WHERE key = 'slowread-k'"
+	assert_output "$(sha_id slowread-k)|$(hostname)|t|0|t|t|t"
+}
