@@ -61,7 +61,7 @@ after: 0"
 }
 
 @test "--hold --fence: the line carries the fencing token" {
-	run -0 timeout 30 "$PGLOCK" --hold --fence hold-f </dev/null
+	run -0 --separate-stderr timeout 30 "$PGLOCK" --hold --fence hold-f </dev/null
 	[[ "$output" =~ ^hold-f$'\t'"$(sha_id hold-f)"$'\t'[1-9][0-9]*$ ]]
 }
 
