@@ -357,6 +357,8 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 		return LOCK_INTERRUPTED;
 	if (!unproven)
 		return out;
+	if (r->prove_only)
+		return LOCK_UNPROVEN;
 	/* Maybe a pooler: a transaction's lock, asked for now. */
 	r->prove = 0;
 	r->xact = 1;
