@@ -44,7 +44,8 @@ take_answer(struct lease_check *k, struct err *err)
 	}
 	if (PQisBusy(k->conn) || k->sent < 0)
 		return 1;
-	if (lock_check_read(k->conn, NULL, err) != 1)
+	if (lock_check_read(k->conn, k->sent + k->lease.answer_ms, NULL,
+	    err) != 1)
 		return 0;
 	/* The lease runs from the answered check's sending. */
 	k->answered = k->sent;
@@ -101,5 +102,6 @@ lease_finish(void *arg, struct err *err)
 	case CONN_READY:
 		break;
 	}
-	return lock_check_read(k->conn, NULL, err) == 1;
+	return lock_check_read(k->conn, k->sent + k->lease.answer_ms, NULL,
+	    err) == 1;
 }

@@ -71,10 +71,11 @@ enum lock_result lock_verify(PGconn *c, const struct lock_req *r,
 int lock_check_send(PGconn *c, const struct lock_req *r, struct err *err);
 
 /*
- * Read lock_check_send's answer once PQisBusy() is false, the backend's pid
- * into *pid unless NULL: 1 still held, 0 gone, -1 error; the reason in err.
+ * Read lock_check_send's answer, each part awaited until by (mono_ms(); -1:
+ * no bound), the backend's pid into *pid unless NULL: 1 still held, 0 gone,
+ * -1 error or late; the reason in err.
  */
-int lock_check_read(PGconn *c, int *pid, struct err *err);
+int lock_check_read(PGconn *c, long by, int *pid, struct err *err);
 
 /*
  * Release the lock (unlock, or COMMIT its transaction), answered within ms: 0,
@@ -93,10 +94,12 @@ int lock_result_pid(PGresult *res, int col, int *pid, struct err *err);
 
 /*
  * Through a pooler, PQbackendPID() is the pooler's invention: check again,
- * in a transaction of its own, that backend pid holds r's lock.
+ * in a transaction of its own, that backend pid holds r's lock; read as
+ * lock_wait() reads (conn_pipe_next()), so a forwarded signal cancels it
+ * (LOCK_INTERRUPTED, *sig, which must be 0 on entry) and -w bounds it.
  */
 enum lock_result lock_recheck(PGconn *c, const struct lock_req *r, int pid,
-    struct err *err);
+    int *sig, struct err *err);
 
 /* The reason given when the server is a standby. */
 extern const char lock_standby_said[];
