@@ -1038,6 +1038,9 @@ main(int argc, char **argv)
 	o.conn.appname = appname;
 	/* -w bounds all that comes before the command: connecting too. */
 	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
+	/* -n: a server that does not answer is given up as a query would be. */
+	if (o.lock.wait_ms == 0)
+		o.conn.attempt_ms = CONN_ANSWER_MS;
 	o.retry_until = start + o.conn.connect_ms;
 	if (o.verbose || (!o.quiet && isatty(STDERR_FILENO)))
 		o.conn.retrying = say_retrying;

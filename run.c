@@ -92,23 +92,38 @@ lease_ms(const struct opts *o)
 
 /* ---- acquire ----------------------------------------------------------- */
 
+static int again_or_err(const struct run *, const char *);
+
+/* --scope session on a path not proven direct: 69, before anything runs. */
+static int
+unproven_or_err(const struct run *r)
+{
+	return again_or_err(r, "--scope session: the connection is not "
+	    "proven to reach the server directly (a pooler between?): use "
+	    "--scope auto or transaction");
+}
+
 /*
- * A session lock only where no pooler can hand the session on. Only auto
- * proves TCP, by the server in the lock's pipeline (--slots: a round trip
- * first); --scope session takes the user's word, and the lock's check
- * proves the lock held.
+ * A session lock only where no pooler can hand the session on: auto and
+ * session prove the path, over TCP by the server in the lock's pipeline
+ * (--slots: a round trip first); where that fails, auto takes a transaction's
+ * lock and session none. 0, or RUN_AGAIN; dies when session is unproven.
  */
-static void
+static int
 choose_scope(struct run *r)
 {
 	const struct opts *o = r->o;
 	enum conn_path path = o->scope == SCOPE_TRANSACTION ? CONN_UNPROVEN :
-	    conn_direct(r->c, o->scope == SCOPE_AUTO && r->lk.slots > 0);
+	    conn_direct(r->c, r->lk.slots > 0);
 
-	r->lk.prove = o->scope == SCOPE_AUTO && path == CONN_TCP;
+	r->lk.prove = o->scope != SCOPE_TRANSACTION && path == CONN_TCP;
+	r->lk.prove_only = o->scope == SCOPE_SESSION;
 	r->lk.xact = o->scope == SCOPE_TRANSACTION ||
 	    (o->scope == SCOPE_AUTO && path == CONN_UNPROVEN);
 	r->lk.local = path == CONN_DIRECT_LOCAL;
+	if (r->lk.prove_only && path == CONN_UNPROVEN)
+		return unproven_or_err(r);
+	return 0;
 }
 
 /* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
@@ -292,6 +307,8 @@ acquire_or_err(struct run *r)
 		if (o->verbose)
 			say("%s: wait cancelled by signal %d", o->label, sig);
 		return 128 + sig;
+	case LOCK_UNPROVEN:
+		return unproven_or_err(r);
 	case LOCK_NOT_REAL:
 		die(EXIT_UNAVAILABLE, "%s: the server granted the lock but "
 		    "this session does not hold it (advisory locks that are "
@@ -608,14 +625,16 @@ take_or_err(struct run *r)
 	char who[512];
 	int status;
 
-	choose_scope(r);
+	if ((status = choose_scope(r)) != 0)
+		return status;
 	/*
 	 * The record's table before the lock: a transaction's lock cannot
 	 * create it in its own transaction. Under a session's lock, --once*
 	 * creates it only when its read finds it missing: a round trip saved.
+	 * Under prove, the lock may yet be a transaction's (not under session).
 	 */
-	if (o->record && (r->lk.xact || r->lk.prove || !o->once) &&
-	    runs_table(r->c, o->runs_sql, &why) == -1)
+	if (o->record && (r->lk.xact || (r->lk.prove && !r->lk.prove_only) ||
+	    !o->once) && runs_table(r->c, o->runs_sql, &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 	if (o->verbose && r->lk.wait_ms != 0 &&
 	    *holder(r->c, &r->lk.key, who, sizeof(who)) != '\0')

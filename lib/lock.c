@@ -160,20 +160,30 @@ check_result(PGresult *res, int *pid, struct err *err)
 }
 
 int
-lock_check_read(PGconn *c, int *pid, struct err *err)
+lock_check_read(PGconn *c, long by, int *pid, struct err *err)
 {
 	PGresult *res;
+	enum conn_ready ready;
 	int held = -1, n = 0;
 
 	for (;;) {
-		if ((res = PQgetResult(c)) == NULL) {
-			if (PQstatus(c) != CONNECTION_BAD)
-				continue;	/* the end of one statement */
+		/* A result, a statement's end, the sync: each may come later. */
+		if ((ready = conn_await(c, by)) == CONN_LATE) {
+			err_set(err, "the server did not answer the lock check "
+			    "in time");
+			held = -1;
+			break;
+		}
+		res = ready == CONN_READY ? PQgetResult(c) : NULL;
+		if (res == NULL && (ready == CONN_BROKEN ||
+		    PQstatus(c) == CONNECTION_BAD)) {
 			if (n == 0 || held != -1)
 				conn_reason(c, err);
 			held = -1;
 			break;
 		}
+		if (res == NULL)
+			continue;	/* the end of one statement */
 		if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
 			PQclear(res);
 			break;
@@ -186,15 +196,27 @@ lock_check_read(PGconn *c, int *pid, struct err *err)
 	return held;
 }
 
-/* A pooler may run this check on a server process other than the lock's. */
+/*
+ * A pooler may run this check on a server process other than the lock's.
+ * Read as the lock's answer: -w bounds it, a forwarded signal cancels it.
+ */
 enum lock_result
-lock_recheck(PGconn *c, const struct lock_req *r, int pid, struct err *err)
+lock_recheck(PGconn *c, const struct lock_req *r, int pid, int *sig,
+    struct err *err)
 {
+	PGresult *res;
 	int held, pid2 = 0;
 
 	if (lock_check_send(c, r, err) == -1)
 		return LOCK_ERROR;
-	held = lock_check_read(c, &pid2, err);
+	if ((res = conn_pipe_next(c, sig, NULL, NULL, err)) == NULL)
+		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
+	held = check_result(res, &pid2, err);
+	PQclear(res);
+	if (conn_pipe_end(c, sig, held == -1 ? NULL : err) == -1)
+		held = -1;
+	if (*sig != 0)
+		return LOCK_INTERRUPTED;
 	if (held == -1)
 		return LOCK_ERROR;
 	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
@@ -357,6 +379,8 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 		return LOCK_INTERRUPTED;
 	if (!unproven)
 		return out;
+	if (r->prove_only)
+		return LOCK_UNPROVEN;
 	/* Maybe a pooler: a transaction's lock, asked for now. */
 	r->prove = 0;
 	r->xact = 1;
@@ -391,7 +415,7 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 		return LOCK_INTERRUPTED;
 	/* A transaction's lock stays on its server connection, pooled or not. */
 	if (out == LOCK_ACQUIRED && !r->xact && backend_pid != PQbackendPID(c))
-		out = lock_recheck(c, r, backend_pid, err);
+		out = lock_recheck(c, r, backend_pid, sig, err);
 	return out;
 }
 

@@ -248,5 +248,5 @@ slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	if (r->local && !r->xact)
 		return *backend_pid == PQbackendPID(c) ? LOCK_ACQUIRED :
 		    LOCK_NOT_REAL;
-	return lock_recheck(c, r, *backend_pid, err);
+	return lock_recheck(c, r, *backend_pid, sig, err);
 }

@@ -256,6 +256,17 @@ idle in transaction"
 	assert_line $'scope\ttransaction: held by a transaction left open'
 }
 
+@test "--scope session on a direct connection is proven and held by the session, over a Unix socket or TCP, --slots too" {
+	for host in "$PGHOST" 127.0.0.1; do
+		for slots in "" "--slots 2"; do
+			# shellcheck disable=SC2086
+			run -0 --separate-stderr timeout 20 "$PGLOCK" -v --scope session $slots -h "$host" sess-d sh -c 'echo "$PGLOCK_SCOPE"'
+			assert_output session
+			[[ "${stderr_lines[0]}" == *", session lock)" ]]
+		done
+	done
+}
+
 @test "over IPv6 link-local, whose address names a zone (fe80::1%veth), the path is proven direct too" {
 	netns_up
 	ip -6 addr add fe80::213:1/64 dev "$host" nodad ||
