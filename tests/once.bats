@@ -368,3 +368,40 @@ colon"
 	run -0 --separate-stderr pglock --once "$fits" sh -c 'echo ran'
 	assert_output ''
 }
+@test "--status --json: an error midway (a runs table without its columns) prints nothing on standard output: 69" {
+	sql "DROP TABLE IF EXISTS pglock_o_bare; CREATE TABLE pglock_o_bare (key text PRIMARY KEY)"
+	bg holder pglock bare-k sleep 60
+	wait_until 10 held "$(sha_id bare-k)"
+	for json in --json ''; do
+		# shellcheck disable=SC2086
+		run -69 --separate-stderr timeout 20 "$PGLOCK" --status $json --runs-table pglock_o_bare bare-k
+		assert_output ''
+		assert_equal "$stderr" "pglock: --status: column r.ok_at does not exist"
+	done
+}
+
+@test "--status --json: NaN and Infinity in a record (seconds, time) are null, and the document parses" {
+	run -0 pglock --record nan-k true
+	run -0 pglock --record inf-k true
+	sql "UPDATE pglock_runs SET ok_seconds = 'NaN' WHERE key = 'nan-k'"
+	sql "UPDATE pglock_runs SET ok_seconds = '-Infinity', ok_at = 'infinity' WHERE key = 'inf-k'"
+	run -1 --separate-stderr pglock --status --json nan-k inf-k
+	"$PYTHON" -c '
+import json, sys
+def refuse(c):
+    raise ValueError("not JSON: " + c)
+runs = json.loads(sys.argv[1], parse_constant=refuse)["runs"]
+assert runs[0]["last_ok"]["seconds"] is None and runs[0]["last_ok"]["at"] is not None, runs
+assert runs[1]["last_ok"]["seconds"] is None and runs[1]["last_ok"]["at"] is None, runs' "$output"
+}
+
+@test "--status --json: a record this role may not read says \"hidden\": true, not null (never)" {
+	run -0 pglock --record hidden-k true
+	sql "DROP ROLE IF EXISTS pglock_o_blind; CREATE ROLE pglock_o_blind LOGIN"
+	run -1 --separate-stderr pglock -U pglock_o_blind --status --json hidden-k
+	"$PYTHON" -c '
+import json, sys
+runs = json.loads(sys.argv[1])["runs"]
+assert runs == [{"key": "hidden-k", "hidden": True}], runs' "$output"
+	assert_equal "$stderr" "pglock: --status: this role may not read the record of runs (permission denied for table pglock_runs): none is shown"
+}
