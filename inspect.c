@@ -266,7 +266,10 @@ print_runs(FILE *f, const struct opts *o, PGconn *c, const char *key, int n)
 	struct err why;
 	char k[1024], host[512], *name = record_key(o, key);
 
-	if (runs_read(c, o->runs_sql, name, &r, &why) == -1)
+	/* A name not UTF-8 is never recorded (pglock refuses it): none. */
+	memset(&r, 0, sizeof(r));
+	if (key_utf8_ok(name, strlen(name)) &&
+	    runs_read(c, o->runs_sql, name, &r, &why) == -1)
 		die(EXIT_UNAVAILABLE, "--status: %s", why.msg);
 	/* Another role's table this one may not read: no record shown. */
 	if (r.denied && o->ok_within_ms >= 0)
@@ -433,7 +436,9 @@ forget(const struct opts *o, PGconn *c)
 {
 	struct err why;
 	char *name = record_key(o, o->key);
-	int rc = runs_forget(c, o->runs_sql, name, &why);
+	/* A name not UTF-8 is never recorded (pglock refuses it): none. */
+	int rc = key_utf8_ok(name, strlen(name)) ? runs_forget(c, o->runs_sql,
+	    name, &why) : 0;
 
 	free(name);
 	if (rc == -1)

@@ -916,6 +916,13 @@ record_fits_or_err(const struct opts *o)
 	char *name = record_key(o, o->key);
 	size_t n = strlen(name);
 
+	/*
+	 * A UTF8 database would refuse it, and only after COMMAND ran:
+	 * whatever the database, refuse it first.
+	 */
+	if (!key_utf8_ok(name, n))
+		usage_err("%s: not valid UTF-8, which a record of runs "
+		    "(--once, --once-per, --record) needs", o->label);
 	free(name);
 	if (n > RUNS_NAME_MAX)
 		usage_err("KEY's record name is %zu bytes: a record of runs "

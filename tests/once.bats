@@ -405,3 +405,19 @@ runs = json.loads(sys.argv[1])["runs"]
 assert runs == [{"key": "hidden-k", "hidden": True}], runs' "$output"
 	assert_equal "$stderr" "pglock: --status: this role may not read the record of runs (permission denied for table pglock_runs): none is shown"
 }
+
+@test "a KEY that is not UTF-8 cannot be recorded: --once, --once-per and --record refuse it before COMMAND runs: 64; --status and --forget find no record" {
+	for opt in --once --record "--once-per 1h"; do
+		# shellcheck disable=SC2086
+		run -64 --separate-stderr timeout 20 "$PGLOCK" $opt $'a\xffb' touch "$BATS_TEST_TMPDIR/ran"
+		[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+		assert_output ''
+		assert_equal "$stderr" 'pglock: a\xffb: not valid UTF-8, which a record of runs (--once, --once-per, --record) needs (see pglock --help)'
+	done
+	run -0 timeout 20 "$PGLOCK" $'a\xffb' touch "$BATS_TEST_TMPDIR/ran"
+	[ -e "$BATS_TEST_TMPDIR/ran" ]
+	run -1 --separate-stderr pglock --status $'a\xffb'
+	assert_output "id	mode	state	pid	user	client	application_name	since	scope"
+	run -1 --separate-stderr pglock --forget $'a\xffb'
+	assert_equal "$stderr" 'pglock: a\xffb: no record to forget'
+}
