@@ -389,7 +389,7 @@ fence_or_err(const struct run *r)
 
 /*
  * --once*, lock held: has KEY succeeded in this slot of the server's clock
- * (floor(now / period); --once: 0)? r->slot: the slot this run counts for.
+ * (runs_slot())? r->slot: the slot this run counts for.
  */
 static int
 once_done_or_err(struct run *r)
@@ -409,9 +409,8 @@ once_done_or_err(struct run *r)
 		die(EXIT_UNAVAILABLE, "%s: table %s went away", o->label,
 		    o->runs_sql);
 	free(name);
-	r->slot = o->period_ms > 0 ? (long long)(row.now_ms /
-	    (double)o->period_ms) : 0;
-	if (!row.has_ok || row.ok_slot != r->slot)
+	r->slot = runs_slot(row.now_ms, o->period_ms);
+	if (!runs_done(&row, o->period_ms))
 		return 0;
 	if (o->verbose)
 		say("%s: succeeded %s already (at %s on %s): not run again",

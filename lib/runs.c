@@ -37,6 +37,38 @@ runs_table(PGconn *c, const char *table, struct err *err)
 	    "SELECT, INSERT, UPDATE, DELETE", err);
 }
 
+/*
+ * 2^62 | bits(length) << 56 | index << bits(length) | length: exact, as the
+ * length (at most 2147483.647 days) is below 2^48 and the index below
+ * 2^(56 - bits(length)) until 2^55 ms (the year 1,140,000); the clock is past
+ * the epoch, so the cast is floor(). A column of its own would need ALTER
+ * TABLE, which a role that may only write the table cannot run.
+ */
+long long
+runs_slot(double now_ms, long long period_ms)
+{
+	long long index;
+	int bits = 0;
+
+	if (period_ms <= 0)
+		return 0;
+	while (bits < 48 && period_ms >> bits != 0)
+		bits++;
+	index = (long long)(now_ms / (double)period_ms);
+	return (1LL << 62) | (long long)bits << 56 | index << bits | period_ms;
+}
+
+int
+runs_done(const struct runs_row *row, long long period_ms)
+{
+	if (!row->has_ok)
+		return 0;
+	if (row->ok_slot >= 0 && row->ok_slot < 1LL << 62 && period_ms > 0)
+		return row->ok_slot == (long long)(row->now_ms /
+		    (double)period_ms);
+	return row->ok_slot == runs_slot(row->now_ms, period_ms);
+}
+
 int
 runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, struct err *err)

@@ -24,7 +24,7 @@ struct runs_row {
 	double ok_ms;		/* the same, ms since the epoch */
 	char ok_host[256];
 	double ok_seconds;
-	long long ok_slot;	/* -1: none (--record) */
+	long long ok_slot;	/* runs_slot()'s; -1: none (--record) */
 	int has_failed;		/* a failure is recorded: */
 	char failed_at[40];
 	char failed_host[256];
@@ -45,13 +45,26 @@ int runs_table(PGconn *c, const char *table, struct err *err);
 int runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, struct err *err);
 
+/*
+ * The slot of period_ms at now_ms as a record keeps it: 0 for --once (period
+ * 0, one slot for ever); else its start and its length, which name it, in one
+ * bigint above 2^62, which no slot number of earlier builds reaches.
+ */
+long long runs_slot(double now_ms, long long period_ms);
+
+/*
+ * Does row's success count for the slot of period_ms at row->now_ms? A number
+ * an earlier build wrote (below 2^62, its length unknown) counts as it did.
+ */
+int runs_done(const struct runs_row *row, long long period_ms);
+
 /* One outcome of a run, to record. */
 struct runs_outcome {
 	const char *key;
 	const char *id;		/* the lock id, as PGLOCK_ID shows it */
 	int status;		/* 0: success; else the exit status */
 	double seconds;		/* how long the command ran */
-	long long slot;		/* the slot a success counts for; -1: none */
+	long long slot;		/* runs_slot() a success counts for; -1: none */
 };
 
 /*

@@ -14,6 +14,15 @@ runs() { [ -e "$1" ] && wc -l <"$1" || echo 0; }
 w=1
 [ -z "${PGLOCK_VG_DIR:-}" ] || w=5
 
+# slot_code MS: how a record keeps the --once-per MS slot of the server's
+# now, its start and its length: 2^62 | bits(MS) << 56 | index << bits(MS) | MS.
+slot_code() {
+	local ms=$1 bits=0 now
+	while (( ms >> bits )); do bits=$((bits + 1)); done
+	now=$(sql "SELECT floor(extract(epoch FROM now()) * 1000)::bigint")
+	echo $(( (1 << 62) | (bits << 56) | ((now / ms) << bits) | ms ))
+}
+
 # The record of KEY, as the table has it.
 record() {
 	sql "SELECT coalesce(ok_slot::text, '-') || ' ' || coalesce(failed_status::text, '-')
@@ -44,7 +53,7 @@ record() {
 		assert_equal "$stderr" ''
 	done
 	[ "$(runs "$log")" -eq 1 ]
-	[ "$(record cron-n)" = "$(sql "SELECT floor(extract(epoch FROM now()) / 86400000)::bigint") -" ]
+	[ "$(record cron-n)" = "$(slot_code 86400000000) -" ]
 }
 
 # first_run KEY: a --once run of KEY that logs "first" to $d/log and then
@@ -115,7 +124,7 @@ eight() {
 
 @test "8 concurrent blocking runs holding the lock in a transaction: one run, all exit 0" {
 	eight eight-x --scope transaction
-	[ "$(record eight-x)" = "$(sql "SELECT floor(extract(epoch FROM now()) / 86400000)::bigint") -" ]
+	[ "$(record eight-x)" = "$(slot_code 86400000000) -" ]
 }
 
 @test "8 concurrent blocking runs through PgBouncer: one run, all exit 0" {
@@ -368,6 +377,37 @@ colon"
 	run -0 --separate-stderr pglock --once "$fits" sh -c 'echo ran'
 	assert_output ''
 }
+
+# The issue's 1d then 86401s share slot 20418 only after 05:40 UTC; these
+# share their slot number (20) until mid-2027, far from any boundary.
+@test "a slot is its start and its length: --once-per 1000d, then 24001h, then 100000d (slot 0, as --once) each run again, then skip" {
+	log=$BATS_TEST_TMPDIR/log
+	run -0 pglock --once len-k sh -c 'echo once >>"$0"' "$log"
+	for per in 1000d:86400000000 24001h:86403600000 100000d:8640000000000; do
+		ms=${per#*:} per=${per%:*}
+		run -0 timeout 20 "$PGLOCK" --once-per "$per" len-k sh -c 'echo "$0" >>"$1"' "$per" "$log"
+		[ "$(record len-k)" = "$(slot_code "$ms") -" ]
+		run -0 timeout 20 "$PGLOCK" --once-per "$per" len-k sh -c 'echo "$0 again" >>"$1"' "$per" "$log"
+	done
+	run -0 timeout 20 "$PGLOCK" --once len-k sh -c 'echo once >>"$0"' "$log"
+	run -0 cat "$log"
+	assert_output "once
+1000d
+24001h
+100000d
+once"
+}
+
+@test "a record an earlier build wrote (the slot's number, not its length) still counts: --once and --once-per skip" {
+	run -0 pglock --record old-init true
+	sql "INSERT INTO pglock_runs (key, lock_id, ok_at, ok_host, ok_seconds, ok_slot) VALUES
+	     ('old-once', '1', now(), 'h', 1, 0),
+	     ('old-per', '1', now(), 'h', 1, floor(extract(epoch FROM now()) / 86400000)::bigint)"
+	run -0 --separate-stderr pglock --once old-once touch "$BATS_TEST_TMPDIR/ran"
+	run -0 --separate-stderr pglock --once-per 1000d old-per touch "$BATS_TEST_TMPDIR/ran"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
 @test "--status --json: an error midway (a runs table without its columns) prints nothing on standard output: 69" {
 	sql "DROP TABLE IF EXISTS pglock_o_bare; CREATE TABLE pglock_o_bare (key text PRIMARY KEY)"
 	bg holder pglock bare-k sleep 60
