@@ -9,6 +9,7 @@
 
 #include <libpq-fe.h>
 
+#include "conn.h"
 #include "err.h"
 
 /* Longest record name: the table's btree key takes ~2.7 kB raw text. */
@@ -67,13 +68,31 @@ struct runs_outcome {
 	long long slot;		/* runs_slot() a success counts for; -1: none */
 };
 
+/* runs_write()'s answer when the write was sent but its answer was lost. */
+#define RUNS_UNCONFIRMED (-2)
+
 /*
  * Record o as its key's last success (at the server's clock, with this host's
  * name) or last failure, in the lock's transaction if any; outside one, a
- * missing table is created first. 0, or -1 with the reason.
+ * missing table is created first. 0; -1, the server refused it (nothing
+ * written); RUNS_UNCONFIRMED, it may have been written. The reason in err.
  */
 int runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
     struct err *err);
+
+/*
+ * Did c's last exchange end unanswered (timed out, or the session ended before
+ * the server said it was done), so that what it wrote may have landed? 1/0.
+ */
+int runs_unanswered(PGconn *c);
+
+/*
+ * On a new session (co: its bounds), is o's success, sent at mono_ms() since,
+ * recorded: under its slot, or (slot -1) dated at or after since? 1 yes, 0 not
+ * (or not yet), -1 could not tell (err).
+ */
+int runs_landed(const struct conn_opts *co, const char *table,
+    const struct runs_outcome *o, long since, struct err *err);
 
 /* Delete key's record: 1 when there was one, 0 none, -1 error (err). */
 int runs_forget(PGconn *c, const char *table, const char *key, struct err *err);

@@ -378,6 +378,65 @@ colon"
 	assert_output ''
 }
 
+# sync_never: the commits of role pglock_o_sync wait for a synchronous
+# standby that never comes, as when the only standby is down (every other
+# session commits locally); teardown undoes it.
+sync_never() {
+	sql "DROP ROLE IF EXISTS pglock_o_sync; CREATE ROLE pglock_o_sync LOGIN;
+	     GRANT SELECT, INSERT, UPDATE, DELETE ON pglock_runs TO pglock_o_sync;
+	     ALTER ROLE pglock_o_sync SET synchronous_commit = on"
+	CLEANUP="psql -XAtq -c 'ALTER SYSTEM RESET synchronous_standby_names' -c 'ALTER SYSTEM RESET synchronous_commit' -c 'SELECT pg_reload_conf()'"
+	sql "ALTER SYSTEM SET synchronous_commit = local"
+	sql "ALTER SYSTEM SET synchronous_standby_names = 'pglock_nobody'"
+	sql "SELECT pg_reload_conf()" >/dev/null
+	wait_until 10 bash -c '[ "$(psql -XAtc "SHOW synchronous_standby_names")" = pglock_nobody ]'
+}
+
+sync_waiting() {
+	[ -n "$(sql "SELECT pid FROM pg_stat_activity WHERE usename = 'pglock_o_sync' AND wait_event = 'SyncRep'")" ]
+}
+
+@test "a success whose record landed but whose answer was lost (a synchronous standby's wait, then the session ended): exit 0, and the next run skips" {
+	run -0 pglock --record sync-init true
+	sync_never
+	log=$BATS_TEST_TMPDIR/log
+	for run in session:--once transaction:--once session:--record; do
+		scope=${run%:*} opt=${run#*:} key=sync-${run//[:-]/}
+		bg "$key" pglock -U pglock_o_sync --scope "$scope" "$opt" "$key" sh -c 'echo "$0" >>"$1"' "$key" "$log"
+		# Committed here, not yet answered: the server ends the session.
+		wait_until 20 sync_waiting
+		sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'pglock_o_sync' AND wait_event = 'SyncRep'" >/dev/null
+		bgwait "$key" 30
+		[ "$bg_status" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/$key.err"; false; }
+		run -0 cat "$BATS_TEST_TMPDIR/$key.err"
+		[[ "$output" == "pglock: $key: the answer to the success's record was lost ("*"); a new session finds it recorded" ]]
+		[[ "$(record "$key")" == [0-]" -" ]]
+	done
+	for key in sync-sessiononce sync-transactiononce; do
+		run -0 --separate-stderr timeout 20 "$PGLOCK" --once "$key" sh -c 'echo again >>"$0"' "$log"
+	done
+	run -0 cat "$log"
+	assert_output "sync-sessiononce
+sync-transactiononce
+sync-sessionrecord"
+}
+
+@test "a success whose record is not answered (its server process frozen) and not found is an unknown outcome, not 'not done': 75; it lands later, and the next run skips" {
+	log=$BATS_TEST_TMPDIR/log
+	run -0 pglock --record freeze-init true
+	CLEANUP="[ -s '$log.pid' ] && kill -CONT \$(cat '$log.pid')"
+	# The command's last act freezes the session's server process: the
+	# record is sent to it and not answered within 10 s. A --check-interval
+	# of 10 s keeps the server from ending the session meanwhile.
+	run -75 --separate-stderr timeout 60 "$PGLOCK" --check-interval 10 --once freeze-k sh -c 'echo run >>"$0"; echo "$PGLOCK_BACKEND_PID" >"$0.pid"; kill -STOP "$PGLOCK_BACKEND_PID"' "$log"
+	assert_equal "$stderr" "pglock: freeze-k: the command succeeded, but the answer to its record was lost (the server did not answer within 10 s) and a new session does not find it: the outcome is unknown (the record may still land)"
+	kill -CONT "$(cat "$log.pid")"
+	wait_until 20 free "$(sha_id freeze-k)"
+	[ "$(record freeze-k)" = "0 -" ]
+	run -0 timeout 20 "$PGLOCK" --once freeze-k sh -c 'echo run >>"$0"' "$log"
+	[ "$(runs "$log")" -eq 1 ]
+}
+
 # The issue's 1d then 86401s share slot 20418 only after 05:40 UTC; these
 # share their slot number (20) until mid-2027, far from any boundary.
 @test "a slot is its start and its length: --once-per 1000d, then 24001h, then 100000d (slot 0, as --once) each run again, then skip" {
