@@ -332,21 +332,27 @@ field(const char *s, char *buf, size_t len)
 
 /* Bytes not UTF-8 (a KEY may hold any) go out as code points of that value. */
 void
-json_str(const char *s)
+json_put(FILE *f, const char *s)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	int utf8 = key_utf8_ok(s, strlen(s));
 
-	putchar('"');
+	putc('"', f);
 	for (; *u != '\0'; u++) {
 		if (*u == '"' || *u == '\\')
-			printf("\\%c", *u);
+			fprintf(f, "\\%c", *u);
 		else if (*u < 0x20 || *u == 0x7f || (*u >= 0x80 && !utf8))
-			printf("\\u%04x", *u);
+			fprintf(f, "\\u%04x", *u);
 		else
-			putchar(*u);
+			putc(*u, f);
 	}
-	putchar('"');
+	putc('"', f);
+}
+
+void
+json_str(const char *s)
+{
+	json_put(stdout, s);
 }
 
 static void
@@ -926,6 +932,13 @@ record_fits_or_err(const struct opts *o)
 	char *name = record_key(o, o->key);
 	size_t n = strlen(name);
 
+	/*
+	 * A UTF8 database would refuse it, and only after COMMAND ran:
+	 * whatever the database, refuse it first.
+	 */
+	if (!key_utf8_ok(name, n))
+		usage_err("%s: not valid UTF-8, which a record of runs "
+		    "(--once, --once-per, --record) needs", o->label);
 	free(name);
 	if (n > RUNS_NAME_MAX)
 		usage_err("KEY's record name is %zu bytes: a record of runs "

@@ -7,6 +7,7 @@
 #define PGLOCK_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "lib/conn.h"
@@ -75,6 +76,9 @@ const char *field(const char *s, char *buf, size_t len);
 
 /* Print s as a JSON string, valid even where s is not UTF-8. */
 void json_str(const char *s);
+
+/* The same, to f. */
+void json_put(FILE *f, const char *s);
 
 /* The terminal's live line: rewritten in place, ended by the next say(). */
 void live_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

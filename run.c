@@ -57,6 +57,7 @@ struct run {
 	double t0;		/* mono_seconds() when the wait began */
 	long since;		/* mono_ms() the lease runs from */
 	long long slot;		/* --once*: the slot a success counts for */
+	long sent;		/* mono_ms() a success's record was sent; 0: none */
 };
 
 /*
@@ -407,7 +408,7 @@ fence_or_err(const struct run *r)
 
 /*
  * --once*, lock held: has KEY succeeded in this slot of the server's clock
- * (floor(now / period); --once: 0)? r->slot: the slot this run counts for.
+ * (runs_slot())? r->slot: the slot this run counts for.
  */
 static int
 once_done_or_err(struct run *r)
@@ -427,9 +428,8 @@ once_done_or_err(struct run *r)
 		die(EXIT_UNAVAILABLE, "%s: table %s went away", o->label,
 		    o->runs_sql);
 	free(name);
-	r->slot = o->period_ms > 0 ? (long long)(row.now_ms /
-	    (double)o->period_ms) : 0;
-	if (!row.has_ok || row.ok_slot != r->slot)
+	r->slot = runs_slot(row.now_ms, o->period_ms);
+	if (!runs_done(&row, o->period_ms))
 		return 0;
 	if (o->verbose)
 		say("%s: succeeded %s already (at %s on %s): not run again",
@@ -588,23 +588,67 @@ watch_or_err(struct run *r)
 /* ---- record ------------------------------------------------------------ */
 
 /*
+ * A success's record (or the commit that makes it) was sent and its answer
+ * lost (why): ask a new session whether it landed, and return if it did; else
+ * it may be done or not, which no "not done" may hide: exit 75, saying so.
+ */
+static void
+landed_or_err(const struct run *r, const char *why)
+{
+	const struct opts *o = r->o;
+	char *name = record_key(o, o->key);
+	struct runs_outcome out = { .key = name, .slot = r->slot };
+	struct conn_opts co = o->conn;
+	struct err how;
+	int rc;
+
+	co.deadline_ms = -1;	/* -w was for the wait */
+	rc = runs_landed(&co, o->runs_sql, &out, r->sent, &how);
+	free(name);
+	if (rc == 1) {
+		if (!o->quiet)
+			say("%s: the answer to the success's record was lost "
+			    "(%s); a new session finds it recorded", o->label,
+			    why);
+		return;
+	}
+	if (rc == 0)
+		die(EXIT_LOST, "%s: the command succeeded, but the answer to "
+		    "its record was lost (%s) and a new session does not find "
+		    "it: the outcome is unknown (the record may still land)",
+		    o->label, why);
+	die(EXIT_LOST, "%s: the command succeeded, but the answer to its "
+	    "record was lost (%s) and a new session could not look (%s): the "
+	    "outcome is unknown", o->label, why, how.msg);
+}
+
+/*
  * Record KEY's outcome (status, after seconds; a success counts for r->slot)
- * before the release, in the lock's transaction if it has one. Not recorded,
- * a success counts as not done (exit 75); a failure is said, -1 returned.
+ * before the release, in the lock's transaction if it has one. A success
+ * refused counts as not done (exit 75); one unanswered is looked for (1: it
+ * landed, the session is gone). A failure not recorded is said, -1 returned.
  */
 static int
-record_or_err(const struct run *r, int status, double seconds)
+record_or_err(struct run *r, int status, double seconds)
 {
 	const struct opts *o = r->o;
 	char *name = record_key(o, o->key);
 	struct runs_outcome out = { .key = name, .id = r->id, .status = status,
 	    .seconds = seconds, .slot = r->slot };
 	struct err why;
-	int rc = runs_write(r->c, o->runs_sql, &out, &why);
+	int rc;
 
+	if (status == 0)
+		r->sent = mono_ms();
+	rc = runs_write(r->c, o->runs_sql, &out, &why);
 	free(name);
 	if (rc == 0)
 		return 0;
+	/* In the lock's transaction, it lands only with its commit. */
+	if (status == 0 && rc == RUNS_UNCONFIRMED && !r->lk.xact) {
+		landed_or_err(r, why.msg);
+		return 1;
+	}
 	if (status == 0)
 		die(EXIT_LOST, "%s: the command succeeded, but its success "
 		    "could not be recorded (%s): it counts as not done",
@@ -686,7 +730,7 @@ run_lock(const struct opts *o, PGconn *c)
 	    .slot = -1 };
 	struct err why;
 	double ran;
-	int status, no_input = o->mode == MODE_HOLD && stdin_empty();
+	int status, rc, no_input = o->mode == MODE_HOLD && stdin_empty();
 
 	r.lk.wait_ms = wait_left(o);
 	r.lk.lease_ms = lease_ms(o);
@@ -710,19 +754,30 @@ run_lock(const struct opts *o, PGconn *c)
 		if (o->mode == MODE_HOLD && (status == 128 + SIGTERM ||
 		    status == 128 + SIGINT))
 			status = 0;
-		/* A failed write aborted a transaction's lock: roll it back. */
-		if (o->record && record_or_err(&r, status, mono_seconds() -
-		    ran) == -1 && r.lk.xact) {
-			(void)conn_end(c, 0, answer_ms(o), &why);
+		/*
+		 * A failed write aborted a transaction's lock: roll it back.
+		 * A success found landed after its answer was lost: the
+		 * session, cut or busy, is of no more use (main() closes it,
+		 * which releases the lock).
+		 */
+		rc = o->record ? record_or_err(&r, status, mono_seconds() -
+		    ran) : 0;
+		if ((rc == -1 && r.lk.xact) || rc == 1) {
+			if (rc == -1)
+				(void)conn_end(c, 0, answer_ms(o), &why);
 			child_reap(&r.ch);
 			return status;
 		}
 	}
 	/* ---- release ---- */
-	if (lock_release(c, &r.lk, answer_ms(o), &why) == -1)
-		die(EXIT_LOST, "%s: the release does not show the lock held "
-		    "to the end: it may have been lost (%s)", o->label,
-		    why.msg);
+	if (lock_release(c, &r.lk, answer_ms(o), &why) == -1) {
+		/* The commit of a success's record: did it land? */
+		if (!(r.sent > 0 && r.lk.xact && runs_unanswered(c)))
+			die(EXIT_LOST, "%s: the release does not show the "
+			    "lock held to the end: it may have been lost (%s)",
+			    o->label, why.msg);
+		landed_or_err(&r, why.msg);
+	}
 	child_reap(&r.ch);
 	if (o->verbose)
 		say("%s: released after %.2fs", o->label, mono_seconds() - r.t0);
