@@ -170,26 +170,54 @@ locks_or_err(const char *what, PGconn *c, const struct key *k,
 	return n;
 }
 
-/* One lock for --status, to f as a line or (--json) an object after sep. */
+/*
+ * The KEY a lock is for: the one asked about, else what a pglock's fallback
+ * application_name says ("pglock: KEY"), unless the server may have cut it (63
+ * bytes) or changed it ('?' for a byte not printable ASCII): NULL, unknown.
+ */
+static const char *
+row_key(const struct lock_row *r, const char *asked)
+{
+	if (asked != NULL)
+		return asked;
+	if (strncmp(r->app, "pglock: ", 8) != 0 || strlen(r->app) >= 63 ||
+	    strchr(r->app, '?') != NULL || r->app[8] == '\0')
+		return NULL;
+	return r->app + 8;
+}
+
+/*
+ * One lock for --status, to f as a line or (--json) an object after sep; key
+ * is what row_key() says of it.
+ */
 static void
 print_lock(FILE *f, const struct opts *o, const struct lock_row *r,
-    const char *sep)
+    const char *key, const char *sep)
 {
 	const char *mode = r->shared ? "shared" : "exclusive";
 	const char *state = r->held ? "held" : "waiting";
 	const char *scope = r->xact < 0 ? "?" : r->xact ? "transaction" :
 	    "session";
-	char user[256], app[256];
+	char user[256], app[256], *shown;
+	size_t len = key != NULL ? 4 * strlen(key) + 1 : 2;
 
 	if (!o->json) {
-		fprintf(f, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r->id, mode,
-		    state, r->pid, field(r->user, user, sizeof(user)),
+		if ((shown = malloc(len)) == NULL)
+			die_errno(EXIT_OSERR, "malloc");
+		fprintf(f, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r->id,
+		    mode, state, r->pid, field(r->user, user, sizeof(user)),
 		    r->client, field(r->app, app, sizeof(app)), r->since,
-		    scope);
+		    scope, key != NULL ? field(key, shown, len) : "?");
+		free(shown);
 		return;
 	}
-	fprintf(f, "%s{\"id\": \"%s\", \"mode\": \"%s\", \"state\": \"%s\", "
-	    "\"pid\": %d, \"user\": ", sep, r->id, mode, state, r->pid);
+	fprintf(f, "%s{\"id\": \"%s\", \"key\": ", sep, r->id);
+	if (key != NULL)
+		json_put(f, key);
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"mode\": \"%s\", \"state\": \"%s\", \"pid\": %d, "
+	    "\"user\": ", mode, state, r->pid);
 	json_put(f, r->user);
 	fprintf(f, ", \"client\": ");
 	if (r->hidden)
@@ -209,22 +237,50 @@ print_lock(FILE *f, const struct opts *o, const struct lock_row *r,
 /* Did --status print a row the server hid from this role? */
 static int hidden;
 
-/* Print the locks on k (all locks when NULL) to f; is any of them held? */
+/*
+ * Print n rows to f (they are for key, NULL: each says), freeing them; is any
+ * held, but the lock whose id is queue (--slots' waiters, or NULL)?
+ */
 static int
-print_locks(FILE *f, const struct opts *o, PGconn *c, const struct key *k,
-    int *printed)
+print_rows(FILE *f, const struct opts *o, struct lock_row *rows, int n,
+    const char *key, const char *queue, int *printed)
 {
-	struct lock_row *rows;
-	int i, n, held = 0;
+	int i, held = 0;
 
-	n = locks_or_err("--status", c, k, &rows);
 	for (i = 0; i < n; i++, (*printed)++) {
-		print_lock(f, o, &rows[i], *printed > 0 ? ",\n  " : "\n  ");
-		held |= rows[i].held;
+		print_lock(f, o, &rows[i], row_key(&rows[i], key),
+		    *printed > 0 ? ",\n  " : "\n  ");
+		if (queue == NULL || strcmp(rows[i].id, queue) != 0)
+			held |= rows[i].held;
 		hidden |= rows[i].hidden;
 	}
 	free(rows);
 	return held;
+}
+
+/*
+ * Print the locks of KEY text (k), and of its slots whatever N its holders
+ * were given (--slots); all locks when text is NULL. Is KEY held?
+ */
+static int
+print_locks(FILE *f, const struct opts *o, PGconn *c, const char *text,
+    const struct key *k, int *printed)
+{
+	struct lock_row *rows;
+	struct key queue;
+	struct err why;
+	char id[48];
+	int n, held;
+
+	n = locks_or_err("--status", c, k, &rows);
+	held = print_rows(f, o, rows, n, text, NULL, printed);
+	if (k == NULL)
+		return held;
+	if ((n = slots_status(c, k, &rows, &why)) == -1)
+		die(EXIT_UNAVAILABLE, "--status: %s", why.msg);
+	slots_key(k, 0, &queue);
+	key_format(&queue, id, sizeof(id));
+	return print_rows(f, o, rows, n, text, id, printed) | held;
 }
 
 /* Open a record's object: "at" (null for no finite time), then "host". */
@@ -316,6 +372,69 @@ print_runs(FILE *f, const struct opts *o, PGconn *c, const char *key, int n)
 	}
 	return runs_recent(o, &r);
 }
+/* ms as a person reads a span: 2d3h, 1h, 5m12s, 42s (rounded down). */
+static const char *
+span(double ms, char *buf, size_t len)
+{
+	long long t = ms > 0 ? (long long)(ms / 1000) : 0;
+
+	static const struct {
+		long long s;
+		char unit;
+	} units[] = { { 86400, 'd' }, { 3600, 'h' }, { 60, 'm' }, { 1, 's' } };
+	size_t i = 0, n;
+
+	while (i < 3 && t < units[i].s)
+		i++;
+	n = (size_t)snprintf(buf, len, "%lld%c", t / units[i].s, units[i].unit);
+	/* The next unit too, unless it is 0: 1h, 3h12m. */
+	if (i < 3 && t % units[i].s / units[i + 1].s > 0 && n < len)
+		snprintf(buf + n, len - n, "%lld%c", t % units[i].s /
+		    units[i + 1].s, units[i + 1].unit);
+	return buf;
+}
+
+/*
+ * --status --ok-within D KEY, the dead-man check: a recent success is one
+ * line on stdout (when, where, how long ago); none, one on stderr saying so.
+ * Nothing with -q: the exit status, 0 or 1, is the answer.
+ */
+static int
+ok_within(const struct opts *o, PGconn *c)
+{
+	struct runs_row r;
+	struct err why;
+	const char *key = o->keys[0];
+	char host[512], shown[1024], ago[32], within[32];
+	char *name = record_key(o, key);
+
+	memset(&r, 0, sizeof(r));
+	if (key_utf8_ok(name, strlen(name)) &&
+	    runs_read(c, o->runs_sql, name, &r, &why) == -1)
+		die(EXIT_UNAVAILABLE, "--status: %s", why.msg);
+	free(name);
+	if (r.denied)
+		die(EXIT_UNAVAILABLE, "--status: %s", why.msg);
+	(void)span(r.now_ms - r.ok_ms, ago, sizeof(ago));
+	(void)span((double)o->ok_within_ms, within, sizeof(within));
+	if (runs_recent(o, &r)) {
+		if (!o->quiet)
+			printf("%s: last succeeded at %s on %s, %s ago (within "
+			    "%s)\n", field(key, shown, sizeof(shown)), r.ok_at,
+			    field(r.ok_host, host, sizeof(host)), ago, within);
+		flush_stdout_or_err();
+		return 0;
+	}
+	if (o->quiet)
+		return 1;
+	if (!r.has_ok)
+		say("%s: never succeeded (--ok-within %s)", key, within);
+	else
+		say("%s: last succeeded at %s on %s, %s ago: longer ago than "
+		    "%s", key, r.ok_at, r.ok_host, ago, within);
+	return 1;
+}
+
 /*
  * A header, a line a lock (--json: an object, its array "locks"), runs: all
  * built first, then written at once, so that an error midway prints nothing.
@@ -323,33 +442,26 @@ print_runs(FILE *f, const struct opts *o, PGconn *c, const char *key, int n)
 int
 show_status(const struct opts *o, PGconn *c)
 {
-	struct key k, slot;
+	struct key k;
 	char *doc = NULL;
 	size_t len = 0;
 	FILE *f;
-	int i, j, held, all_held = 1, printed = 0, ok = 0;
+	int i, all_held = 1, printed = 0, ok = 0;
 
+	if (o->ok_within_ms >= 0 && !o->json)
+		return ok_within(o, c);
 	if ((f = open_memstream(&doc, &len)) == NULL)
 		die_errno(EXIT_OSERR, "open_memstream");
 	if (o->json)
 		fprintf(f, "{\"locks\": [");
 	else
 		fprintf(f, "id\tmode\tstate\tpid\tuser\tclient\tapplication_name"
-		    "\tsince\tscope\n");
+		    "\tsince\tscope\tkey\n");
 	if (o->keys[0] == NULL)
-		(void)print_locks(f, o, c, NULL, &printed);
+		(void)print_locks(f, o, c, NULL, NULL, &printed);
 	for (i = 0; o->keys[i] != NULL; i++) {
 		resolve_key_or_err(o, o->keys[i], &k);
-		if (o->lock.slots == 0) {
-			all_held &= print_locks(f, o, c, &k, &printed);
-			continue;
-		}
-		/* --slots N: KEY is held when one of its slots is. */
-		for (j = 1, held = 0; j <= o->lock.slots; j++) {
-			slots_key(&k, j, &slot);
-			held |= print_locks(f, o, c, &slot, &printed);
-		}
-		all_held &= held;
+		all_held &= print_locks(f, o, c, o->keys[i], &k, &printed);
 	}
 	if (o->json)
 		fprintf(f, "%s]%s", printed > 0 ? "\n" : "", o->keys[0] !=

@@ -39,6 +39,7 @@
 #include "lib/lock.h"
 #include "lib/runs.h"
 #include "lib/sig.h"
+#include "lib/slots.h"
 #include "inspect.h"
 #include "pglock.h"
 #include "run.h"
@@ -547,7 +548,7 @@ lock_option_or_err(struct opts *o, int c, char *arg)
 		o->scope = (int)n;
 		break;
 	case OPT_SLOTS:
-		if (arg_long(arg, 2, 1000, &n, &why) == -1)
+		if (arg_long(arg, 2, SLOTS_MAX, &n, &why) == -1)
 			usage_err("--slots: %s", why.msg);
 		o->lock.slots = (int)n;
 		break;

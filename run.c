@@ -137,7 +137,7 @@ show_waiting(void *arg)
 	r->shown = 1;
 }
 
-/* k's holder, "pid N (app, client, user U, for Ns)", or "" (none, error). */
+/* k's holder, "server pid N (app, client, user U, for Ns)", or "" (none). */
 static const char *
 holder(PGconn *c, const struct key *k, char *buf, size_t len)
 {
@@ -152,11 +152,11 @@ holder(PGconn *c, const struct key *k, char *buf, size_t len)
 	for (i = 0; i < n && !rows[i].held; i++)
 		;
 	if (i < n && rows[i].hidden)
-		snprintf(buf, len, "pid %d (%s, user %s; the server hides the "
-		    "rest from this role)", rows[i].pid, rows[i].app,
+		snprintf(buf, len, "server pid %d (%s, user %s; the server "
+		    "hides the rest from this role)", rows[i].pid, rows[i].app,
 		    rows[i].user);
 	else if (i < n)
-		snprintf(buf, len, "pid %d (%s, %s, user %s, for %lds)",
+		snprintf(buf, len, "server pid %d (%s, %s, user %s, for %lds)",
 		    rows[i].pid, rows[i].app, rows[i].client, rows[i].user,
 		    rows[i].seconds);
 	free(rows);

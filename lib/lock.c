@@ -452,21 +452,17 @@ lock_release(PGconn *c, const struct lock_req *r, long ms, struct err *err)
 #define SINCE_12 "CASE WHEN l.granted THEN a.backend_start" \
 	" ELSE a.query_start END"
 
-int
-lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
-    struct err *err)
+/* lock_status() of the locks that tag (alias l) matches, with params. */
+static int
+status_rows(PGconn *c, const char *tag, const char *const *params,
+    struct lock_row **rows, struct err *err)
 {
-	char sql[2048], tag[512] = "true";
+	char sql[2048];
 	const char *since = PQserverVersion(c) >= 140000 ? SINCE_14 : SINCE_12;
 	struct lock_row *r;
-	struct args a = { .n = 0 };
 	PGresult *res;
 	int i, n;
 
-	if (k != NULL) {
-		key_args(k, &a);
-		tag_sql(&a, tag, sizeof(tag));
-	}
 	/* Ids as PGLOCK_ID shows them: pairs as signed int4s. */
 	snprintf(sql, sizeof(sql), "SELECT CASE l.objsubid WHEN 1 THEN"
 	    " ((l.classid::bigint << 32) | l.objid::bigint)::text"
@@ -483,7 +479,7 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	    " coalesce(a.usename::text, ''),"
 	    " coalesce(pg_catalog.host(a.client_addr), 'local'),"
 	    " coalesce(a.application_name, ''),"
-	    " coalesce(pg_catalog.to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'),"
+	    " coalesce(pg_catalog.to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM'),"
 	    " '') AS since,"
 	    /* What a role without pg_read_all_stats may not see. */
 	    " a.backend_start IS NULL"
@@ -493,7 +489,7 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	    " AND l.database = (SELECT oid FROM pg_catalog.pg_database"
 	    " WHERE datname = pg_catalog.current_database()) AND %s"
 	    " ORDER BY 1, l.granted DESC, since, l.pid", since, since, tag);
-	if ((res = conn_exec(c, sql, a.params, CONN_ANSWER_MS, err)) == NULL)
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 11) {
 		conn_result_error(res, err);
@@ -528,4 +524,28 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	}
 	PQclear(res);
 	return n;
+}
+
+int
+lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
+    struct err *err)
+{
+	char tag[512] = "true";
+	struct args a = { .n = 0 };
+
+	if (k != NULL) {
+		key_args(k, &a);
+		tag_sql(&a, tag, sizeof(tag));
+	}
+	return status_rows(c, tag, a.params, rows, err);
+}
+
+int
+lock_status_ids(PGconn *c, const char *ids, struct lock_row **rows,
+    struct err *err)
+{
+	const char *params[2] = { ids, NULL };
+
+	return status_rows(c, "l.objsubid = 1 AND ((l.classid::bigint << 32)"
+	    " | l.objid::bigint) = ANY ($1::bigint[])", params, rows, err);
 }

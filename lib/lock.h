@@ -128,4 +128,8 @@ struct lock_row {
 int lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
     struct err *err);
 
+/* lock_status() of the bigint ids of the array literal ids, "{1,2}". */
+int lock_status_ids(PGconn *c, const char *ids, struct lock_row **rows,
+    struct err *err);
+
 #endif

@@ -19,7 +19,7 @@
 	"ok_slot bigint, failed_at timestamptz, failed_host text, " \
 	"failed_status integer)"
 
-#define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSOF'"
+#define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM'"
 
 int
 runs_table(PGconn *c, const char *table, struct err *err)

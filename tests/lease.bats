@@ -199,7 +199,7 @@ frozen_recheck() {
 	bg holder pglock busyw-k sleep 60
 	wait_until 10 held "$(sha_id busyw-k)"
 	run -1 --separate-stderr timeout 20 "$PGLOCK" -w 2 busyw-k true
-	[[ "$stderr" == "pglock: busyw-k: timed out after 2s waiting for the lock, held by pid "* ]]
+	[[ "$stderr" == "pglock: busyw-k: timed out after 2s waiting for the lock, held by server pid "* ]]
 }
 
 @test "--hold killed by SIGKILL: the watchdog signals the script that holds through it" {

@@ -78,7 +78,7 @@ finish_first() {
 	first_run busy-k
 	run -1 --separate-stderr timeout 20 "$PGLOCK" -w "$w" --once busy-k sh -c 'echo w >>"$0/log"' "$d"
 	assert_output ''
-	[[ "$stderr" =~ ^"pglock: busy-k: timed out after ${w}s waiting for the lock, held by pid "[0-9]+" (pglock: busy-k, local, user "[^,]+", for "[0-9]+"s)"$ ]]
+	[[ "$stderr" =~ ^"pglock: busy-k: timed out after ${w}s waiting for the lock, held by server pid "[0-9]+" (pglock: busy-k, local, user "[^,]+", for "[0-9]+"s)"$ ]]
 	[ "$(sql "SELECT count(*) FROM pglock_runs WHERE key = 'busy-k'")" -eq 0 ]
 	finish_first busy-k
 	run -0 --separate-stderr timeout 20 "$PGLOCK" -n --once busy-k sh -c 'echo n >>"$0/log"' "$d"
@@ -241,9 +241,9 @@ killed_then_run() {
 	run -5 pglock --record st-k sh -c 'exit 5'
 	host=$(hostname)
 	run -1 --separate-stderr pglock --status st-k
-	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope"
-	assert_line --index 1 --regexp "^st-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]+	$host	[0-9]+\.[0-9]{3}$"
-	assert_line --index 2 --regexp "^st-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]+	$host	5$"
+	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope	key"
+	assert_line --index 1 --regexp "^st-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	[0-9]+\.[0-9]{3}$"
+	assert_line --index 2 --regexp "^st-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	5$"
 	run -1 --separate-stderr pglock --status --json st-k
 	"$PYTHON" -c '
 import json, sys
@@ -259,6 +259,25 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	[[ "$output" == *'"runs": ['*'{"key": "never-k", "last_ok": null, "last_failed": null}'* ]]
 }
 
+@test "--status --ok-within: one line on stdout when KEY succeeded within it (nothing with -q); else one line on stderr: never, or when and that it is older" {
+	run -0 pglock --record ow-k true
+	host=$(hostname)
+	run -0 --separate-stderr pglock --status --ok-within 1h ow-k
+	[[ "$output" =~ ^"ow-k: last succeeded at "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9]{2}:[0-9]{2}" on $host, "[0-9]+"s ago (within 1h)"$ ]]
+	[ "$stderr" = "" ]
+	run -0 --separate-stderr pglock -q --status --ok-within 1h ow-k
+	[ "$output" = "" ] && [ "$stderr" = "" ]
+	run -1 --separate-stderr pglock --status --ok-within 1d ow-never
+	[ "$output" = "" ]
+	[ "$stderr" = "pglock: ow-never: never succeeded (--ok-within 1d)" ]
+	sql "UPDATE pglock_runs SET ok_at = ok_at - interval '2 hours 3 minutes' WHERE key = 'ow-k'"
+	run -1 --separate-stderr pglock --status --ok-within 90m ow-k
+	[ "$output" = "" ]
+	[[ "$stderr" =~ ^"pglock: ow-k: last succeeded at "[0-9T:+-]+" on $host, 2h3m ago: longer ago than 1h30m"$ ]]
+	run -1 --separate-stderr pglock -q --status --ok-within 90m ow-k
+	[ "$output" = "" ] && [ "$stderr" = "" ]
+}
+
 @test "--runs-table in a new schema, 8 first users at once: one run, all exit 0; --status --runs-table reads it" {
 	sql "CREATE SCHEMA s_runs"
 	CLEANUP="psql -XAtqc 'DROP SCHEMA s_runs CASCADE'"
@@ -270,8 +289,8 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	[ "$(sql "SELECT key || ' ' || (ok_slot IS NOT NULL) || ' ' || (failed_at IS NULL) FROM s_runs.x")" = "rt-x true true" ]
 	run -1 --separate-stderr pglock --status --runs-table s_runs.t rt-k
 	[ "${#lines[@]}" -eq 2 ]
-	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope"
-	assert_line --index 1 --regexp "^rt-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]+	$(hostname)	[0-9]+\.[0-9]{3}$"
+	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope	key"
+	assert_line --index 1 --regexp "^rt-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$(hostname)	[0-9]+\.[0-9]{3}$"
 }
 
 @test "a role that may not create the runs table gets one line naming the statements: 69" {
@@ -516,7 +535,7 @@ assert runs == [{"key": "hidden-k", "hidden": True}], runs' "$output"
 	run -0 timeout 20 "$PGLOCK" $'a\xffb' touch "$BATS_TEST_TMPDIR/ran"
 	[ -e "$BATS_TEST_TMPDIR/ran" ]
 	run -1 --separate-stderr pglock --status $'a\xffb'
-	assert_output "id	mode	state	pid	user	client	application_name	since	scope"
+	assert_output "id	mode	state	pid	user	client	application_name	since	scope	key"
 	run -1 --separate-stderr pglock --forget $'a\xffb'
 	assert_equal "$stderr" 'pglock: a\xffb: no record to forget'
 }
