@@ -312,9 +312,8 @@ acquire_or_err(struct run *r)
 		return unproven_or_err(r);
 	case LOCK_NOT_REAL:
 		die(EXIT_UNAVAILABLE, "%s: the server granted the lock but "
-		    "this session does not hold it (advisory locks that are "
-		    "not real, or --scope session through a pooler): use "
-		    "--scope auto or transaction", o->label);
+		    "this session does not hold it: advisory locks that are "
+		    "not real", o->label);
 	case LOCK_ERROR:
 		break;
 	}
