@@ -23,6 +23,7 @@
 #include "lib/runs.h"
 #include "lib/slots.h"
 #include "inspect.h"
+#include "out.h"
 #include "pglock.h"
 
 /*

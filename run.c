@@ -34,6 +34,7 @@
 #include "lib/lock.h"
 #include "lib/runs.h"
 #include "lib/slots.h"
+#include "out.h"
 #include "pglock.h"
 #include "run.h"
 
