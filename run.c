@@ -465,7 +465,7 @@ hold_line_or_err(struct run *r)
 static void
 say_exec_error(const struct opts *o, const char *msg, int status)
 {
-	if (status == EXIT_NOTFOUND && o->argv[0][0] == '-')
+	if (status == EXIT_NOTFOUND && o->argv != NULL && o->argv[0][0] == '-')
 		say("%s (options go before %s)", msg,
 		    o->mode == MODE_COUNTER ? "TENANT" : "KEY");
 	else
