@@ -47,14 +47,17 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	pport=$(pg_on "$p" printenv PGPORT) sport=$(pg_on "$s" printenv PGPORT)
 	hosts="host=$p,$s port=$pport,$sport dbname=postgres"
 	id=$(sha_id fo-k)
-	bg holder pglock -d "$hosts" fo-k sleep 60
+	# Servers just started: each new holder's command waits out the
+	# lock-delay, the lease of --check-interval 0.2 (3.2 s).
+	bg holder pglock --check-interval 0.2 -d "$hosts" fo-k sh -c 'touch "$0"; sleep 60' "$BATS_TEST_TMPDIR/ran"
 	PGHOST=$p PGPORT=$pport wait_until 10 held "$id"
+	wait_until 10 test -e "$BATS_TEST_TMPDIR/ran"
 	pg_ctl -D "$p/data" -m immediate -w stop >/dev/null
 	bgwait holder 10
 	[ "$bg_status" -eq 75 ]
 	grep -q "lock lost while the command ran" "$BATS_TEST_TMPDIR/holder.err"
 	# The next job starts before the promotion: it retries until then.
-	bg next pglock -d "$hosts" fo-k sh -c 'psql -h "$0" -p "$1" -XAtc "SELECT pg_is_in_recovery(), count(*) FROM pg_locks WHERE locktype = '\''advisory'\'' AND granted AND pid = $PGLOCK_BACKEND_PID"' "$s" "$sport"
+	bg next pglock --check-interval 0.2 -d "$hosts" fo-k sh -c 'psql -h "$0" -p "$1" -XAtc "SELECT pg_is_in_recovery(), count(*) FROM pg_locks WHERE locktype = '\''advisory'\'' AND granted AND pid = $PGLOCK_BACKEND_PID"' "$s" "$sport"
 	pg_ctl -D "$s/data" -w promote >/dev/null
 	bgwait next 30
 	[ "$bg_status" -eq 0 ]
