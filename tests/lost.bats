@@ -132,24 +132,51 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	settle
 }
 
-@test "after a server restart the next holder's command starts once the TERM-ignoring old one is dead (the lock-delay)" {
-	p=$PGLOCK_TEST_DIR/rs-delay d=$BATS_TEST_TMPDIR
+# after_fault FAULT: on a cluster of the test's own ($p), a holder whose
+# command ignores TERM (a lease of 3.5 s: KILLed at its end, not after
+# --kill-after), then FAULT, which ends its session, then the next holder
+# (-v), whose command notes in $d/log whether the old one (not gone or a
+# zombie) was alive when it started.
+after_fault() {
+	p=$PGLOCK_TEST_DIR/fault-$BATS_TEST_NUMBER d=$BATS_TEST_TMPDIR
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
 	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
 	pport=$(pg_on "$p" printenv PGPORT)
 	old='trap "" TERM; echo $$ >"$0.pid"; while :; do echo old >>"$0"; sleep 0.05; done'
 	new='s=$(cut -d" " -f3 "/proc/$(cat "$0.pid")/stat" 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "new, old alive" >>"$0" || echo "new, old dead" >>"$0"'
-	# A lease of 3.5 s: KILL comes at its end, not after --kill-after.
-	PGHOST=$p PGPORT=$pport bg old pglock --check-interval 0.5 --kill-after 60 rsd-k sh -c "$old" "$d/log"
+	PGHOST=$p PGPORT=$pport bg old pglock --check-interval 0.5 --kill-after 60 fault-k sh -c "$old" "$d/log"
 	wait_until 20 test -s "$d/log"
-	"$BATS_TEST_DIRNAME/pg.sh" restart "$p"
-	PGHOST=$p PGPORT=$pport bg new pglock -v --check-interval 0.5 rsd-k sh -c "$new" "$d/log"
+	"$1"
+	PGHOST=$p PGPORT=$pport bg new pglock -v --check-interval 0.5 fault-k sh -c "$new" "$d/log"
 	bgwait old 20
 	[ "$bg_status" -eq 75 ]
-	bgwait new 20
+	bgwait new 30
 	[ "$bg_status" -eq 0 ]
 	[ "$(tail -n 1 "$d/log")" = "new, old dead" ]
-	grep -q "^pglock: rsd-k: lock-delay: the server started [0-9.]* s ago; waiting [0-9.]*s more, to the end of the lease of --check-interval 0.5s (3.5s)$" "$d/new.err"
+}
+
+restart_it() { "$BATS_TEST_DIRNAME/pg.sh" restart "$p"; }
+
+# A server process KILLed: the postmaster ends every session, recovers.
+victim_pid() {
+	local v
+	v=$(sql "SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)'")
+	[ -n "$v" ] && echo "$v"
+}
+crash_it() {
+	PGHOST=$p PGPORT=$pport bg victim psql -XAtc 'SELECT pg_sleep(60)'
+	PGHOST=$p PGPORT=$pport wait_until 10 victim_pid
+	kill -KILL "$(PGHOST=$p PGPORT=$pport victim_pid)"
+}
+
+@test "after a server restart the next holder's command starts once the TERM-ignoring old one is dead (the lock-delay)" {
+	after_fault restart_it
+	grep -q "^pglock: fault-k: lock-delay: the server started [0-9.]* s ago; waiting [0-9.]*s more, to the end of the lease of --check-interval 0.5s (3.5s)$" "$d/new.err"
+}
+
+@test "after a crash of a server process the next holder's command starts once the TERM-ignoring old one is dead (the lock-delay)" {
+	after_fault crash_it
+	grep -q "^pglock: fault-k: lock-delay: the server ended crash recovery .*; waiting [0-9.]*s more, to the end of the lease of --check-interval 0.5s (3.5s)$" "$d/new.err"
 }
 
 @test "a command that ignores TERM is KILLed after --kill-after 1; exit 75" {

@@ -243,6 +243,22 @@ old_and_new() {
 	[ "$(grep -c new "$d/log")" -eq 1 ]
 }
 
+@test "-n and -w during a --break's lock-delay: the conflict code, saying so; after it, the lock is taken" {
+	id=$(sha_id lkd-k)
+	bg a pglock lkd-k sleep 60
+	wait_until 10 held "$id"
+	# A lease of 8 s: time for the two tries below, even under valgrind.
+	bg brk pglock --check-interval 2 --break lkd-k
+	wait_until 10 free "$id"
+	run -1 --separate-stderr pglock -n lkd-k true
+	assert_equal "$stderr" "pglock: lkd-k: the lock is in its lock-delay (a --break keeps it for the broken holder's lease)"
+	run -7 --separate-stderr pglock -E 7 -w 0.5 lkd-k true
+	assert_equal "$stderr" "pglock: lkd-k: the lock is in its lock-delay (a --break keeps it for the broken holder's lease), to the end of -w"
+	bgwait brk 20
+	[ "$bg_status" -eq 0 ]
+	run -0 pglock -n lkd-k true
+}
+
 @test "--break: nobody holds it is 1; a role that may not end the holder is 77" {
 	run -1 --separate-stderr pglock --break brk-none
 	assert_equal "$stderr" "pglock: brk-none: nobody holds the lock"
