@@ -367,7 +367,10 @@ break_holders(const struct opts *o, PGconn *c)
 			if (!rows[i].held)
 				continue;
 			held++;
-			/* First: the grant that the end makes is not used. */
+			/*
+			 * Before the end, which grants the lock at once: the
+			 * new holder must find the delay kept.
+			 */
 			if (delay_hold(c, rows[i].id, lease + CONN_ANSWER_MS,
 			    &why) == -1)
 				die(EXIT_UNAVAILABLE, "%s: --break: %s",

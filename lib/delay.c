@@ -75,9 +75,13 @@ static int
 read_look(PGresult *res, long lease_ms, struct delay_look *out,
     struct err *err)
 {
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
-	    PQnfields(res) != 4) {
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		conn_result_error(res, err);
+		return -1;
+	}
+	if (PQntuples(res) != 1 || PQnfields(res) != 4) {
+		err_set(err, "the server's answer to the lock-delay's look is "
+		    "not PostgreSQL's");
 		return -1;
 	}
 	out->broken = strcmp(PQgetvalue(res, 0, 0), "t") != 0;

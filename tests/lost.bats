@@ -155,6 +155,16 @@ after_fault() {
 	[ "$(tail -n 1 "$d/log")" = "new, old dead" ]
 }
 
+@test "a role that may not call pg_control_checkpoint() takes the lock in each scope: the lock-delay looks without it" {
+	sql "DROP ROLE IF EXISTS pglock_nc; CREATE ROLE pglock_nc LOGIN; REVOKE EXECUTE ON FUNCTION pg_control_checkpoint() FROM PUBLIC"
+	CLEANUP="sql 'GRANT EXECUTE ON FUNCTION pg_control_checkpoint() TO PUBLIC; DROP ROLE IF EXISTS pglock_nc'"
+	for scope in session transaction; do
+		run -0 --separate-stderr timeout 20 "$PGLOCK" -U pglock_nc --scope "$scope" nc-k echo ran
+		assert_output ran
+		assert_equal "$stderr" ""
+	done
+}
+
 restart_it() { "$BATS_TEST_DIRNAME/pg.sh" restart "$p"; }
 
 # A server process KILLed: the postmaster ends every session, recovers.
