@@ -6,6 +6,7 @@
  * from what any role may see: pg_postmaster_start_time() and, where the role
  * may call it, pg_control_checkpoint().
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,15 +72,31 @@ event(struct delay_look *out, long lease_ms, const char *what, long ago_ms)
 		    (double)ago_ms / 1000.0);
 }
 
+/* Column col of a one-row result as a number into *v: 0, or -1. */
+static int
+number(const PGresult *res, int col, long *v)
+{
+	const char *s = PQgetvalue(res, 0, col);
+	char *end;
+
+	errno = 0;
+	*v = strtol(s, &end, 10);
+	return errno == 0 && end != s && *end == '\0' ? 0 : -1;
+}
+
 static int
 read_look(PGresult *res, long lease_ms, struct delay_look *out,
     struct err *err)
 {
+	long started, recovered = 0;
+
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		conn_result_error(res, err);
 		return -1;
 	}
-	if (PQntuples(res) != 1 || PQnfields(res) != 4) {
+	if (PQntuples(res) != 1 || PQnfields(res) != 4 ||
+	    number(res, 1, &started) == -1 || (!PQgetisnull(res, 0, 2) &&
+	    number(res, 2, &recovered) == -1)) {
 		err_set(err, "the server's answer to the lock-delay's look is "
 		    "not PostgreSQL's");
 		return -1;
@@ -87,10 +104,10 @@ read_look(PGresult *res, long lease_ms, struct delay_look *out,
 	out->broken = strcmp(PQgetvalue(res, 0, 0), "t") != 0;
 	out->wait_ms = 0;
 	out->why[0] = '\0';
-	event(out, lease_ms, "the server started", atol(PQgetvalue(res, 0, 1)));
+	event(out, lease_ms, "the server started", started);
 	if (!PQgetisnull(res, 0, 2))
 		event(out, lease_ms, "the server ended crash recovery",
-		    atol(PQgetvalue(res, 0, 2)));
+		    recovered);
 	if (strcmp(PQgetvalue(res, 0, 3), "t") == 0)
 		event(out, lease_ms, "the server was promoted", -1);
 	return 0;
