@@ -17,8 +17,10 @@
 #include <libpq-fe.h>
 
 #include "lib/conn.h"
+#include "lib/delay.h"
 #include "lib/exits.h"
 #include "lib/key.h"
+#include "lib/lease.h"
 #include "lib/lock.h"
 #include "lib/runs.h"
 #include "lib/slots.h"
@@ -485,6 +487,27 @@ show_status(const struct opts *o, PGconn *c)
 	return all_held ? 0 : 1;
 }
 
+/*
+ * The lock-delay: an ended holder's command may run on to the end of its
+ * lease (lease.h's D, before the server's S), and the lock, freed at once,
+ * would let the next waiter's command start beside it. delay_hold() took
+ * the lock's companion before the end, which every new holder looks at
+ * before its command starts: keep it for the lease of this --check-interval.
+ */
+static void
+keep_or_err(const struct opts *o, PGconn *c, long lease)
+{
+	struct err why;
+
+	if (o->verbose)
+		say("%s: --break keeps the lock-delay %.3gs, the lease of "
+		    "--check-interval %.3gs", o->label, (double)lease / 1000.0,
+		    (double)o->check_ms / 1000.0);
+	if (delay_keep(c, lease, &why) == -1)
+		die(EXIT_UNAVAILABLE, "%s: --break: the lock-delay was cut "
+		    "short: %s", o->label, why.msg);
+}
+
 /* One line a session ended: pid, user, client, application_name, since. */
 int
 break_holders(const struct opts *o, PGconn *c)
@@ -498,7 +521,8 @@ break_holders(const struct opts *o, PGconn *c)
 	struct lock_row *rows;
 	struct key k = o->lock.key;
 	PGresult *res;
-	int i, j, n, held = 0, status = 0;
+	long lease = lease_of(o->check_ms).server_ms;
+	int i, j, n, held = 0, ended = 0, status = 0;
 
 	/* --slots N: each of KEY's slots, 1 to N. */
 	for (j = o->lock.slots > 0 ? 1 : 0; j <= o->lock.slots; j++) {
@@ -509,12 +533,22 @@ break_holders(const struct opts *o, PGconn *c)
 			if (!rows[i].held)
 				continue;
 			held++;
+			/*
+			 * Before the end, which grants the lock at once: the
+			 * new holder must find the delay kept.
+			 */
+			if (delay_hold(c, rows[i].id, lease + CONN_ANSWER_MS,
+			    &why) == -1)
+				die(EXIT_UNAVAILABLE, "%s: --break: %s",
+				    o->label, why.msg);
 			snprintf(pid, sizeof(pid), "%d", rows[i].pid);
 			if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS,
 			    &why)) == NULL)
 				die(EXIT_UNAVAILABLE, "%s: --break: %s",
 				    o->label, why.msg);
 			conn_result_error(res, &why);
+			/* Not ended within 5 s, it may end later: delayed too. */
+			ended += PQresultStatus(res) == PGRES_TUPLES_OK;
 			if (PQresultStatus(res) == PGRES_TUPLES_OK &&
 			    strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
 				printf("%d\t%s\t%s\t%s\t%s\n", rows[i].pid,
@@ -541,6 +575,8 @@ break_holders(const struct opts *o, PGconn *c)
 	flush_stdout_or_err();
 	if (held == 0 && !o->quiet)
 		say("%s: nobody holds the lock", o->label);
+	if (ended > 0)
+		keep_or_err(o, c, lease);
 	return held == 0 ? 1 : status;
 }
 

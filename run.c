@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +30,12 @@
 #include "lib/clock.h"
 #include "lib/conn.h"
 #include "lib/counter.h"
+#include "lib/delay.h"
 #include "lib/exits.h"
 #include "lib/lease.h"
 #include "lib/lock.h"
 #include "lib/runs.h"
+#include "lib/sig.h"
 #include "lib/slots.h"
 #include "out.h"
 #include "pglock.h"
@@ -658,6 +661,102 @@ record_or_err(struct run *r, int status, double seconds)
 	return -1;
 }
 
+/* ---- delay ------------------------------------------------------------- */
+
+/* Sleep until t (mono_ms()) unless a signal to forward comes: 0, or it. */
+static int
+pause_until(long t)
+{
+	struct pollfd p = { .fd = sig_fd(), .events = POLLIN };
+	long now;
+	int sig;
+
+	while ((now = mono_ms()) < t) {
+		if (poll(&p, 1, (int)(t - now)) < 1)
+			continue;
+		while ((sig = sig_take()) != 0)
+			if (sig_forwarded(sig))
+				return sig;
+	}
+	return 0;
+}
+
+/*
+ * The lock-delay (lib/delay.h), after the grant, before the gate: a lock the
+ * server freed early may have had a holder whose command runs on to its
+ * lease's end, that of this run's --check-interval. Wait it out, looking
+ * again at least every second (a transaction's lock must not idle), within
+ * -w, as the wait for the lock; the lease then runs from the last look,
+ * answered while holding the lock. 0, NOT_GOT, 128 + a signal or RUN_AGAIN.
+ */
+static int
+delay_or_err(struct run *r)
+{
+	const struct opts *o = r->o;
+	long lease = lease_of(o->check_ms).server_ms, until = -1, sent, t, by;
+	struct delay_look look;
+	struct err why;
+	int rc, said = 0, sig;
+
+	for (;;) {
+		/* A look is answered within a check's bound, and -w's. */
+		sent = mono_ms();
+		by = sent + answer_ms(o);
+		if (o->lock.wait_ms > 0 && by > o->conn.deadline_ms)
+			by = sent < o->conn.deadline_ms ? o->conn.deadline_ms :
+			    sent + 1;
+		rc = delay_look(r->c, r->id, lease, r->lk.xact, by - sent,
+		    &look, &why);
+		if (rc != 0 && !o->no_fork)
+			child_abort(&r->ch);
+		if (rc == -2)
+			return RUN_AGAIN;	/* nothing ran: ask again */
+		if (rc == -1)
+			return again_or_err(r, why.msg);
+		t = mono_ms();
+		if (look.wait_ms > 0 && t + look.wait_ms > until)
+			until = t + look.wait_ms;
+		if (!look.broken && t >= until) {
+			if (sent > r->since)
+				r->since = sent;
+			return 0;
+		}
+		if (look.broken)
+			snprintf(look.why, sizeof(look.why), "a --break keeps "
+			    "it for the broken holder's lease");
+		/* Looked at again: a transaction's lock must not idle. */
+		by = look.broken ? t + 250 : until < t + 1000 ? until : t + 1000;
+		if (o->lock.wait_ms == 0 ||
+		    (o->lock.wait_ms > 0 && t >= o->conn.deadline_ms)) {
+			if (!o->no_fork)
+				child_abort(&r->ch);
+			if (!o->quiet)
+				say("%s: the lock is in its lock-delay (%s)%s",
+				    o->label, look.why, o->lock.wait_ms == 0 ?
+				    "" : ", to the end of -w");
+			return NOT_GOT;
+		}
+		if (o->verbose && !said && look.broken)
+			say("%s: lock-delay: %s; waiting", o->label, look.why);
+		else if (o->verbose && !said)
+			say("%s: lock-delay: %s; waiting %.1fs more, to the end "
+			    "of the lease of --check-interval %.3gs (%.3gs)",
+			    o->label, look.why, (double)(until - t) / 1000.0,
+			    (double)o->check_ms / 1000.0, (double)lease / 1000.0);
+		said = 1;
+		if (o->lock.wait_ms > 0 && by > o->conn.deadline_ms)
+			by = o->conn.deadline_ms;
+		if ((sig = pause_until(by)) != 0) {
+			if (!o->no_fork)
+				child_abort(&r->ch);
+			if (o->verbose)
+				say("%s: wait cancelled by signal %d", o->label,
+				    sig);
+			return 128 + sig;
+		}
+	}
+}
+
 /* ---- the run ----------------------------------------------------------- */
 
 /* Up to the lock held, and --fence: 0, or as acquire_or_err(). */
@@ -734,7 +833,8 @@ run_lock(const struct opts *o, PGconn *c)
 
 	r.lk.wait_ms = wait_left(o);
 	r.lk.lease_ms = lease_ms(o);
-	if ((status = take_or_err(&r)) != 0)
+	if ((status = take_or_err(&r)) != 0 ||
+	    (status = delay_or_err(&r)) != 0)
 		return step_exit(o, status);
 	/*
 	 * Read under the lock: a run ending meanwhile counts. An answered read

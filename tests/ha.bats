@@ -47,19 +47,53 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	pport=$(pg_on "$p" printenv PGPORT) sport=$(pg_on "$s" printenv PGPORT)
 	hosts="host=$p,$s port=$pport,$sport dbname=postgres"
 	id=$(sha_id fo-k)
-	bg holder pglock -d "$hosts" fo-k sleep 60
+	# Servers just started: each new holder's command waits out the
+	# lock-delay, the lease of --check-interval 0.2 (3.2 s).
+	bg holder pglock --check-interval 0.2 -d "$hosts" fo-k sh -c 'touch "$0"; sleep 60' "$BATS_TEST_TMPDIR/ran"
 	PGHOST=$p PGPORT=$pport wait_until 10 held "$id"
+	wait_until 10 test -e "$BATS_TEST_TMPDIR/ran"
 	pg_ctl -D "$p/data" -m immediate -w stop >/dev/null
 	bgwait holder 10
 	[ "$bg_status" -eq 75 ]
 	grep -q "lock lost while the command ran" "$BATS_TEST_TMPDIR/holder.err"
 	# The next job starts before the promotion: it retries until then.
-	bg next pglock -d "$hosts" fo-k sh -c 'psql -h "$0" -p "$1" -XAtc "SELECT pg_is_in_recovery(), count(*) FROM pg_locks WHERE locktype = '\''advisory'\'' AND granted AND pid = $PGLOCK_BACKEND_PID"' "$s" "$sport"
+	bg next pglock --check-interval 0.2 -d "$hosts" fo-k sh -c 'psql -h "$0" -p "$1" -XAtc "SELECT pg_is_in_recovery(), count(*) FROM pg_locks WHERE locktype = '\''advisory'\'' AND granted AND pid = $PGLOCK_BACKEND_PID"' "$s" "$sport"
 	pg_ctl -D "$s/data" -w promote >/dev/null
 	bgwait next 30
 	[ "$bg_status" -eq 0 ]
 	[ "$(cat "$BATS_TEST_TMPDIR/next.out")" = "f|1" ]
 	PGHOST=$s PGPORT=$sport free "$id"
+}
+
+@test "a promotion: the next holder's command starts once the old primary's TERM-ignoring one is dead (the lock-delay)" {
+	p=$PGLOCK_TEST_DIR/pd-primary s=$PGLOCK_TEST_DIR/pd-standby d=$BATS_TEST_TMPDIR
+	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
+	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
+	pport=$(pg_on "$p" printenv PGPORT)
+	# The promoted server's first checkpoint, paced over up to 27 s, has
+	# a table's pages to write: the lock-delay sees the promotion while
+	# pg_control is still on the old timeline.
+	pg_on "$p" sql "ALTER SYSTEM SET checkpoint_timeout = '30s'"
+	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
+	sport=$(pg_on "$s" printenv PGPORT)
+	pg_on "$p" sql "CREATE TABLE pd AS SELECT generate_series(1, 200000) g"
+	lsn=$(pg_on "$p" sql "SELECT pg_current_wal_lsn()")
+	wait_until 20 pg_on "$s" bash -c "[ \"\$(psql -XAtc \"SELECT pg_last_wal_replay_lsn() >= '$lsn'\")\" = t ]"
+	old='trap "" TERM; echo $$ >"$0.pid"; while :; do echo old >>"$0"; sleep 0.05; done'
+	new='s=$(cut -d" " -f3 "/proc/$(cat "$0.pid")/stat" 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "new, old alive" >>"$0" || echo "new, old dead" >>"$0"'
+	# A lease of 4 s: the old command is KILLed by its end, 3 s after
+	# its last answered check.
+	PGHOST=$p PGPORT=$pport bg old pglock --check-interval 1 --kill-after 60 pd-k sh -c "$old" "$d/log"
+	wait_until 20 test -s "$d/log"
+	pg_ctl -D "$p/data" -m immediate -w stop >/dev/null
+	pg_ctl -D "$s/data" -w promote >/dev/null
+	PGHOST=$s PGPORT=$sport bg new pglock -v --check-interval 1 pd-k sh -c "$new" "$d/log"
+	bgwait old 20
+	[ "$bg_status" -eq 75 ]
+	bgwait new 30
+	[ "$bg_status" -eq 0 ]
+	[ "$(tail -n 1 "$d/log")" = "new, old dead" ]
+	grep -q "^pglock: pd-k: lock-delay: the server was promoted moments ago; waiting 4.0s more" "$d/new.err"
 }
 
 @test "PgBouncer over a primary,standby host list never grants two exclusive holders" {

@@ -86,6 +86,13 @@ gone() {
 	[ "${stat%% *}" = Z ]
 }
 
+# settle: wait until the server (libpq's environment) started longer ago
+# than the default lease, 20 s: until then, every new holder's command
+# waits out that lease first (the lock-delay after a start).
+settle() {
+	wait_until 40 bash -c '[ "$(psql -XAtc "SELECT now() - pg_postmaster_start_time() > interval '\''20.5 s'\''")" = t ]'
+}
+
 held() { [ "$(locks_on "$1" | grep -c '^t:')" -ge "${2:-1}" ]; }
 waiting() { [ "$(locks_on "$1" | grep -c '^f:')" -ge "${2:-1}" ]; }
 free() { [ -z "$(locks_on "$1")" ]; }

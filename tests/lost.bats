@@ -128,6 +128,65 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	[ "$bg_status" -eq 75 ]
 	[ "$elapsed" -lt 4000 ]
 	grep -q "lock lost while the command ran" "$BATS_TEST_TMPDIR/runner.err"
+	# The tests after this one start after the restart's lock-delay.
+	settle
+}
+
+# after_fault FAULT: on a cluster of the test's own ($p), a holder whose
+# command ignores TERM (a lease of 3.5 s: KILLed at its end, not after
+# --kill-after), then FAULT, which ends its session, then the next holder
+# (-v), whose command notes in $d/log whether the old one (not gone or a
+# zombie) was alive when it started.
+after_fault() {
+	p=$PGLOCK_TEST_DIR/fault-$BATS_TEST_NUMBER d=$BATS_TEST_TMPDIR
+	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
+	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
+	pport=$(pg_on "$p" printenv PGPORT)
+	old='trap "" TERM; echo $$ >"$0.pid"; while :; do echo old >>"$0"; sleep 0.05; done'
+	new='s=$(cut -d" " -f3 "/proc/$(cat "$0.pid")/stat" 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "new, old alive" >>"$0" || echo "new, old dead" >>"$0"'
+	PGHOST=$p PGPORT=$pport bg old pglock --check-interval 0.5 --kill-after 60 fault-k sh -c "$old" "$d/log"
+	wait_until 20 test -s "$d/log"
+	"$1"
+	PGHOST=$p PGPORT=$pport bg new pglock -v --check-interval 0.5 fault-k sh -c "$new" "$d/log"
+	bgwait old 20
+	[ "$bg_status" -eq 75 ]
+	bgwait new 30
+	[ "$bg_status" -eq 0 ]
+	[ "$(tail -n 1 "$d/log")" = "new, old dead" ]
+}
+
+@test "a role that may not call pg_control_checkpoint() takes the lock in each scope: the lock-delay looks without it" {
+	sql "DROP ROLE IF EXISTS pglock_nc; CREATE ROLE pglock_nc LOGIN; REVOKE EXECUTE ON FUNCTION pg_control_checkpoint() FROM PUBLIC"
+	CLEANUP="sql 'GRANT EXECUTE ON FUNCTION pg_control_checkpoint() TO PUBLIC; DROP ROLE IF EXISTS pglock_nc'"
+	for scope in session transaction; do
+		run -0 --separate-stderr timeout 20 "$PGLOCK" -U pglock_nc --scope "$scope" nc-k echo ran
+		assert_output ran
+		assert_equal "$stderr" ""
+	done
+}
+
+restart_it() { "$BATS_TEST_DIRNAME/pg.sh" restart "$p"; }
+
+# A server process KILLed: the postmaster ends every session, recovers.
+victim_pid() {
+	local v
+	v=$(sql "SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)'")
+	[ -n "$v" ] && echo "$v"
+}
+crash_it() {
+	PGHOST=$p PGPORT=$pport bg victim psql -XAtc 'SELECT pg_sleep(60)'
+	PGHOST=$p PGPORT=$pport wait_until 10 victim_pid
+	kill -KILL "$(PGHOST=$p PGPORT=$pport victim_pid)"
+}
+
+@test "after a server restart the next holder's command starts once the TERM-ignoring old one is dead (the lock-delay)" {
+	after_fault restart_it
+	grep -q "^pglock: fault-k: lock-delay: the server started [0-9.]* s ago; waiting [0-9.]*s more, to the end of the lease of --check-interval 0.5s (3.5s)$" "$d/new.err"
+}
+
+@test "after a crash of a server process the next holder's command starts once the TERM-ignoring old one is dead (the lock-delay)" {
+	after_fault crash_it
+	grep -q "^pglock: fault-k: lock-delay: the server ended crash recovery .*; waiting [0-9.]*s more, to the end of the lease of --check-interval 0.5s (3.5s)$" "$d/new.err"
 }
 
 @test "a command that ignores TERM is KILLed after --kill-after 1; exit 75" {
@@ -175,10 +234,11 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 @test "restarts while runs connect and ask for the lock: nothing has run, so each is retried; none exits 69; every line is pglock's" {
 	d=$BATS_TEST_TMPDIR
 	# Four loops of short runs; a run whose command ran when the restart
-	# came ends 75 (the lock was lost), one cut before is tried again.
+	# came ends 75 (the lock was lost), one cut before is tried again
+	# (during a restart's lock-delay too: that of --check-interval 0.1).
 	for w in 1 2 3 4; do
 		bg "w$w" bash -c 'end=$((SECONDS + 12)); while [ $SECONDS -lt $end ]; do
-			rc=0; "$PGLOCK" -q "rs-$1" true 2>>"$2/err.$1" || rc=$?; echo "$rc" >>"$2/rc.$1"; done' w "$w" "$d"
+			rc=0; "$PGLOCK" --check-interval 0.1 -q "rs-$1" true 2>>"$2/err.$1" || rc=$?; echo "$rc" >>"$2/rc.$1"; done' w "$w" "$d"
 	done
 	for r in 1 2 3; do
 		sleep 1	# not to synchronise: runs under way when it comes
@@ -193,4 +253,5 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	# No line of libpq's own (its notice processor's FATAL, LOCATION).
 	run grep -hv '^pglock: ' "$d"/err.*
 	assert_output ''
+	settle
 }

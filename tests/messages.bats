@@ -131,7 +131,7 @@ raw_free() {
 	timeout 20 "$PGLOCK" -n inj-k true 2>"$d/n.err" || true
 	timeout 20 "$PGLOCK" -v -w 1 inj-k true 2>"$d/v.err" || true
 	timeout 20 "$PGLOCK" --status inj-k >"$d/status.out" 2>&1 || true
-	timeout 20 "$PGLOCK" --break inj-k >"$d/break.out" 2>&1 || true
+	timeout 20 "$PGLOCK" --check-interval 0.1 --break inj-k >"$d/break.out" 2>&1 || true
 	for f in n.err v.err status.out break.out; do
 		raw_free "$d/$f" || { echo "$f: raw bytes"; od -c "$d/$f" | head; false; }
 	done

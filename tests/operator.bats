@@ -21,7 +21,7 @@ hold_script() {
 	coproc LOCK { exec "$PGLOCK" --hold "$@"; }
 	lock_pid=$LOCK_PID
 	read -r held <&"${LOCK[0]}" || exit 1
-	[ "$then" = - ] || "$PGLOCK" --break -q "$then" >/dev/null
+	[ "$then" = - ] || "$PGLOCK" --check-interval 0.1 --break -q "$then" >/dev/null
 	for _ in $(seq 200); do [ -n "${got:-}" ] && break; sleep 0.1; done
 	[ -n "${got:-}" ] || { echo "not signalled"; exit 0; }
 	wait "$lock_pid"
@@ -104,7 +104,7 @@ after: 0"
 	EOF
 	bg init unshare --fork --pid bash "$d/init" "$d"
 	wait_until 20 held "$(sha_id orphan-k)"
-	run -0 pglock --break -q orphan-k
+	run -0 pglock --check-interval 0.1 --break -q orphan-k
 	# The signal, if any, was sent before the message was written.
 	wait_until 20 grep -q 'lock lost' "$d/err"
 	touch "$d/done"
@@ -123,7 +123,7 @@ after: 0"
 	    unshare --fork --pid "$PGLOCK" --hold ns-k <&7 >/dev/null 2>"$0/err"
 	    echo $? >"$0/rc"' "$d"
 	wait_until 20 held "$(sha_id ns-k)"
-	run -0 pglock --break -q ns-k
+	run -0 pglock --check-interval 0.1 --break -q ns-k
 	wait_until 20 test -s "$d/rc"
 	[ "$(cat "$d/rc")" = 75 ]
 	[ ! -e "$d/got" ]
@@ -241,12 +241,56 @@ second"
 	bg a pglock brk-k sleep 60
 	wait_until 10 held "$(sha_id brk-k)"
 	holder_pid=$(locks_on "$(sha_id brk-k)" | cut -d: -f2)
-	run -0 pglock --break brk-k
+	run -0 pglock --check-interval 0.1 --break brk-k
 	[[ "$output" =~ ^$holder_pid$'\t'postgres$'\t'local$'\t'"pglock: brk-k"$'\t'[0-9-]+T ]]
 	bgwait a 20
 	[ "$bg_status" -eq 75 ]
 	grep -q "lock lost while the command ran" "$BATS_TEST_TMPDIR/a.err"
 	free "$(sha_id brk-k)"
+}
+
+# old_and_new DIR: the commands of a lock-delay test. $old ignores TERM and
+# ticks in DIR/log; $new notes in DIR/log whether the old one was alive (not
+# gone or a zombie) when it started.
+old_and_new() {
+	old='trap "" TERM; echo $$ >"$0.pid"; while :; do echo old >>"$0"; sleep 0.05; done'
+	new='s=$(cut -d" " -f3 "/proc/$(cat "$0.pid")/stat" 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "new, old alive" >>"$0" || echo "new, old dead" >>"$0"'
+}
+
+@test "--break keeps the lock for the broken holder's lease: the next command starts after the TERM-ignoring old one is dead" {
+	d=$BATS_TEST_TMPDIR id=$(sha_id brk-delay)
+	old_and_new
+	# A lease of 3.5 s: the old command is KILLed by its end (2.5 s after
+	# the last answered check), not by --kill-after.
+	bg old pglock --check-interval 0.5 --kill-after 60 brk-delay sh -c "$old" "$d/log"
+	wait_until 10 test -s "$d/log"
+	bg new pglock --check-interval 0.5 brk-delay sh -c "$new" "$d/log"
+	wait_until 10 waiting "$id"
+	run -0 timeout 20 "$PGLOCK" --check-interval 0.5 --break brk-delay
+	[ "${#lines[@]}" -eq 1 ]
+	bgwait old 20
+	[ "$bg_status" -eq 75 ]
+	bgwait new 20
+	[ "$bg_status" -eq 0 ]
+	# The old command ticked, then died; then the new one started.
+	[ "$(tail -n 1 "$d/log")" = "new, old dead" ]
+	[ "$(grep -c new "$d/log")" -eq 1 ]
+}
+
+@test "-n and -w during a --break's lock-delay: the conflict code, saying so; after it, the lock is taken" {
+	id=$(sha_id lkd-k)
+	bg a pglock lkd-k sleep 60
+	wait_until 10 held "$id"
+	# A lease of 8 s: time for the two tries below, even under valgrind.
+	bg brk pglock --check-interval 2 --break lkd-k
+	wait_until 10 free "$id"
+	run -1 --separate-stderr pglock -n lkd-k true
+	assert_equal "$stderr" "pglock: lkd-k: the lock is in its lock-delay (a --break keeps it for the broken holder's lease)"
+	run -7 --separate-stderr pglock -E 7 -w 0.5 lkd-k true
+	assert_equal "$stderr" "pglock: lkd-k: the lock is in its lock-delay (a --break keeps it for the broken holder's lease), to the end of -w"
+	bgwait brk 20
+	[ "$bg_status" -eq 0 ]
+	run -0 pglock -n lkd-k true
 }
 
 @test "--break: nobody holds it is 1; a role that may not end the holder is 77" {
@@ -358,7 +402,7 @@ for s in d[\"sql\"]:
 	bg a pglock --slots 3 brk-s sleep 60
 	bg b pglock --slots 3 brk-s sleep 60
 	wait_until 10 bash -c "[ \$($PGLOCK --status --slots 3 brk-s | grep -c held) -eq 2 ]"
-	run -0 pglock --break --slots 3 brk-s
+	run -0 pglock --check-interval 0.1 --break --slots 3 brk-s
 	[ "${#lines[@]}" -eq 2 ]
 	bgwait a 20
 	[ "$bg_status" -eq 75 ]

@@ -16,6 +16,7 @@ fi
 setup_file() {
 	export STORM=$PGLOCK_TEST_DIR/storm
 	PG_MAX_CONNECTIONS=$MAXCONN "$BATS_TEST_DIRNAME/pg.sh" start "$STORM"
+	pg_on "$STORM" settle
 }
 
 teardown_file() {
@@ -138,7 +139,8 @@ storm() {
 @test "a server that is starting up is waited for: the job runs once it accepts connections" {
 	pg_on "$STORM" runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" -D "$STORM/data" -m fast -w stop >/dev/null
 	CLEANUP="pg_on '$STORM' runuser -u postgres -- '$PGLOCK_TEST_PGBIN/pg_ctl' -D '$STORM/data' -l '$STORM/log' -w start"
-	bg job env PGHOST="$STORM" PGPORT="$(pg_on "$STORM" printenv PGPORT)" "$PGLOCK" startup-k echo ran
+	# It starts after the start's lock-delay, --check-interval 1's lease.
+	bg job env PGHOST="$STORM" PGPORT="$(pg_on "$STORM" printenv PGPORT)" "$PGLOCK" --check-interval 1 startup-k echo ran
 	sleep 1		# not to synchronise: a second of refusals for the job
 	pg_on "$STORM" runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" -D "$STORM/data" -l "$STORM/log" -w start >/dev/null
 	bgwait job 30

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * delay: the lock-delay's SQL. --break keeps a companion lock of the broken
+ * lock's, which every new holder looks at (and lets go at once) before its
+ * command starts; the server's start, crash recovery and promotion are read
+ * from what any role may see: pg_postmaster_start_time() and, where the role
+ * may call it, pg_control_checkpoint().
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "delay.h"
+#include "key.h"
+
+/* The role may not call pg_control_checkpoint(): look without it. */
+static int no_control;
+
+/* id's companion lock, as a bigint parameter: a key no user KEY names. */
+static int
+companion(const char *id, char num[24], struct err *err)
+{
+	char name[80];
+	struct key k;
+
+	snprintf(name, sizeof(name), "pglock-delay:%s", id);
+	if (key_hash(name, strlen(name), &k, err) == -1)
+		return -1;
+	snprintf(num, 24, "%" PRId64, k.id);
+	return 0;
+}
+
+/*
+ * The companion is free (a --break keeps it exclusive); ms since the start;
+ * since the end of crash recovery after the start (an end-of-recovery
+ * checkpoint: a shutdown one, oldest_active_xid 0, newer than the start;
+ * its time is in whole seconds: one more); a promotion whose first
+ * checkpoint is not done (pg_control still on the old timeline).
+ */
+static const char look_sql[] = "SELECT "
+    "pg_catalog.pg_try_advisory_lock_shared($1::bigint) AND "
+    "pg_catalog.pg_advisory_unlock_shared($1::bigint), "
+    "(extract(epoch FROM pg_catalog.clock_timestamp() - "
+    "pg_catalog.pg_postmaster_start_time()) * 1000)::bigint, "
+    "CASE WHEN k.oldest_active_xid = '0'::xid AND k.checkpoint_time >= "
+    "pg_catalog.pg_postmaster_start_time() THEN (extract(epoch FROM "
+    "pg_catalog.clock_timestamp() - k.checkpoint_time) * 1000)::bigint "
+    "- 1000 END, k.timeline_id <> ('x' || left(pg_catalog.pg_walfile_name("
+    "pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::int "
+    "FROM pg_catalog.pg_control_checkpoint() k";
+
+static const char look_plain_sql[] = "SELECT "
+    "pg_catalog.pg_try_advisory_lock_shared($1::bigint) AND "
+    "pg_catalog.pg_advisory_unlock_shared($1::bigint), "
+    "(extract(epoch FROM pg_catalog.clock_timestamp() - "
+    "pg_catalog.pg_postmaster_start_time()) * 1000)::bigint, NULL, false";
+
+/* An event ago_ms ago, lease_ms long: wait out the rest, if it is longer. */
+static void
+event(struct delay_look *out, long lease_ms, const char *what, long ago_ms)
+{
+	if (ago_ms >= lease_ms || lease_ms - ago_ms <= out->wait_ms)
+		return;
+	out->wait_ms = lease_ms - ago_ms;
+	if (ago_ms < 0)
+		snprintf(out->why, sizeof(out->why), "%s moments ago", what);
+	else
+		snprintf(out->why, sizeof(out->why), "%s %.1f s ago", what,
+		    (double)ago_ms / 1000.0);
+}
+
+/* Column col of a one-row result as a number into *v: 0, or -1. */
+static int
+number(const PGresult *res, int col, long *v)
+{
+	const char *s = PQgetvalue(res, 0, col);
+	char *end;
+
+	errno = 0;
+	*v = strtol(s, &end, 10);
+	return errno == 0 && end != s && *end == '\0' ? 0 : -1;
+}
+
+static int
+read_look(PGresult *res, long lease_ms, struct delay_look *out,
+    struct err *err)
+{
+	long started, recovered = 0;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		conn_result_error(res, err);
+		return -1;
+	}
+	if (PQntuples(res) != 1 || PQnfields(res) != 4 ||
+	    number(res, 1, &started) == -1 || (!PQgetisnull(res, 0, 2) &&
+	    number(res, 2, &recovered) == -1)) {
+		err_set(err, "the server's answer to the lock-delay's look is "
+		    "not PostgreSQL's");
+		return -1;
+	}
+	out->broken = strcmp(PQgetvalue(res, 0, 0), "t") != 0;
+	out->wait_ms = 0;
+	out->why[0] = '\0';
+	event(out, lease_ms, "the server started", started);
+	if (!PQgetisnull(res, 0, 2))
+		event(out, lease_ms, "the server ended crash recovery",
+		    recovered);
+	if (strcmp(PQgetvalue(res, 0, 3), "t") == 0)
+		event(out, lease_ms, "the server was promoted", -1);
+	return 0;
+}
+
+int
+delay_look(PGconn *c, const char *id, long lease_ms, int xact, long ms,
+    struct delay_look *out, struct err *err)
+{
+	char num[24], sql[96];
+	const char *params[2] = { num, NULL };
+	PGresult *res;
+	int rc;
+
+	if (companion(id, num, err) == -1)
+		return -1;
+	if ((res = conn_exec(c, no_control ? look_plain_sql : look_sql, params,
+	    ms, err)) == NULL)
+		return -1;
+	/* Not allowed: a session's lock stays; a transaction's is gone. */
+	if (conn_is_state(res, "42501") && !no_control && !xact) {
+		no_control = 1;
+		PQclear(res);
+		return delay_look(c, id, lease_ms, xact, ms, out, err);
+	}
+	if (conn_is_state(res, "42501") && !no_control) {
+		no_control = 1;
+		conn_result_error(res, err);
+		PQclear(res);
+		return -2;
+	}
+	rc = read_look(res, lease_ms, out, err);
+	PQclear(res);
+	if (rc == -1 || !xact)
+		return rc;
+	/* The SELECT's snapshot goes with the next statement: vacuum goes on. */
+	snprintf(sql, sizeof(sql), "SET LOCAL "
+	    "idle_in_transaction_session_timeout = %ld", lease_ms);
+	if ((res = conn_exec(c, sql, NULL, ms, err)) == NULL)
+		return -1;
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		conn_result_error(res, err);
+		rc = -1;
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* Run sql ($1: id's companion) within ms: 0, or -1 (err). */
+static int
+run(PGconn *c, const char *sql, const char *id, long ms, struct err *err)
+{
+	char num[24];
+	const char *params[2] = { num, NULL };
+	PGresult *res;
+	int rc = 0;
+
+	if (id != NULL && companion(id, num, err) == -1)
+		return -1;
+	if ((res = conn_exec(c, sql, id != NULL ? params : NULL, ms, err)) ==
+	    NULL)
+		return -1;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		conn_result_error(res, err);
+		rc = -1;
+	}
+	PQclear(res);
+	return rc;
+}
+
+int
+delay_hold(PGconn *c, const char *id, long ms, struct err *err)
+{
+	/* Waited for within ms, not the user's lock_timeout. */
+	return run(c, "SELECT pg_catalog.set_config('lock_timeout', '0', "
+	    "false), pg_catalog.set_config('statement_timeout', '0', false), "
+	    "pg_catalog.pg_advisory_lock($1::bigint)", id, ms, err);
+}
+
+int
+delay_keep(PGconn *c, long ms, struct err *err)
+{
+	char sql[96];
+
+	/* On the server, which an idle_session_timeout cannot cut short. */
+	snprintf(sql, sizeof(sql), "SELECT pg_catalog.pg_sleep(%ld.%03ld), "
+	    "pg_catalog.pg_advisory_unlock_all()", ms / 1000, ms % 1000);
+	return run(c, sql, NULL, ms + CONN_ANSWER_MS, err);
+}

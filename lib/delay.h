@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * delay: the lock-delay. A lock the server frees early (--break, a restart,
+ * a crash, a promotion) may leave a holder whose command runs on until its
+ * lease's end; what the server shows of such an event, and --break's hold.
+ */
+#ifndef PGLOCK_DELAY_H
+#define PGLOCK_DELAY_H
+
+#include <libpq-fe.h>
+
+#include "err.h"
+
+/* What one look at the server says: why a new holder must wait, and how long. */
+struct delay_look {
+	int broken;		/* a --break keeps the lock's delay */
+	long wait_ms;		/* the rest of the lease after the event */
+	char why[128];		/* the event, for -v: "the server started" */
+};
+
+/*
+ * Look, answered within ms, at what a waiter granted the lock whose id (as
+ * PGLOCK_ID shows it) is id may not use yet: a --break's hold on it, and a
+ * start, crash recovery or promotion of the server less than lease_ms ago.
+ * xact: in the lock's transaction, which keeps no snapshot after it. 0, or
+ * -1 with the reason in err (an error in a transaction ends the lock), or
+ * -2 when the role may not read pg_control: the transaction's lock is gone,
+ * and the next look (on a new one) does without it.
+ */
+int delay_look(PGconn *c, const char *id, long lease_ms, int xact,
+    long ms, struct delay_look *out, struct err *err);
+
+/*
+ * --break, before ending id's holder: keep its lock-delay on session c,
+ * waiting within ms for any earlier --break's. 0, or -1 (err).
+ */
+int delay_hold(PGconn *c, const char *id, long ms, struct err *err);
+
+/* --break, after: keep what delay_hold() took for ms more, then let go. */
+int delay_keep(PGconn *c, long ms, struct err *err);
+
+#endif
