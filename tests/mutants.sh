@@ -11,7 +11,12 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 only=${1:-.}
 work=$(mktemp -d /tmp/pglock-mutants.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+trap '"$top/tests/pg.sh" stop "$work/pg"; rm -rf "$work"' EXIT
+# One cluster for every run (tests/setup_suite.bash gives each a database
+# of its own): a new server's lock-delay is waited out once, not each time.
+"$top/tests/pg.sh" start "$work/pg"
+export PGLOCK_SHARED_PG="$work/pg"
 
 shard=${MUTANT_SHARD:-1/1}
 # The listed mutants that NAME-REGEX and the shard select, one a line.
