@@ -247,6 +247,16 @@ put_number(FILE *f, double v)
 		fprintf(f, "null");
 }
 
+/* n as text in buf, or none when n is -1 (a table that does not count). */
+static const char *
+count(long n, char *buf, size_t len, const char *none)
+{
+	if (n < 0)
+		return none;
+	snprintf(buf, len, "%ld", n);
+	return buf;
+}
+
 /* The server's now: a dead-man check that host clocks cannot fool. */
 static int
 runs_recent(const struct opts *o, const struct runs_row *r)
@@ -264,7 +274,7 @@ print_runs(FILE *f, const struct opts *o, PGconn *c, const char *key, int n)
 {
 	struct runs_row r;
 	struct err why;
-	char k[1024], host[512], *name = record_key(o, key);
+	char k[1024], host[512], num[24], *name = record_key(o, key);
 
 	/* A name not UTF-8 is never recorded (pglock refuses it): none. */
 	memset(&r, 0, sizeof(r));
@@ -283,10 +293,13 @@ print_runs(FILE *f, const struct opts *o, PGconn *c, const char *key, int n)
 			fprintf(f, "%s\tlast_ok\t%s\t%s\t%.3f\n", field(key, k,
 			    sizeof(k)), r.ok_at, field(r.ok_host, host,
 			    sizeof(host)), r.ok_seconds);
+		/* Then the failures since the last success; ? uncounted. */
 		if (r.has_failed)
-			fprintf(f, "%s\tlast_failed\t%s\t%s\t%d\n", field(key,
-			    k, sizeof(k)), r.failed_at, field(r.failed_host,
-			    host, sizeof(host)), r.failed_status);
+			fprintf(f, "%s\tlast_failed\t%s\t%s\t%d\t%s\n",
+			    field(key, k, sizeof(k)), r.failed_at,
+			    field(r.failed_host, host, sizeof(host)),
+			    r.failed_status, count(r.failures, num, sizeof(num),
+			    "?"));
 		return runs_recent(o, &r);
 	}
 	fprintf(f, "%s{\"key\": ", n > 0 ? ",\n  " : "\n  ");
@@ -310,10 +323,12 @@ print_runs(FILE *f, const struct opts *o, PGconn *c, const char *key, int n)
 	if (r.has_failed) {
 		put_at(f, r.failed_at);
 		json_put(f, r.failed_host);
-		fprintf(f, ", \"status\": %d}}", r.failed_status);
+		fprintf(f, ", \"status\": %d}", r.failed_status);
 	} else {
-		fprintf(f, "null}");
+		fprintf(f, "null");
 	}
+	fprintf(f, ", \"failures\": %s}", count(r.failures, num, sizeof(num),
+	    "null"));
 	return runs_recent(o, &r);
 }
 /*

@@ -14,10 +14,23 @@
 #include "runs.h"
 #include "table.h"
 
+/*
+ * The table as this build creates it. A column added since its first version
+ * (failures) is read through to_jsonb(r), null where a table an earlier build
+ * made lacks it, and written only where pg_attribute shows it: so one
+ * statement serves both. pglock never ALTERs a table: a role that may only
+ * read and write it cannot, and the ALTER's lock would queue every run behind
+ * the longest transaction that reads it.
+ */
 #define COLUMNS "(key text PRIMARY KEY, lock_id text NOT NULL, " \
 	"ok_at timestamptz, ok_host text, ok_seconds double precision, " \
 	"ok_slot bigint, failed_at timestamptz, failed_host text, " \
-	"failed_status integer)"
+	"failed_status integer, failures integer)"
+
+/* The statement's columns the table of an earlier build may lack. */
+#define HAS(param, col) "EXISTS (SELECT FROM pg_catalog.pg_attribute WHERE" \
+	" attrelid = pg_catalog.to_regclass(" param ") AND attname = '" col \
+	"' AND NOT attisdropped)"
 
 #define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSOF'"
 
@@ -70,32 +83,70 @@ runs_done(const struct runs_row *row, long long period_ms)
 	return row->ok_slot == runs_slot(row->now_ms, period_ms);
 }
 
+/*
+ * A record's columns (with the server's clock first) over r, a row of the table
+ * or none, and x.j, to_jsonb(r); param names the table. RECORD_FIELDS of them.
+ */
+#define RECORD(param) "extract(epoch FROM" \
+	" pg_catalog.statement_timestamp()) * 1000, r.ok_at IS NOT NULL," \
+	" pg_catalog.to_char(r.ok_at, " ISO "), extract(epoch FROM r.ok_at)" \
+	" * 1000, r.ok_host, r.ok_seconds, coalesce(r.ok_slot, -1)," \
+	" r.failed_at IS NOT NULL, pg_catalog.to_char(r.failed_at, " ISO ")," \
+	" extract(epoch FROM r.failed_at) * 1000, r.failed_host," \
+	" r.failed_status, CASE WHEN " HAS(param, "failures") " THEN" \
+	" coalesce((x.j ->> 'failures')::int, 0) ELSE -1 END"
+#define RECORD_FIELDS 13
+#define JSONB ", LATERAL (SELECT pg_catalog.to_jsonb(r) AS j) x"
+
+/* Row i of res, RECORD()'s columns from column b, into *row. */
+static void
+record_get(const PGresult *res, int i, int b, struct runs_row *row)
+{
+	row->now_ms = strtod(PQgetvalue(res, i, b), NULL);
+	if ((row->has_ok = *PQgetvalue(res, i, b + 1) == 't')) {
+		snprintf(row->ok_at, sizeof(row->ok_at), "%s",
+		    PQgetvalue(res, i, b + 2));
+		row->ok_ms = strtod(PQgetvalue(res, i, b + 3), NULL);
+		snprintf(row->ok_host, sizeof(row->ok_host), "%s",
+		    PQgetvalue(res, i, b + 4));
+		row->ok_seconds = strtod(PQgetvalue(res, i, b + 5), NULL);
+		row->ok_slot = strtoll(PQgetvalue(res, i, b + 6), NULL, 10);
+	}
+	if ((row->has_failed = *PQgetvalue(res, i, b + 7) == 't')) {
+		snprintf(row->failed_at, sizeof(row->failed_at), "%s",
+		    PQgetvalue(res, i, b + 8));
+		row->failed_ms = strtod(PQgetvalue(res, i, b + 9), NULL);
+		snprintf(row->failed_host, sizeof(row->failed_host), "%s",
+		    PQgetvalue(res, i, b + 10));
+		row->failed_status = (int)strtol(PQgetvalue(res, i, b + 11),
+		    NULL, 10);
+	}
+	row->failures = strtol(PQgetvalue(res, i, b + 12), NULL, 10);
+}
+
 int
 runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, struct err *err)
 {
-	char sql[1024];
-	const char *params[2] = { key, NULL };
+	char sql[2048];
+	const char *params[3] = { key, table, NULL };
 	PGresult *res;
 	int rc = 0;
 
 	memset(row, 0, sizeof(*row));
 	row->ok_slot = -1;
-	snprintf(sql, sizeof(sql), "SELECT extract(epoch FROM"
-	    " pg_catalog.statement_timestamp()) * 1000, r.ok_at IS NOT NULL,"
-	    " pg_catalog.to_char(r.ok_at, " ISO "),"
-	    " extract(epoch FROM r.ok_at) * 1000,"
-	    " r.ok_host, r.ok_seconds, coalesce(r.ok_slot, -1),"
-	    " r.failed_at IS NOT NULL, pg_catalog.to_char(r.failed_at, " ISO "),"
-	    " r.failed_host, r.failed_status"
-	    " FROM (SELECT 1) n LEFT JOIN %s r ON r.key = $1", table);
+	row->failures = -1;
+	snprintf(sql, sizeof(sql), "SELECT " RECORD("$2") " FROM (SELECT 1) n"
+	    " LEFT JOIN %s r ON r.key = $1" JSONB, table);
 	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
-	    PQnfields(res) != 11) {
+	    PQnfields(res) != RECORD_FIELDS) {
 		/* No table yet, or not this role's to read: no record. */
 		row->no_table = conn_is_state(res, "42P01");
 		row->denied = conn_is_state(res, "42501");
+		if (row->no_table)
+			row->failures = 0;	/* nothing failed */
 		if (!row->no_table) {
 			conn_result_error(res, err);
 			rc = row->denied ? 0 : -1;
@@ -107,24 +158,7 @@ runs_read(PGconn *c, const char *table, const char *key,
 	if (PQtransactionStatus(c) == PQTRANS_INTRANS)
 		PQclear(conn_exec(c, "SET LOCAL statement_timeout = 0", NULL,
 		    CONN_ANSWER_MS, err));
-	row->now_ms = strtod(PQgetvalue(res, 0, 0), NULL);
-	if ((row->has_ok = *PQgetvalue(res, 0, 1) == 't')) {
-		snprintf(row->ok_at, sizeof(row->ok_at), "%s",
-		    PQgetvalue(res, 0, 2));
-		row->ok_ms = strtod(PQgetvalue(res, 0, 3), NULL);
-		snprintf(row->ok_host, sizeof(row->ok_host), "%s",
-		    PQgetvalue(res, 0, 4));
-		row->ok_seconds = strtod(PQgetvalue(res, 0, 5), NULL);
-		row->ok_slot = strtoll(PQgetvalue(res, 0, 6), NULL, 10);
-	}
-	if ((row->has_failed = *PQgetvalue(res, 0, 7) == 't')) {
-		snprintf(row->failed_at, sizeof(row->failed_at), "%s",
-		    PQgetvalue(res, 0, 8));
-		snprintf(row->failed_host, sizeof(row->failed_host), "%s",
-		    PQgetvalue(res, 0, 9));
-		row->failed_status = (int)strtol(PQgetvalue(res, 0, 10), NULL,
-		    10);
-	}
+	record_get(res, 0, 0, row);
 	PQclear(res);
 	return 0;
 }
@@ -133,7 +167,9 @@ int
 runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
     struct err *err)
 {
-	char sql[1024], host[256], num[2][32];
+	char sql[2048], host[256], num[2][32];
+	/* Only a table that counts failures is told of them. */
+	const char *streak[3] = { "", "", "" };
 	const char *params[6] = { o->key, o->id, host, num[0], num[1], NULL };
 	PGresult *res;
 	int rc = -1;
@@ -146,27 +182,34 @@ runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
 	if (gethostname(host, sizeof(host)) == -1)
 		snprintf(host, sizeof(host), "?");
 	host[sizeof(host) - 1] = '\0';
+	if (o->streak) {
+		streak[0] = ", failures";
+		streak[1] = o->status == 0 ? ", 0" : ", 1";
+		streak[2] = o->status == 0 ? ", failures = 0" :
+		    ", failures = coalesce(r.failures, 0) + 1";
+	}
 	if (o->status == 0) {
 		snprintf(num[0], sizeof(num[0]), "%.3f", o->seconds);
 		snprintf(num[1], sizeof(num[1]), "%lld", o->slot);
 		snprintf(sql, sizeof(sql), "INSERT INTO %s AS r (key, lock_id,"
-		    " ok_at, ok_host, ok_seconds, ok_slot) VALUES ($1, $2,"
+		    " ok_at, ok_host, ok_seconds, ok_slot%s) VALUES ($1, $2,"
 		    " pg_catalog.statement_timestamp(), $3, $4::float8,"
-		    " nullif($5::bigint, -1)) ON CONFLICT (key) DO UPDATE SET"
+		    " nullif($5::bigint, -1)%s) ON CONFLICT (key) DO UPDATE SET"
 		    " lock_id = EXCLUDED.lock_id, ok_at = EXCLUDED.ok_at,"
 		    " ok_host = EXCLUDED.ok_host, ok_seconds ="
 		    " EXCLUDED.ok_seconds, ok_slot = coalesce(EXCLUDED.ok_slot,"
-		    " r.ok_slot)", table);
+		    " r.ok_slot)%s", table, streak[0], streak[1], streak[2]);
 	} else {
 		snprintf(num[0], sizeof(num[0]), "%d", o->status);
 		params[4] = NULL;
 		snprintf(sql, sizeof(sql), "INSERT INTO %s AS r (key, lock_id,"
-		    " failed_at, failed_host, failed_status) VALUES ($1, $2,"
-		    " pg_catalog.statement_timestamp(), $3, $4::int)"
+		    " failed_at, failed_host, failed_status%s) VALUES ($1, $2,"
+		    " pg_catalog.statement_timestamp(), $3, $4::int%s)"
 		    " ON CONFLICT (key) DO UPDATE SET lock_id ="
 		    " EXCLUDED.lock_id, failed_at = EXCLUDED.failed_at,"
 		    " failed_host = EXCLUDED.failed_host, failed_status ="
-		    " EXCLUDED.failed_status", table);
+		    " EXCLUDED.failed_status%s", table, streak[0], streak[1],
+		    streak[2]);
 	}
 	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return runs_unanswered(c) ? RUNS_UNCONFIRMED : -1;

@@ -28,8 +28,10 @@ struct runs_row {
 	long long ok_slot;	/* runs_slot()'s; -1: none (--record) */
 	int has_failed;		/* a failure is recorded: */
 	char failed_at[40];
+	double failed_ms;
 	char failed_host[256];
 	int failed_status;
+	long failures;		/* since the last success; -1: not counted */
 };
 
 /*
@@ -66,6 +68,7 @@ struct runs_outcome {
 	int status;		/* 0: success; else the exit status */
 	double seconds;		/* how long the command ran */
 	long long slot;		/* runs_slot() a success counts for; -1: none */
+	int streak;		/* the table counts failures (runs_row's >= 0) */
 };
 
 /* runs_write()'s answer when the write was sent but its answer was lost. */
