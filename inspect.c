@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * inspect: --explain, --status, --break, --forget: the modes that look at locks
- * (and end holders) rather than take one; their TSV and JSON output.
+ * inspect: --explain, --status, --break, and the record's --forget, --pause and
+ * --resume: the modes that look at locks (and end holders) rather than take
+ * one; their TSV and JSON output.
  *
  * Copyright (c) 2026 The pglock authors. Permission to use, copy, modify
  * and distribute this software for any purpose is granted under the terms
@@ -460,5 +461,40 @@ forget(const struct opts *o, PGconn *c)
 		die(EXIT_UNAVAILABLE, "%s: --forget: %s", o->label, why.msg);
 	if (rc == 0 && !o->quiet)
 		say("%s: no record to forget", o->label);
+	return rc == 1 ? 0 : 1;
+}
+
+int
+pause_key(const struct opts *o, PGconn *c)
+{
+	struct err why;
+	char id[48], until[40], *name = record_key(o, o->key);
+	struct runs_pause p = { .key = name, .id = id, .for_ms = o->pause_ms,
+	    .reason = o->reason != NULL ? o->reason : "" };
+	int rc;
+
+	key_format(&o->lock.key, id, sizeof(id));
+	rc = runs_pause(c, o->runs_sql, &p, until, &why);
+	free(name);
+	if (rc == -1)
+		die(EXIT_UNAVAILABLE, "%s: --pause: %s", o->label, why.msg);
+	if (o->verbose)
+		say("%s: paused until %s", o->label, *until != '\0' ? until :
+		    "--resume");
+	return 0;
+}
+
+int
+resume_key(const struct opts *o, PGconn *c)
+{
+	struct err why;
+	char *name = record_key(o, o->key);
+	int rc = runs_resume(c, o->runs_sql, name, &why);
+
+	free(name);
+	if (rc == -1)
+		die(EXIT_UNAVAILABLE, "%s: --resume: %s", o->label, why.msg);
+	if (rc == 0 && !o->quiet)
+		say("%s: not paused", o->label);
 	return rc == 1 ? 0 : 1;
 }

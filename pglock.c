@@ -57,6 +57,8 @@ static const char usage_text[] =
     "       pglock [options] --once-per DURATION KEY COMMAND [ARG ...]\n"
     "       pglock [options] --once KEY COMMAND [ARG ...]\n"
     "       pglock [options] --forget KEY\n"
+    "       pglock [options] --pause [--for DURATION] [--reason TEXT] KEY\n"
+    "       pglock [options] --resume KEY\n"
     "       pglock [options] --hold KEY\n"
     "       pglock [options] --status [KEY ...]\n"
     "       pglock [options] --status --ok-within DURATION KEY\n"
@@ -128,10 +130,19 @@ usage(FILE *f)
 	    " again\n"
 	    "      --runs-table NAME      where runs are recorded (default"
 	    " pglock_runs)\n"
+	    "      --pause KEY            --once, --once-per and --record runs"
+	    " of KEY run\n"
+	    "                             nothing: exit 1 (-E), saying so\n"
+	    "      --for DURATION         with --pause: the pause ends by itself"
+	    " after it\n"
+	    "      --reason TEXT          with --pause: why, for the line the"
+	    " runs print\n"
+	    "      --resume KEY           end KEY's pause\n"
 	    "      --ok-within DURATION   with --status KEY: exit 0 if KEY"
 	    " succeeded\n"
-	    "                             within DURATION, else 1\n"
-	    "\nVersion counter:\n"
+	    "                             within DURATION, else 1\n", f);
+	/* Two strings: a C99 compiler need take no more than 4095 bytes. */
+	fputs("\nVersion counter:\n"
 	    "      --version-counter      allocate TENANT's next version:"
 	    " print it, or\n"
 	    "                             run COMMAND with PGLOCK_VERSION and"
@@ -372,6 +383,7 @@ enum {
 	OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_SCOPE,
 	OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS,
 	OPT_ONCE, OPT_ONCE_PER, OPT_RECORD, OPT_RUNS_TABLE, OPT_OK_WITHIN,
+	OPT_FOR, OPT_REASON,
 	OPT_MODE = 512
 };
 
@@ -418,6 +430,10 @@ static const struct option longopts[] = {
 	{ "forget", no_argument, NULL, OPT_MODE + MODE_FORGET },
 	{ "runs-table", required_argument, NULL, OPT_RUNS_TABLE },
 	{ "ok-within", required_argument, NULL, OPT_OK_WITHIN },
+	{ "pause", no_argument, NULL, OPT_MODE + MODE_PAUSE },
+	{ "resume", no_argument, NULL, OPT_MODE + MODE_RESUME },
+	{ "for", required_argument, NULL, OPT_FOR },
+	{ "reason", required_argument, NULL, OPT_REASON },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -491,7 +507,8 @@ set_mode(struct opts *o, enum mode m)
 {
 	if (o->mode != MODE_RUN && o->mode != m)
 		usage_err("%s", "choose one of --hold, --status, --explain, "
-		    "--break, --forget and --version-counter");
+		    "--break, --forget, --pause, --resume and "
+		    "--version-counter");
 	o->mode = m;
 }
 
@@ -694,6 +711,20 @@ mode_option_or_err(struct opts *o, int c, char *arg)
 		if (arg_period_ms(arg, &o->ok_within_ms, &why) == -1)
 			usage_err("--ok-within: %s", why.msg);
 		break;
+	case OPT_FOR:
+		if (arg_period_ms(arg, &o->pause_ms, &why) == -1)
+			usage_err("--for: %s", why.msg);
+		if (o->pause_ms == 0)
+			usage_err("%s", "--for: must be more than 0");
+		break;
+	case OPT_REASON:
+		/* A text column keeps it: UTF-8, and not without end. */
+		if (!key_utf8_ok(arg, strlen(arg)) ||
+		    strlen(arg) > RUNS_REASON_MAX)
+			usage_err("--reason: must be UTF-8 of at most %d bytes",
+			    RUNS_REASON_MAX);
+		o->reason = arg;
+		break;
 	default:
 		return 0;
 	}
@@ -729,10 +760,12 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	}
 }
 
+/* --resume asks what --pause does (MODE_RESUME's bit would be A_HASH's). */
 static unsigned
 asked(const struct opts *o)
 {
-	return 1U << o->mode | o->key_opts | (o->json ? A_JSON : 0) |
+	return 1U << (o->mode == MODE_RESUME ? MODE_PAUSE : o->mode) |
+	    o->key_opts | (o->json ? A_JSON : 0) |
 	    (o->max_ms > 0 ? A_MAX_TIME : 0) |
 	    (o->no_fork ? A_NO_FORK : 0) | (o->lock.slots > 0 ? A_SLOTS : 0) |
 	    (o->lock.shared ? A_SHARED : 0) | (o->record ? A_RECORD : 0) |
@@ -807,6 +840,13 @@ rules_or_err(const struct opts *o, const struct rule *r, size_t n)
 			usage_err("%s", r->says);
 }
 
+/* The modes that take one KEY and no COMMAND, by name. */
+static const char *const one_key[] = {
+	[MODE_EXPLAIN] = "--explain", [MODE_BREAK] = "--break",
+	[MODE_FORGET] = "--forget", [MODE_PAUSE] = "--pause",
+	[MODE_RESUME] = "--resume"
+};
+
 /* The arguments after the options, and what may not go together. */
 static void
 check_or_err(struct opts *o, int argc, char **argv)
@@ -824,11 +864,11 @@ check_or_err(struct opts *o, int argc, char **argv)
 				usage_err("%s is empty", what);
 		return;
 	}
-	if ((o->mode == MODE_EXPLAIN || o->mode == MODE_BREAK ||
-	    o->mode == MODE_FORGET) && argc != 1)
-		usage_err("%s takes one KEY and no COMMAND",
-		    o->mode == MODE_EXPLAIN ? "--explain" : o->mode ==
-		    MODE_BREAK ? "--break" : "--forget");
+	if ((o->pause_ms >= 0 || o->reason != NULL) && o->mode != MODE_PAUSE)
+		usage_err("%s", "--for and --reason are for --pause");
+	if ((size_t)o->mode < sizeof(one_key) / sizeof(one_key[0]) &&
+	    one_key[o->mode] != NULL && argc != 1)
+		usage_err("%s takes one KEY and no COMMAND", one_key[o->mode]);
 	if (argc < 1)
 		usage_err("missing %s", what);
 	if (*argv[0] == '\0')
@@ -997,6 +1037,7 @@ static const struct opts defaults = {
 	.table_sql = "\"pglock_versions\"",	/* --counter-table */
 	.runs_sql = "\"pglock_runs\"",		/* --runs-table */
 	.ok_within_ms = -1,			/* no --ok-within */
+	.pause_ms = -1,				/* --pause: until --resume */
 };
 
 /*
@@ -1041,7 +1082,7 @@ main(int argc, char **argv)
 		return explain(&o);
 	if (o.mode != MODE_STATUS)
 		resolve_key_or_err(&o, o.key, &o.lock.key);
-	if (o.record)
+	if (o.record || o.mode == MODE_PAUSE || o.mode == MODE_RESUME)
 		record_fits_or_err(&o);
 
 	/* Name the key in pg_stat_activity, so a waiter can see the holder. */
@@ -1061,7 +1102,8 @@ main(int argc, char **argv)
 	bound_wait(&o);
 	/* A query that only reads or breaks dies by signal, as psql. */
 	if (o.mode != MODE_STATUS && o.mode != MODE_BREAK &&
-	    o.mode != MODE_FORGET && !o.peek && sig_init(&why) == -1)
+	    o.mode != MODE_FORGET && o.mode != MODE_PAUSE &&
+	    o.mode != MODE_RESUME && !o.peek && sig_init(&why) == -1)
 		die(EXIT_OSERR, "%s", why.msg);
 
 	switch (o.mode) {
@@ -1076,6 +1118,12 @@ main(int argc, char **argv)
 		break;
 	case MODE_FORGET:
 		status = forget(&o, c);
+		break;
+	case MODE_PAUSE:
+		status = pause_key(&o, c);
+		break;
+	case MODE_RESUME:
+		status = resume_key(&o, c);
 		break;
 	default:
 		while ((status = run_lock(&o, c)) == RUN_AGAIN) {

@@ -410,7 +410,8 @@ fence_or_err(const struct run *r)
 /*
  * --once*, lock held: has KEY succeeded in this slot of the server's clock
  * (runs_slot())? r->slot: the slot this run counts for. --record reads the
- * record too (0): r->streak, whether its table counts failures.
+ * record too (0): r->streak, whether its table counts failures. KEY paused
+ * (any of them): NOT_GOT, said in one line.
  */
 static int
 once_done_or_err(struct run *r)
@@ -431,6 +432,14 @@ once_done_or_err(struct run *r)
 		    o->runs_sql);
 	free(name);
 	r->streak = row.failures >= 0;
+	if (row.paused) {
+		if (!o->quiet)
+			say("%s is paused until %s by %s%s%s", o->label,
+			    *row.paused_until != '\0' ? row.paused_until :
+			    "--resume", row.paused_host, *row.paused_reason !=
+			    '\0' ? ": " : "", row.paused_reason);
+		return NOT_GOT;
+	}
 	if (!o->once)
 		return 0;
 	r->slot = runs_slot(row.now_ms, o->period_ms);
@@ -747,9 +756,9 @@ run_lock(const struct opts *o, PGconn *c)
 	 */
 	if (o->record)
 		r.since = mono_ms();
-	if (o->record && once_done_or_err(&r)) {
+	if (o->record && (status = once_done_or_err(&r)) != 0) {
 		child_abort(&r.ch);
-		status = 0;
+		status = status == NOT_GOT ? o->conflict_exit : 0;
 	} else {
 		ran = mono_seconds();
 		status = watch_or_err(&r);

@@ -16,8 +16,9 @@
 
 /*
  * The table as this build creates it. A column added since its first version
- * (failures) is read through to_jsonb(r), null where a table an earlier build
- * made lacks it, and written only where pg_attribute shows it: so one
+ * (failures, paused_*) is read through to_jsonb(r), null where a table an
+ * earlier build made lacks it; failures is written only where pg_attribute
+ * shows it, and a pause there is refused with the ALTER to run: so one
  * statement serves both. pglock never ALTERs a table: a role that may only
  * read and write it cannot, and the ALTER's lock would queue every run behind
  * the longest transaction that reads it.
@@ -25,7 +26,12 @@
 #define COLUMNS "(key text PRIMARY KEY, lock_id text NOT NULL, " \
 	"ok_at timestamptz, ok_host text, ok_seconds double precision, " \
 	"ok_slot bigint, failed_at timestamptz, failed_host text, " \
-	"failed_status integer, failures integer)"
+	"failed_status integer, failures integer, paused_at timestamptz, " \
+	"paused_until timestamptz, paused_host text, paused_reason text)"
+#define ADDED "ADD COLUMN IF NOT EXISTS failures integer, ADD COLUMN IF " \
+	"NOT EXISTS paused_at timestamptz, ADD COLUMN IF NOT EXISTS " \
+	"paused_until timestamptz, ADD COLUMN IF NOT EXISTS paused_host text, " \
+	"ADD COLUMN IF NOT EXISTS paused_reason text"
 
 /* The statement's columns the table of an earlier build may lack. */
 #define HAS(param, col) "EXISTS (SELECT FROM pg_catalog.pg_attribute WHERE" \
@@ -94,9 +100,18 @@ runs_done(const struct runs_row *row, long long period_ms)
 	" r.failed_at IS NOT NULL, pg_catalog.to_char(r.failed_at, " ISO ")," \
 	" extract(epoch FROM r.failed_at) * 1000, r.failed_host," \
 	" r.failed_status, CASE WHEN " HAS(param, "failures") " THEN" \
-	" coalesce((x.j ->> 'failures')::int, 0) ELSE -1 END"
-#define RECORD_FIELDS 13
-#define JSONB ", LATERAL (SELECT pg_catalog.to_jsonb(r) AS j) x"
+	" coalesce((x.j ->> 'failures')::int, 0) ELSE -1 END, p.at IS NOT" \
+	" NULL AND (p.until IS NULL OR p.until >" \
+	" pg_catalog.statement_timestamp()), pg_catalog.to_char(p.at, " ISO \
+	"), pg_catalog.to_char(p.until, " ISO "), x.j ->> 'paused_host'," \
+	" x.j ->> 'paused_reason'"
+#define RECORD_FIELDS 18
+#define JSONB ", LATERAL (SELECT pg_catalog.to_jsonb(r) AS j) x, LATERAL" \
+	" (SELECT (x.j ->> 'paused_at')::timestamptz AS at," \
+	" (x.j ->> 'paused_until')::timestamptz AS until) p"
+
+/* dst (a char array) gets value v, cut to fit. */
+#define COPY(dst, v) snprintf((dst), sizeof(dst), "%s", (v))
 
 /* Row i of res, RECORD()'s columns from column b, into *row. */
 static void
@@ -122,6 +137,12 @@ record_get(const PGresult *res, int i, int b, struct runs_row *row)
 		    NULL, 10);
 	}
 	row->failures = strtol(PQgetvalue(res, i, b + 12), NULL, 10);
+	if ((row->paused = *PQgetvalue(res, i, b + 13) == 't')) {
+		COPY(row->paused_at, PQgetvalue(res, i, b + 14));
+		COPY(row->paused_until, PQgetvalue(res, i, b + 15));
+		COPY(row->paused_host, PQgetvalue(res, i, b + 16));
+		COPY(row->paused_reason, PQgetvalue(res, i, b + 17));
+	}
 }
 
 int
@@ -163,6 +184,15 @@ runs_read(PGconn *c, const char *table, const char *key,
 	return 0;
 }
 
+/* This host's name, as a record keeps it. */
+static void
+host_name(char *host, size_t len)
+{
+	if (gethostname(host, len) == -1)
+		snprintf(host, len, "?");
+	host[len - 1] = '\0';
+}
+
 int
 runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
     struct err *err)
@@ -179,9 +209,7 @@ runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
 		conn_reason(c, err);
 		return -1;
 	}
-	if (gethostname(host, sizeof(host)) == -1)
-		snprintf(host, sizeof(host), "?");
-	host[sizeof(host) - 1] = '\0';
+	host_name(host, sizeof(host));
 	if (o->streak) {
 		streak[0] = ", failures";
 		streak[1] = o->status == 0 ? ", 0" : ", 1";
@@ -272,21 +300,110 @@ runs_landed(const struct conn_opts *co, const char *table,
 	    since);
 }
 
-int
-runs_forget(PGconn *c, const char *table, const char *key, struct err *err)
+/* Run sql, a DELETE or UPDATE of key's row: 1 one changed, 0 none, -1. */
+static int
+changed(PGconn *c, const char *sql, const char *key, struct err *err)
 {
-	char sql[640];
 	const char *params[2] = { key, NULL };
 	PGresult *res;
 	int rc = -1;
 
-	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE key = $1", table);
 	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) == PGRES_COMMAND_OK)
 		rc = strcmp(PQcmdTuples(res), "0") != 0;
-	else if (conn_is_state(res, "42P01"))
+	else if (conn_is_state(res, "42P01") || conn_is_state(res, "42703"))
+		rc = 0;		/* no table; no pause in one of an earlier build */
+	else
+		conn_result_error(res, err);
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * The row goes, unless it holds a pause (the operator's, not the job's: kept,
+ * the runs cleared).
+ */
+int
+runs_forget(PGconn *c, const char *table, const char *key, struct err *err)
+{
+	char sql[1024];
+	int rc;
+
+	snprintf(sql, sizeof(sql), "DELETE FROM %s AS r WHERE r.key = $1 AND"
+	    " pg_catalog.to_jsonb(r) ->> 'paused_at' IS NULL", table);
+	if ((rc = changed(c, sql, key, err)) != 0)
+		return rc;
+	snprintf(sql, sizeof(sql), "UPDATE %s SET ok_at = NULL, ok_host = NULL,"
+	    " ok_seconds = NULL, ok_slot = NULL, failed_at = NULL, failed_host"
+	    " = NULL, failed_status = NULL, failures = 0 WHERE key = $1 AND"
+	    " (ok_at IS NOT NULL OR failed_at IS NOT NULL)", table);
+	return changed(c, sql, key, err);
+}
+
+int
+runs_pause(PGconn *c, const char *table, const struct runs_pause *p,
+    char until[40], struct err *err)
+{
+	char sql[2048], host[256], num[32];
+	const char *params[6] = { p->key, p->id, num, host, p->reason, NULL };
+	PGresult *res;
+	int rc = -1;
+
+	host_name(host, sizeof(host));
+	snprintf(num, sizeof(num), "%lld", p->for_ms);
+	snprintf(sql, sizeof(sql), "INSERT INTO %s AS r (key, lock_id,"
+	    " paused_at, paused_until, paused_host, paused_reason) VALUES ($1,"
+	    " $2, pg_catalog.statement_timestamp(),"
+	    " pg_catalog.statement_timestamp() + nullif($3::bigint, -1) *"
+	    " interval '1 millisecond', $4, nullif($5, '')) ON CONFLICT (key)"
+	    " DO UPDATE SET paused_at = EXCLUDED.paused_at, paused_until ="
+	    " EXCLUDED.paused_until, paused_host = EXCLUDED.paused_host,"
+	    " paused_reason = EXCLUDED.paused_reason RETURNING"
+	    " coalesce(pg_catalog.to_char(paused_until, " ISO "), '')", table);
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
+		return -1;
+	if (conn_is_state(res, "42P01")) {
+		PQclear(res);
+		if (runs_table(c, table, err) == -1 || (res = conn_exec(c, sql,
+		    params, CONN_ANSWER_MS, err)) == NULL)
+			return -1;
+	}
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+		snprintf(until, 40, "%s", PQgetvalue(res, 0, 0));
 		rc = 0;
+	} else if (conn_is_state(res, "42703")) {
+		err_set(err, "table %s has no columns for pauses (an earlier "
+		    "pglock created it); have its owner run: ALTER TABLE %s "
+		    ADDED, table, table);
+	} else {
+		conn_result_error(res, err);
+	}
+	PQclear(res);
+	return rc;
+}
+
+int
+runs_resume(PGconn *c, const char *table, const char *key, struct err *err)
+{
+	char sql[1024];
+	const char *params[2] = { key, NULL };
+	PGresult *res;
+	int rc = -1;
+
+	/* An ended pause is cleared too, and counts as none. */
+	snprintf(sql, sizeof(sql), "WITH o AS (SELECT key, paused_at IS NOT"
+	    " NULL AND (paused_until IS NULL OR paused_until >"
+	    " pg_catalog.statement_timestamp()) AS was FROM %s WHERE key = $1"
+	    " FOR UPDATE) UPDATE %s AS r SET paused_at = NULL, paused_until ="
+	    " NULL, paused_host = NULL, paused_reason = NULL FROM o WHERE"
+	    " r.key = o.key RETURNING o.was", table, table);
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
+		return -1;
+	if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		rc = PQntuples(res) == 1 && *PQgetvalue(res, 0, 0) == 't';
+	else if (conn_is_state(res, "42P01") || conn_is_state(res, "42703"))
+		rc = 0;		/* no table, or one that cannot pause */
 	else
 		conn_result_error(res, err);
 	PQclear(res);

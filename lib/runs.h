@@ -15,6 +15,9 @@
 /* Longest record name: the table's btree key takes ~2.7 kB raw text. */
 #define RUNS_NAME_MAX 2600
 
+/* Longest --reason a pause keeps, in bytes. */
+#define RUNS_REASON_MAX 1000
+
 /* A key's record as read, and the server's clock when it was read. */
 struct runs_row {
 	int no_table;		/* the table does not exist (yet) */
@@ -32,6 +35,11 @@ struct runs_row {
 	char failed_host[256];
 	int failed_status;
 	long failures;		/* since the last success; -1: not counted */
+	int paused;		/* a pause in force by the server's clock: */
+	char paused_at[40];
+	char paused_until[40];	/* "": until resumed */
+	char paused_host[256];
+	char paused_reason[RUNS_REASON_MAX + 1];	/* "": none given */
 };
 
 /*
@@ -97,7 +105,31 @@ int runs_unanswered(PGconn *c);
 int runs_landed(const struct conn_opts *co, const char *table,
     const struct runs_outcome *o, long since, struct err *err);
 
-/* Delete key's record: 1 when there was one, 0 none, -1 error (err). */
+/* A pause of a key's runs, to record. */
+struct runs_pause {
+	const char *key;
+	const char *id;		/* the lock id, as PGLOCK_ID shows it */
+	long long for_ms;	/* from the server's now; -1: until resumed */
+	const char *reason;	/* "": none */
+};
+
+/*
+ * Pause p->key from the server's now, with this host's name, creating the
+ * table first when there is none: 0, with the end (as runs_row's paused_until)
+ * in until; -1, the reason in err (for a table an earlier build made, which
+ * lacks the columns: the ALTER TABLE its owner can run).
+ */
+int runs_pause(PGconn *c, const char *table, const struct runs_pause *p,
+    char until[40], struct err *err);
+
+/* End key's pause: 1 when one was in force, 0 none, -1 error (err). */
+int runs_resume(PGconn *c, const char *table, const char *key,
+    struct err *err);
+
+/*
+ * Delete key's record of runs (a pause stays): 1 when there was one, 0 none,
+ * -1 error (err).
+ */
 int runs_forget(PGconn *c, const char *table, const char *key, struct err *err);
 
 #endif

@@ -76,3 +76,140 @@ import json, sys
 r = json.loads(sys.argv[1])["runs"][0]
 assert r["failures"] is None and r["last_failed"]["status"] == 3, r' "$output"
 }
+
+# paused_line KEY UNTIL REASON: what a paused run says.
+paused_line() {
+	echo "pglock: $1 is paused until $2 by $(hostname)${3:+: $3}"
+}
+
+@test "--pause: --once, --once-per and --record runs of KEY run nothing, say so in one line and exit 1, in either scope; a plain run still runs; --resume ends it" {
+	run -0 --separate-stderr pglock --pause --reason 'disk swap, see #ops' p-k
+	assert_output ''
+	assert_equal "$stderr" ''
+	for scope in session transaction; do
+		for opt in --once '--once-per 1000d' --record; do
+			# shellcheck disable=SC2086
+			run -1 --separate-stderr timeout 20 "$PGLOCK" --scope "$scope" $opt p-k touch "$BATS_TEST_TMPDIR/ran"
+			assert_output ''
+			assert_equal "$stderr" "$(paused_line p-k --resume 'disk swap, see #ops')"
+		done
+	done
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	free "$(sha_id p-k)"
+	# Nothing recorded: a pause is no failure.
+	[ "$(sql "SELECT (ok_at IS NULL) || ' ' || (failed_at IS NULL) || ' ' || coalesce(failures, 0) FROM pglock_runs WHERE key = 'p-k'")" = "true true 0" ]
+	run -0 timeout 20 "$PGLOCK" p-k touch "$BATS_TEST_TMPDIR/ran"
+	[ -e "$BATS_TEST_TMPDIR/ran" ]
+	run -0 --separate-stderr pglock --resume p-k
+	assert_equal "$stderr" ''
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --once p-k echo ran
+	assert_output ran
+	run -1 --separate-stderr pglock --resume p-k
+	assert_equal "$stderr" 'pglock: p-k: not paused'
+	run -1 --separate-stderr pglock -q --resume p-k
+	assert_equal "$stderr" ''
+}
+
+@test "a paused run: -E 0 exits 0 and -E 3 exits 3, saying so; -q says nothing; no --reason, no colon" {
+	run -0 pglock --pause e-k
+	run -0 --separate-stderr timeout 20 "$PGLOCK" -E 0 --once e-k touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" "$(paused_line e-k --resume)"
+	run -3 --separate-stderr timeout 20 "$PGLOCK" -E 3 --record e-k touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" "$(paused_line e-k --resume)"
+	run -1 --separate-stderr timeout 20 "$PGLOCK" -q --once-per 1h e-k touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" ''
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
+@test "--pause --for ends by itself, by the server's clock: until is the server's now plus DURATION, and once past it the run runs" {
+	run -0 --separate-stderr pglock -v --pause --for 2s --reason short f-k
+	[ "$(sql "SELECT paused_until - paused_at FROM pglock_runs WHERE key = 'f-k'")" = 00:00:02 ]
+	until=$(sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSOF') FROM pglock_runs WHERE key = 'f-k'")
+	assert_equal "$stderr" "pglock: f-k: paused until $until"
+	run -0 pglock --pause --for 1h --reason long h-k
+	run -1 --separate-stderr timeout 20 "$PGLOCK" --once h-k touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" "$(paused_line h-k "$(sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSOF') FROM pglock_runs WHERE key = 'h-k'")" long)"
+	wait_until 20 bash -c "[ \"\$(psql -XAtc \"SELECT paused_until < now() FROM pglock_runs WHERE key = 'f-k'\")\" = t ]"
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --once f-k echo ran
+	assert_output ran
+	# An ended pause is no pause to resume.
+	run -1 --separate-stderr pglock --resume f-k
+	assert_equal "$stderr" 'pglock: f-k: not paused'
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
+@test "a waiter that gets the lock after KEY was paused runs nothing: the pause is read under the lock" {
+	d=$BATS_TEST_TMPDIR
+	mkfifo "$d/fifo"
+	bg first pglock --record drain-k sh -c 'read x <"$0"' "$d/fifo"
+	wait_until 10 held "$(sha_id drain-k)"
+	bg second pglock --record drain-k touch "$d/ran"
+	wait_until 10 waiting "$(sha_id drain-k)"
+	run -0 pglock --pause --reason drain drain-k
+	fifo_go "$d/fifo"
+	bgwait first 20
+	[ "$bg_status" -eq 0 ]
+	bgwait second 20
+	[ "$bg_status" -eq 1 ]
+	[ "$(cat "$d/second.err")" = "$(paused_line drain-k --resume drain)" ]
+	[ ! -e "$d/ran" ]
+}
+
+@test "--forget keeps a pause: the runs go, the pause stays" {
+	run -0 pglock --once fp-k true
+	run -0 pglock --pause fp-k
+	run -0 pglock --forget fp-k
+	[ "$(sql "SELECT (ok_at IS NULL) || ' ' || (paused_at IS NOT NULL) FROM pglock_runs WHERE key = 'fp-k'")" = "true true" ]
+	run -1 timeout 20 "$PGLOCK" --once fp-k true
+	run -0 pglock --resume fp-k
+	run -0 pglock --forget fp-k
+	[ -z "$(sql "SELECT key FROM pglock_runs WHERE key = 'fp-k'")" ]
+}
+
+@test "pausing needs the table's UPDATE grant, as recording does: without it --pause and --resume are 69 and change nothing" {
+	run -0 pglock --record grant-k true
+	run -0 pglock --pause grant-k
+	sql "DROP ROLE IF EXISTS pglock_o_insert; CREATE ROLE pglock_o_insert LOGIN;
+	     GRANT SELECT, INSERT ON pglock_runs TO pglock_o_insert"
+	run -69 --separate-stderr pglock -U pglock_o_insert --resume grant-k
+	assert_equal "$stderr" "pglock: grant-k: --resume: permission denied for table pglock_runs"
+	run -69 --separate-stderr pglock -U pglock_o_insert --pause grant-j
+	assert_equal "$stderr" "pglock: grant-j: --pause: permission denied for table pglock_runs"
+	[ "$(sql "SELECT string_agg(key || ' ' || (paused_at IS NOT NULL), ',') FROM pglock_runs WHERE key LIKE 'grant-%'")" = "grant-k true" ]
+	sql "GRANT UPDATE ON pglock_runs TO pglock_o_insert"
+	run -0 pglock -U pglock_o_insert --pause grant-j
+	run -0 pglock -U pglock_o_insert --resume grant-k
+}
+
+@test "--pause on a table an earlier build made: 69 naming the ALTER TABLE its owner runs; after it, the writer pauses" {
+	old_table pglock_o_old2
+	sql "DROP ROLE IF EXISTS pglock_o_writer2; CREATE ROLE pglock_o_writer2 LOGIN;
+	     GRANT SELECT, INSERT, UPDATE, DELETE ON pglock_o_old2 TO pglock_o_writer2"
+	run -69 --separate-stderr pglock -U pglock_o_writer2 --runs-table pglock_o_old2 --pause old2-k
+	assert_equal "$stderr" 'pglock: old2-k: --pause: table "pglock_o_old2" has no columns for pauses (an earlier pglock created it); have its owner run: ALTER TABLE "pglock_o_old2" ADD COLUMN IF NOT EXISTS failures integer, ADD COLUMN IF NOT EXISTS paused_at timestamptz, ADD COLUMN IF NOT EXISTS paused_until timestamptz, ADD COLUMN IF NOT EXISTS paused_host text, ADD COLUMN IF NOT EXISTS paused_reason text'
+	alter=${stderr#*run: }
+	run -1 --separate-stderr pglock -U pglock_o_writer2 --runs-table pglock_o_old2 --resume old2-k
+	assert_equal "$stderr" 'pglock: old2-k: not paused'
+	run -0 timeout 20 "$PGLOCK" -U pglock_o_writer2 --runs-table pglock_o_old2 --once old2-k true
+	sql "$alter"
+	run -0 pglock -U pglock_o_writer2 --runs-table pglock_o_old2 --pause old2-k
+	run -1 timeout 20 "$PGLOCK" -U pglock_o_writer2 --runs-table pglock_o_old2 --record old2-k true
+	run -0 pglock -U pglock_o_writer2 --runs-table pglock_o_old2 --resume old2-k
+}
+
+@test "--pause and --resume take one KEY; --for and --reason only with --pause; --for 0 and a --reason not UTF-8 are refused: 64" {
+	run -64 pglock --pause
+	run -64 pglock --pause k true
+	run -64 pglock --resume a b
+	run -64 --separate-stderr pglock --pause --resume k
+	assert_equal "$stderr" "pglock: choose one of --hold, --status, --explain, --break, --forget, --pause, --resume and --version-counter (see pglock --help)"
+	run -64 --separate-stderr pglock --for 1h --once k true
+	assert_equal "$stderr" "pglock: --for and --reason are for --pause (see pglock --help)"
+	run -64 pglock --reason x --resume k
+	run -64 --separate-stderr pglock --pause --for 0 k
+	assert_equal "$stderr" "pglock: --for: must be more than 0 (see pglock --help)"
+	run -64 pglock --pause --reason $'a\xffb' k
+	run -64 pglock --pause --reason "$(head -c 1001 /dev/zero | tr '\0' r)" k
+	run -64 pglock --pause --json k
+	run -64 pglock --pause $'a\xffb'
+}
