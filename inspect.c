@@ -258,6 +258,16 @@ count(long n, char *buf, size_t len, const char *none)
 	return buf;
 }
 
+/* s as a JSON string, or null when empty. */
+static void
+put_text(FILE *f, const char *s)
+{
+	if (*s != '\0')
+		json_put(f, s);
+	else
+		fprintf(f, "null");
+}
+
 /* The server's now: a dead-man check that host clocks cannot fool. */
 static int
 runs_recent(const struct opts *o, const struct runs_row *r)
@@ -266,16 +276,87 @@ runs_recent(const struct opts *o, const struct runs_row *r)
 }
 
 /*
- * KEY's runs, after its locks, to f: a line for its last success, one for its
- * last failure (--json: a "runs" object; "hidden" when this role may not read
- * them); did it succeed within --ok-within?
+ * KEY's record as lines: last_ok, last_failed with the streak (? where the
+ * table does not count it), paused (until - when until --resume).
+ */
+static void
+runs_lines(FILE *f, const char *key, const struct runs_row *r)
+{
+	char k[1024], host[512], num[24], why[4 * RUNS_REASON_MAX + 1];
+
+	(void)field(key, k, sizeof(k));
+	if (r->has_ok)
+		fprintf(f, "%s\tlast_ok\t%s\t%s\t%.3f\n", k, r->ok_at,
+		    field(r->ok_host, host, sizeof(host)), r->ok_seconds);
+	if (r->has_failed)
+		fprintf(f, "%s\tlast_failed\t%s\t%s\t%d\t%s\n", k,
+		    r->failed_at, field(r->failed_host, host, sizeof(host)),
+		    r->failed_status, count(r->failures, num, sizeof(num), "?"));
+	if (r->paused)
+		fprintf(f, "%s\tpaused\t%s\t%s\t%s\t%s\n", k, r->paused_at,
+		    field(r->paused_host, host, sizeof(host)),
+		    *r->paused_until != '\0' ? r->paused_until : "-",
+		    field(r->paused_reason, why, sizeof(why)));
+}
+
+/* KEY's record as a "runs" object, after sep ("hidden" when not read). */
+static void
+runs_object(FILE *f, const char *key, const struct runs_row *r,
+    const char *sep)
+{
+	char num[24];
+
+	fprintf(f, "%s{\"key\": ", sep);
+	json_put(f, key);
+	/* Hidden is not never: no last_ok, rather than a null. */
+	if (r->denied) {
+		fprintf(f, ", \"hidden\": true}");
+		return;
+	}
+	fprintf(f, ", \"last_ok\": ");
+	if (r->has_ok) {
+		put_at(f, r->ok_at);
+		json_put(f, r->ok_host);
+		fprintf(f, ", \"seconds\": ");
+		put_number(f, r->ok_seconds);
+		fprintf(f, "}");
+	} else {
+		fprintf(f, "null");
+	}
+	fprintf(f, ", \"last_failed\": ");
+	if (r->has_failed) {
+		put_at(f, r->failed_at);
+		json_put(f, r->failed_host);
+		fprintf(f, ", \"status\": %d}", r->failed_status);
+	} else {
+		fprintf(f, "null");
+	}
+	fprintf(f, ", \"failures\": %s, \"paused\": ", count(r->failures,
+	    num, sizeof(num), "null"));
+	if (!r->paused) {
+		fprintf(f, "null}");
+		return;
+	}
+	/* until null: until --resume; reason null: none given. */
+	put_at(f, r->paused_at);
+	json_put(f, r->paused_host);
+	fprintf(f, ", \"until\": ");
+	put_text(f, r->paused_until);
+	fprintf(f, ", \"reason\": ");
+	put_text(f, r->paused_reason);
+	fprintf(f, "}}");
+}
+
+/*
+ * KEY's runs, after its locks, to f: lines, or (--json) a "runs" object after
+ * the n-th; did it succeed within --ok-within, or is it paused (no alarm)?
  */
 static int
 print_runs(FILE *f, const struct opts *o, PGconn *c, const char *key, int n)
 {
 	struct runs_row r;
 	struct err why;
-	char k[1024], host[512], num[24], *name = record_key(o, key);
+	char *name = record_key(o, key);
 
 	/* A name not UTF-8 is never recorded (pglock refuses it): none. */
 	memset(&r, 0, sizeof(r));
@@ -289,49 +370,13 @@ print_runs(FILE *f, const struct opts *o, PGconn *c, const char *key, int n)
 	if (r.denied && n == 0 && !o->quiet)
 		say("--status: this role may not read the record of runs (%s): "
 		    "none is shown", why.msg);
-	if (!o->json) {
-		if (r.has_ok)
-			fprintf(f, "%s\tlast_ok\t%s\t%s\t%.3f\n", field(key, k,
-			    sizeof(k)), r.ok_at, field(r.ok_host, host,
-			    sizeof(host)), r.ok_seconds);
-		/* Then the failures since the last success; ? uncounted. */
-		if (r.has_failed)
-			fprintf(f, "%s\tlast_failed\t%s\t%s\t%d\t%s\n",
-			    field(key, k, sizeof(k)), r.failed_at,
-			    field(r.failed_host, host, sizeof(host)),
-			    r.failed_status, count(r.failures, num, sizeof(num),
-			    "?"));
-		return runs_recent(o, &r);
-	}
-	fprintf(f, "%s{\"key\": ", n > 0 ? ",\n  " : "\n  ");
-	json_put(f, key);
-	/* Hidden is not never: no last_ok, rather than a null. */
-	if (r.denied) {
-		fprintf(f, ", \"hidden\": true}");
-		return 0;
-	}
-	fprintf(f, ", \"last_ok\": ");
-	if (r.has_ok) {
-		put_at(f, r.ok_at);
-		json_put(f, r.ok_host);
-		fprintf(f, ", \"seconds\": ");
-		put_number(f, r.ok_seconds);
-		fprintf(f, "}");
-	} else {
-		fprintf(f, "null");
-	}
-	fprintf(f, ", \"last_failed\": ");
-	if (r.has_failed) {
-		put_at(f, r.failed_at);
-		json_put(f, r.failed_host);
-		fprintf(f, ", \"status\": %d}", r.failed_status);
-	} else {
-		fprintf(f, "null");
-	}
-	fprintf(f, ", \"failures\": %s}", count(r.failures, num, sizeof(num),
-	    "null"));
-	return runs_recent(o, &r);
+	if (o->json)
+		runs_object(f, key, &r, n > 0 ? ",\n  " : "\n  ");
+	else
+		runs_lines(f, key, &r);
+	return r.paused || runs_recent(o, &r);
 }
+
 /*
  * A header, a line a lock (--json: an object, its array "locks"), runs: all
  * built first, then written at once, so that an error midway prints nothing.

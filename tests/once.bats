@@ -256,7 +256,7 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	run -1 pglock --status --ok-within 0.001 st-k
 	run -1 pglock --status --ok-within 1d never-k
 	run -1 --separate-stderr pglock --status --json never-k
-	[[ "$output" == *'"runs": ['*'{"key": "never-k", "last_ok": null, "last_failed": null, "failures": 0}'* ]]
+	[[ "$output" == *'"runs": ['*'{"key": "never-k", "last_ok": null, "last_failed": null, "failures": 0, "paused": null}'* ]]
 }
 
 @test "--runs-table in a new schema, 8 first users at once: one run, all exit 0; --status --runs-table reads it" {

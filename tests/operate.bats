@@ -213,3 +213,61 @@ paused_line() {
 	run -64 pglock --pause --json k
 	run -64 pglock --pause $'a\xffb'
 }
+
+# until_of KEY: the pause's end as pglock prints it; until_re KEY: the same
+# as a regular expression.
+until_of() {
+	sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSOF') FROM pglock_runs WHERE key = '$1'"
+}
+until_re() {
+	local u
+	u=$(until_of "$1")
+	echo "${u//+/\\+}"
+}
+
+@test "--status KEY shows a pause: a line (until - when open-ended, the reason escaped); JSON \"paused\" {at, until, host, reason}, until null when open-ended, null when not paused" {
+	run -0 pglock --record sp-k true
+	run -0 pglock --pause --reason $'swap\tdisks\nnow' sp-k
+	host=$(hostname)
+	run -1 --separate-stderr pglock --status sp-k
+	[ "${#lines[@]}" -eq 3 ]
+	assert_line --index 2 --regexp "^sp-k	paused	[0-9-]+T[0-9:]+[+-][0-9]+	$host	-	swap\\\\tdisks\\\\nnow$"
+	run -0 pglock --pause --for 1h sp-k
+	run -1 --separate-stderr pglock --status sp-k
+	assert_line --index 2 --regexp "^sp-k	paused	[0-9-]+T[0-9:]+[+-][0-9]+	$host	$(until_re sp-k)	$"
+	run -0 pglock --pause --reason $'swap\tdisks\nnow' sp-k
+	run -0 pglock --pause --for 2h --reason 'until then' sp-j
+	run -1 --separate-stderr pglock --status --json sp-k sp-j sp-none
+	"$PYTHON" -c '
+import json, sys
+runs = json.loads(sys.argv[1])["runs"]
+p = runs[0]["paused"]
+assert sorted(p) == ["at", "host", "reason", "until"], p
+assert p["until"] is None and p["host"] == sys.argv[2] and p["reason"] == "swap\tdisks\nnow" and p["at"], p
+assert runs[0]["last_ok"] is not None, runs
+p = runs[1]["paused"]
+assert p["until"] == sys.argv[3] and p["reason"] == "until then", p
+assert runs[2]["paused"] is None, runs' "$output" "$host" "$(until_of sp-j)"
+	run -0 pglock --resume sp-k
+	run -1 --separate-stderr pglock --status --json sp-k
+	"$PYTHON" -c '
+import json, sys
+assert json.loads(sys.argv[1])["runs"][0]["paused"] is None' "$output"
+	run -1 --separate-stderr pglock --status sp-k
+	refute_output --partial paused
+}
+
+@test "--status --ok-within of a paused KEY exits 0 (a paused job is no alarm) and its line says paused and until when; resumed, it is 1 again" {
+	run -1 pglock --status --ok-within 1h ow-k
+	run -0 pglock --pause --for 1h --reason maintenance ow-k
+	run -0 --separate-stderr pglock --status --ok-within 1h ow-k
+	assert_line --index 1 --regexp "^ow-k	paused	[0-9-]+T[0-9:]+[+-][0-9]+	$(hostname)	$(until_re ow-k)	maintenance$"
+	run -0 --separate-stderr pglock --status --json --ok-within 1h ow-k
+	run -0 pglock --resume ow-k
+	run -1 pglock --status --ok-within 1h ow-k
+	# An ended pause is no pause: the check alarms again.
+	run -0 pglock --pause --for 1s ow-k
+	wait_until 20 bash -c "[ \"\$(psql -XAtc \"SELECT paused_until < now() FROM pglock_runs WHERE key = 'ow-k'\")\" = t ]"
+	run -1 --separate-stderr pglock --status --ok-within 1h ow-k
+	refute_output --partial paused
+}
