@@ -377,6 +377,181 @@ print_runs(FILE *f, const struct opts *o, PGconn *c, const char *key, int n)
 	return r.paused || runs_recent(o, &r);
 }
 
+/* ---- --status --metrics: Prometheus' text exposition format ---------- */
+
+/* One KEY of --metrics: its label, record, and its lock's sessions. */
+struct metric_key {
+	const char *label;	/* KEY as named, or the record's name */
+	struct runs_row r;
+	int holders, waiters;	/* -1: not counted (KEY not named) */
+};
+
+/* The families, in the order printed; sample() knows each by its index. */
+static const struct family {
+	const char *name, *help;
+	int decimals;		/* as printed: timestamps to the microsecond */
+} families[] = {
+	{ "pglock_last_success_timestamp_seconds", "When the key's job last "
+	    "succeeded, by the database server's clock (Unix time).", 6 },
+	{ "pglock_last_failure_timestamp_seconds", "When the key's job last "
+	    "failed, by the database server's clock (Unix time).", 6 },
+	{ "pglock_last_success_duration_seconds", "How long the key's last "
+	    "successful run took.", 3 },
+	{ "pglock_consecutive_failures", "Runs of the key's job that failed "
+	    "since its last success.", 0 },
+	{ "pglock_paused", "1 while the key's recorded runs are paused "
+	    "(pglock --pause), else 0.", 0 },
+	{ "pglock_lock_holders", "Sessions that hold the key's lock.", 0 },
+	{ "pglock_lock_waiters", "Sessions that wait for the key's lock.",
+	    0 },
+};
+
+/* Key m's sample of family i into *v: 1, or 0 when it has none. */
+static int
+sample(size_t i, const struct metric_key *m, double *v)
+{
+	const struct runs_row *r = &m->r;
+	const double values[] = { r->ok_ms / 1000.0, r->failed_ms / 1000.0,
+	    r->ok_seconds, (double)r->failures, r->paused, m->holders,
+	    m->waiters };
+	const int has[] = { r->has_ok, r->has_failed, r->has_ok,
+	    r->failures >= 0, 1, m->holders >= 0, m->waiters >= 0 };
+
+	*v = values[i];
+	return has[i];
+}
+
+/* A label value as the format escapes it: backslash, quote, newline. */
+static void
+put_label(FILE *f, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			putc('\\', f);
+		if (*s == '\n')
+			fputs("\\n", f);
+		else
+			putc(*s, f);
+	}
+}
+
+/* Every family's HELP and TYPE, then each key's sample of it. */
+static void
+put_metrics(FILE *f, const struct metric_key *keys, int n)
+{
+	size_t i;
+	double v;
+	int j;
+
+	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", families[i].name,
+		    families[i].help, families[i].name);
+		for (j = 0; j < n; j++) {
+			if (!sample(i, &keys[j], &v))
+				continue;
+			fprintf(f, "%s{key=\"", families[i].name);
+			put_label(f, keys[j].label);
+			fputs("\"} ", f);
+			if (isnan(v))
+				fputs("NaN", f);
+			else if (isinf(v))
+				fputs(v > 0 ? "+Inf" : "-Inf", f);
+			else
+				fprintf(f, "%.*f", families[i].decimals, v);
+			putc('\n', f);
+		}
+	}
+}
+
+/* Count the sessions that hold and that wait for KEY (any of its slots). */
+static void
+count_sessions(const struct opts *o, PGconn *c, struct metric_key *m)
+{
+	struct key k, slot;
+	struct lock_row *rows;
+	int i, j, n;
+
+	resolve_key_or_err(o, m->label, &k);
+	m->holders = m->waiters = 0;
+	for (j = o->lock.slots > 0 ? 1 : 0; j <= o->lock.slots; j++) {
+		if (o->lock.slots > 0)
+			slots_key(&k, j, &slot);
+		n = locks_or_err("--status --metrics", c, o->lock.slots > 0 ?
+		    &slot : &k, &rows);
+		for (i = 0; i < n; i++)
+			*(rows[i].held ? &m->holders : &m->waiters) += 1;
+		free(rows);
+	}
+}
+
+/* The named KEYs, each once, read: their count. */
+static int
+named_keys(const struct opts *o, PGconn *c, struct metric_key *keys)
+{
+	struct err why;
+	char *name;
+	int i, j, n = 0;
+
+	for (i = 0; o->keys[i] != NULL; i++) {
+		for (j = 0; j < n && strcmp(keys[j].label, o->keys[i]) != 0; j++)
+			;
+		if (j < n)	/* named twice: one series */
+			continue;
+		keys[n].label = o->keys[i];
+		name = record_key(o, o->keys[i]);
+		if (runs_read(c, o->runs_sql, name, &keys[n].r, &why) == -1 ||
+		    keys[n].r.denied)
+			die(EXIT_UNAVAILABLE, "--status --metrics: %s",
+			    why.msg);
+		free(name);
+		count_sessions(o, c, &keys[n++]);
+	}
+	return n;
+}
+
+/*
+ * --status --metrics [KEY ...]: each named KEY's record and lock sessions, or
+ * every record in the table; built whole, then written. 0; dies on an error.
+ */
+static int
+show_metrics(const struct opts *o, PGconn *c)
+{
+	struct metric_key *keys;
+	struct runs_row *rows = NULL;
+	struct err why;
+	char **names = NULL, *doc = NULL;
+	size_t len = 0;
+	FILE *f;
+	int i, n = 0;
+
+	for (i = 0; o->keys[i] != NULL; i++)
+		;
+	if (i == 0 && runs_list(c, o->runs_sql, &names, &rows, &n, &why) != 0)
+		die(EXIT_UNAVAILABLE, "--status --metrics: %s", why.msg);
+	if ((keys = calloc((size_t)(i > n ? i : n) + 1, sizeof(*keys))) ==
+	    NULL || (f = open_memstream(&doc, &len)) == NULL)
+		die_errno(EXIT_OSERR, "--status --metrics");
+	if (i > 0)
+		n = named_keys(o, c, keys);
+	for (i = 0; names != NULL && i < n; i++) {
+		keys[i].label = names[i];
+		keys[i].r = rows[i];
+		keys[i].holders = keys[i].waiters = -1;
+	}
+	put_metrics(f, keys, n);
+	if (fclose(f) == EOF)
+		die_errno(EXIT_OSERR, "open_memstream");
+	(void)fwrite(doc, 1, len, stdout);
+	flush_stdout_or_err();
+	for (i = 0; names != NULL && i < n; i++)
+		free(names[i]);
+	free(names);
+	free(rows);
+	free(keys);
+	free(doc);
+	return 0;
+}
+
 /*
  * A header, a line a lock (--json: an object, its array "locks"), runs: all
  * built first, then written at once, so that an error midway prints nothing.
@@ -390,6 +565,8 @@ show_status(const struct opts *o, PGconn *c)
 	FILE *f;
 	int i, j, held, all_held = 1, printed = 0, ok = 0;
 
+	if (o->metrics)
+		return show_metrics(o, c);
 	if ((f = open_memstream(&doc, &len)) == NULL)
 		die_errno(EXIT_OSERR, "open_memstream");
 	if (o->json)

@@ -62,6 +62,7 @@ static const char usage_text[] =
     "       pglock [options] --hold KEY\n"
     "       pglock [options] --status [KEY ...]\n"
     "       pglock [options] --status --ok-within DURATION KEY\n"
+    "       pglock [options] --status --metrics [KEY ...]\n"
     "       pglock [options] --explain KEY\n"
     "       pglock [options] --break KEY\n"
     "       pglock [options] --version-counter [--peek] TENANT"
@@ -163,6 +164,11 @@ usage(FILE *f)
 	    " KEY\n"
 	    "      --json                 --status, --explain, --peek: one"
 	    " JSON document\n"
+	    "      --metrics              with --status: the records (every"
+	    " one, or the\n"
+	    "                             KEYs' with their locks' sessions) in"
+	    " Prometheus'\n"
+	    "                             text format\n"
 	    "\nConnection options:\n"
 	    "  -d, --dbname CONNINFO      database name, conninfo or URI\n"
 	    "  -h, --host HOST            server host or socket directory\n"
@@ -383,7 +389,7 @@ enum {
 	OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_SCOPE,
 	OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS,
 	OPT_ONCE, OPT_ONCE_PER, OPT_RECORD, OPT_RUNS_TABLE, OPT_OK_WITHIN,
-	OPT_FOR, OPT_REASON,
+	OPT_FOR, OPT_REASON, OPT_METRICS,
 	OPT_MODE = 512
 };
 
@@ -434,6 +440,7 @@ static const struct option longopts[] = {
 	{ "resume", no_argument, NULL, OPT_MODE + MODE_RESUME },
 	{ "for", required_argument, NULL, OPT_FOR },
 	{ "reason", required_argument, NULL, OPT_REASON },
+	{ "metrics", no_argument, NULL, OPT_METRICS },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -711,6 +718,9 @@ mode_option_or_err(struct opts *o, int c, char *arg)
 		if (arg_period_ms(arg, &o->ok_within_ms, &why) == -1)
 			usage_err("--ok-within: %s", why.msg);
 		break;
+	case OPT_METRICS:
+		o->metrics = 1;
+		break;
 	case OPT_FOR:
 		if (arg_period_ms(arg, &o->pause_ms, &why) == -1)
 			usage_err("--for: %s", why.msg);
@@ -857,11 +867,19 @@ check_or_err(struct opts *o, int argc, char **argv)
 	    sizeof(option_rules[0]));
 	if (o->ok_within_ms >= 0 && (o->mode != MODE_STATUS || argc != 1))
 		usage_err("%s", "--ok-within is for --status with one KEY");
+	if (o->metrics && (o->mode != MODE_STATUS || o->json ||
+	    o->ok_within_ms >= 0))
+		usage_err("%s", "--metrics is for --status, without --json or "
+		    "--ok-within");
 	if (o->mode == MODE_STATUS) {
 		o->keys = argv;		/* every argument is a KEY */
 		for (; argc > 0; argc--, argv++)
 			if (*argv[0] == '\0')
 				usage_err("%s is empty", what);
+			else if (o->metrics && !key_utf8_ok(*argv,
+			    strlen(*argv)))
+				usage_err("%s: not valid UTF-8, which a "
+				    "metric's label needs", printable(*argv));
 		return;
 	}
 	if ((o->pause_ms >= 0 || o->reason != NULL) && o->mode != MODE_PAUSE)

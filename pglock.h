@@ -60,6 +60,7 @@ struct opts {
 	pid_t caller;		/* parent at start: --hold's script; 0: init */
 	long long pause_ms;	/* --pause --for; -1: until --resume */
 	const char *reason;	/* --pause --reason; NULL: none */
+	int metrics;		/* --status --metrics */
 };
 
 /* A diagnostic line on stderr, as "pglock: ...", written at once. */

@@ -10,7 +10,7 @@ _pglock_opts='-x -e --exclusive -s --shared -n --nonblock --nb
 --lost-signal --kill-after --scope --version-counter --peek --counter-table
 --status --explain --hold --break --max-time --slots --json
 --once --once-per --record --forget --runs-table --ok-within
---pause --resume --for --reason
+--pause --resume --for --reason --metrics
 -d --dbname -h --host -p --port -U --username
 --connect-timeout -? --help -V --version'
 _pglock_valued='-w --wait --timeout -E --conflict-exit-code -c --command

@@ -127,6 +127,7 @@ complete -c pglock -n $nokey -l pause -d "pause KEY's recorded runs"
 complete -c pglock -n $nokey -l for -x -d 'with --pause: the pause ends after DURATION'
 complete -c pglock -n $nokey -l reason -x -d 'with --pause: why'
 complete -c pglock -n $nokey -l resume -d "end KEY's pause"
+complete -c pglock -n $nokey -l metrics -d "with --status: the records in Prometheus' text format"
 complete -c pglock -n $nokey -s d -l dbname -x -d 'database name, conninfo or URI'
 complete -c pglock -n $nokey -s h -l host -x -a '(__fish_print_hostnames; __fish_complete_directories)' -d 'server host or socket directory'
 complete -c pglock -n $nokey -s p -l port -x -d 'server port'

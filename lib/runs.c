@@ -193,6 +193,60 @@ host_name(char *host, size_t len)
 	host[len - 1] = '\0';
 }
 
+/* Read res's rows (a name, then RECORD()) into *names and *rows: 0, or -1. */
+static int
+list_get(const PGresult *res, char ***names, struct runs_row **rows, int *n,
+    struct err *err)
+{
+	int i;
+
+	*n = PQntuples(res);
+	*names = calloc((size_t)*n + 1, sizeof(**names));
+	*rows = calloc((size_t)*n + 1, sizeof(**rows));
+	if (*names == NULL || *rows == NULL) {
+		err_set(err, "out of memory for %d records", *n);
+		return -1;
+	}
+	for (i = 0; i < *n; i++) {
+		if (((*names)[i] = strdup(PQgetvalue(res, i, 0))) == NULL) {
+			err_set(err, "out of memory for %d records", *n);
+			return -1;
+		}
+		(*rows)[i].ok_slot = -1;
+		record_get(res, i, 1, &(*rows)[i]);
+	}
+	return 0;
+}
+
+int
+runs_list(PGconn *c, const char *table, char ***names,
+    struct runs_row **rows, int *n, struct err *err)
+{
+	char sql[2048];
+	const char *params[2] = { table, NULL };
+	PGresult *res;
+	int rc = -1;
+
+	*names = NULL;
+	*rows = NULL;
+	*n = 0;
+	snprintf(sql, sizeof(sql), "SELECT r.key, " RECORD("$1") " FROM %s r"
+	    JSONB " ORDER BY r.key", table);
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
+		return -1;
+	if (PQresultStatus(res) == PGRES_TUPLES_OK &&
+	    PQnfields(res) == RECORD_FIELDS + 1) {
+		rc = list_get(res, names, rows, n, err);
+	} else if (conn_is_state(res, "42P01")) {
+		rc = 0;		/* no table: no records */
+	} else {
+		conn_result_error(res, err);
+		rc = conn_is_state(res, "42501") ? 1 : -1;
+	}
+	PQclear(res);
+	return rc;
+}
+
 int
 runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
     struct err *err)

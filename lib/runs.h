@@ -57,6 +57,14 @@ int runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, struct err *err);
 
 /*
+ * Every record of table, by name: *names and *rows (malloc'd, *n of each; the
+ * caller frees each name, then both arrays). 0 (none when there is no table);
+ * 1, this role may not read it; -1, error. The reason in err.
+ */
+int runs_list(PGconn *c, const char *table, char ***names,
+    struct runs_row **rows, int *n, struct err *err);
+
+/*
  * The slot of period_ms at now_ms as a record keeps it: 0 for --once (period
  * 0, one slot for ever); else its start and its length, which name it, in one
  * bigint above 2^62, which no slot number of earlier builds reaches.

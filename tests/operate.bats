@@ -271,3 +271,124 @@ assert json.loads(sys.argv[1])["runs"][0]["paused"] is None' "$output"
 	run -1 --separate-stderr pglock --status --ok-within 1h ow-k
 	refute_output --partial paused
 }
+
+# metrics ARGS...: `pglock --status --metrics ARGS` (exit 0, nothing on
+# stderr), parsed by the Prometheus client library's own parser, as
+# "family key value" lines, sorted.
+metrics() {
+	local prom
+	prom=$("$PGLOCK" --status --metrics "$@" 2>"$BATS_TEST_TMPDIR/metrics.err") || return 1
+	[ ! -s "$BATS_TEST_TMPDIR/metrics.err" ] || return 1
+	"$PYTHON" -c '
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+out = []
+for fam in text_string_to_metric_families(sys.argv[1]):
+    assert fam.type == "gauge", fam
+    assert fam.documentation, fam
+    for s in fam.samples:
+        assert s.name == fam.name and list(s.labels) == ["key"], s
+        out.append("%s %r %r" % (s.name, s.labels["key"], s.value))
+print("\n".join(sorted(out)))' "$prom"
+}
+
+# record_metrics TABLE KEY: the record's own values, as metrics() shows them.
+record_metrics() {
+	sql "SELECT 'pglock_last_success_timestamp_seconds ''$2'' ' || extract(epoch FROM ok_at)::float8,
+	            'pglock_last_failure_timestamp_seconds ''$2'' ' || extract(epoch FROM failed_at)::float8,
+	            'pglock_last_success_duration_seconds ''$2'' ' || ok_seconds,
+	            'pglock_consecutive_failures ''$2'' ' || failures::float8
+	     FROM $1 WHERE key = '$2'" | tr '|' '\n' | grep .
+}
+
+@test "--status --metrics: the Prometheus text format that its client library parses, every record's gauges equal to the record, 0" {
+	t="--runs-table pglock_o_m1"
+	# shellcheck disable=SC2086
+	{
+		run -0 pglock $t --record m-ok sh -c 'sleep 0.2'
+		run -3 pglock $t --record m-bad sh -c 'exit 3'
+		run -3 pglock $t --record m-bad sh -c 'exit 3'
+		run -0 pglock $t --record m-both true
+		run -4 pglock $t --record m-both sh -c 'exit 4'
+		run -0 pglock $t --pause --for 1h m-ok
+		run -0 metrics $t
+	}
+	# Every sample, every value: the record's (timestamps to the microsecond).
+	"$PYTHON" -c '
+import sys
+got = {l.rsplit(" ", 1)[0]: float(l.rsplit(" ", 1)[1]) for l in sys.argv[1].splitlines()}
+want = {}
+for l in sys.argv[2].splitlines():
+    k, v = l.rsplit(" ", 1)
+    want[k] = float(v)
+for k in ("ok", "bad", "both"):
+    want["pglock_paused %r" % ("m-" + k)] = 1.0 if k == "ok" else 0.0
+assert sorted(got) == sorted(want), (sorted(got), sorted(want))
+for k, v in want.items():
+    assert abs(got[k] - v) < 2e-6, (k, got[k], v)' "$output" "$(for k in m-ok m-bad m-both; do record_metrics pglock_o_m1 "$k"; done)"
+	[[ "$output" == *"pglock_consecutive_failures 'm-bad' 2.0"* ]]
+	# Holders and waiters only for KEYs named.
+	run -0 pglock --status --metrics --runs-table pglock_o_m1
+	assert_line '# TYPE pglock_lock_holders gauge'
+	refute_output --partial 'pglock_lock_holders{'
+	# No table yet: the families, no sample.
+	run -0 metrics --runs-table pglock_o_none
+	assert_output ''
+}
+
+@test "--status --metrics: a hostile KEY (quote, backslash, newline) is one well-formed label, named or listed" {
+	key=$'a"b\\c\nd\\n'
+	run -0 pglock --runs-table pglock_o_m2 --record "$key" true
+	run -0 pglock --runs-table pglock_o_m2 --record plain-k true
+	run -0 pglock --status --metrics --runs-table pglock_o_m2
+	assert_line 'pglock_paused{key="a\"b\\c\nd\\n"} 0'
+	run -0 metrics --runs-table pglock_o_m2
+	"$PYTHON" -c '
+import sys
+lines = sys.argv[1].splitlines()
+assert len(lines) == 8, lines
+assert sum(1 for l in lines if l.split(" ")[1] == repr(sys.argv[2])) == 4, lines' "$output" "$key"
+	run -0 metrics --runs-table pglock_o_m2 "$key"
+	"$PYTHON" -c '
+import sys
+keys = {eval(l.split(" ")[1]) for l in sys.argv[1].splitlines()}
+assert keys == {sys.argv[2]}, keys' "$output" "$key"
+}
+
+@test "--status --metrics KEY: the lock's holders and waiters, over its slots too; a KEY named twice is one series; an unrecorded KEY is not paused and has no failures" {
+	bg holder pglock held-k sleep 60
+	wait_until 10 held "$(sha_id held-k)"
+	bg waiter pglock held-k true
+	wait_until 10 waiting "$(sha_id held-k)"
+	run -0 metrics held-k held-k free-k
+	assert_output "pglock_consecutive_failures 'free-k' 0.0
+pglock_consecutive_failures 'held-k' 0.0
+pglock_lock_holders 'free-k' 0.0
+pglock_lock_holders 'held-k' 1.0
+pglock_lock_waiters 'free-k' 0.0
+pglock_lock_waiters 'held-k' 1.0
+pglock_paused 'free-k' 0.0
+pglock_paused 'held-k' 0.0"
+	bg s1 pglock --slots 3 slot-k sleep 60
+	bg s2 pglock --slots 3 slot-k sleep 60
+	wait_until 10 bash -c "[ \"\$($PGLOCK --status --metrics --slots 3 slot-k | grep '^pglock_lock_holders')\" = 'pglock_lock_holders{key=\"slot-k\"} 2' ]"
+}
+
+@test "--metrics is for --status, without --json or --ok-within; a KEY not UTF-8 cannot be a label: 64" {
+	run -64 pglock --metrics k true
+	run -64 pglock --status --metrics --json
+	run -64 pglock --status --metrics --ok-within 1h k
+	run -64 --separate-stderr pglock --status --metrics $'a\xffb'
+	assert_equal "$stderr" 'pglock: a\xffb: not valid UTF-8, which a metric'"'"'s label needs (see pglock --help)'
+}
+
+@test "--status --metrics: a record this role may not read is an error, not an absence: 69, nothing on standard output" {
+	run -0 pglock --record mh-k true
+	sql "DROP ROLE IF EXISTS pglock_o_blind2; CREATE ROLE pglock_o_blind2 LOGIN"
+	for keys in '' mh-k; do
+		# shellcheck disable=SC2086
+		run -69 --separate-stderr pglock -U pglock_o_blind2 --status --metrics $keys
+		assert_output ''
+		assert_equal "$stderr" 'pglock: --status --metrics: permission denied for table pglock_runs'
+	done
+}
