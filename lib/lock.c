@@ -483,7 +483,7 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	    " coalesce(a.usename::text, ''),"
 	    " coalesce(pg_catalog.host(a.client_addr), 'local'),"
 	    " coalesce(a.application_name, ''),"
-	    " coalesce(pg_catalog.to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'),"
+	    " coalesce(pg_catalog.to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM'),"
 	    " '') AS since,"
 	    /* What a role without pg_read_all_stats may not see. */
 	    " a.backend_start IS NULL"

@@ -38,7 +38,7 @@
 	" attrelid = pg_catalog.to_regclass(" param ") AND attname = '" col \
 	"' AND NOT attisdropped)"
 
-#define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSOF'"
+#define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM'"
 
 int
 runs_table(PGconn *c, const char *table, struct err *err)

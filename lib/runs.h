@@ -24,7 +24,7 @@ struct runs_row {
 	int denied;		/* this role may not read it */
 	double now_ms;		/* the server's clock, ms since the epoch */
 	int has_ok;		/* a success is recorded: */
-	char ok_at[40];		/* ISO 8601 */
+	char ok_at[40];		/* RFC 3339 */
 	double ok_ms;		/* the same, ms since the epoch */
 	char ok_host[256];
 	double ok_seconds;

@@ -242,8 +242,8 @@ killed_then_run() {
 	host=$(hostname)
 	run -1 --separate-stderr pglock --status st-k
 	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope"
-	assert_line --index 1 --regexp "^st-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]+	$host	[0-9]+\.[0-9]{3}$"
-	assert_line --index 2 --regexp "^st-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]+	$host	5	1$"
+	assert_line --index 1 --regexp "^st-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	[0-9]+\.[0-9]{3}$"
+	assert_line --index 2 --regexp "^st-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	5	1$"
 	run -1 --separate-stderr pglock --status --json st-k
 	"$PYTHON" -c '
 import json, sys
@@ -271,7 +271,7 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	run -1 --separate-stderr pglock --status --runs-table s_runs.t rt-k
 	[ "${#lines[@]}" -eq 2 ]
 	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope"
-	assert_line --index 1 --regexp "^rt-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]+	$(hostname)	[0-9]+\.[0-9]{3}$"
+	assert_line --index 1 --regexp "^rt-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$(hostname)	[0-9]+\.[0-9]{3}$"
 }
 
 @test "a role that may not create the runs table gets one line naming the statements: 69" {

@@ -25,7 +25,7 @@ print(json.loads(sys.argv[1])["runs"][0]["failures"])' "$output"
 	run -4 pglock --once streak-k sh -c 'exit 4'
 	[ "$(failures streak-k)" = 2 ]
 	run -1 --separate-stderr pglock --status streak-k
-	assert_line --index 1 --regexp "^streak-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]+	$(hostname)	4	2$"
+	assert_line --index 1 --regexp "^streak-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$(hostname)	4	2$"
 	[ "$(json_failures streak-k)" = 2 ]
 	run -0 pglock --once streak-k true
 	[ "$(failures streak-k)" = 0 ]
@@ -124,11 +124,11 @@ paused_line() {
 @test "--pause --for ends by itself, by the server's clock: until is the server's now plus DURATION, and once past it the run runs" {
 	run -0 --separate-stderr pglock -v --pause --for 2s --reason short f-k
 	[ "$(sql "SELECT paused_until - paused_at FROM pglock_runs WHERE key = 'f-k'")" = 00:00:02 ]
-	until=$(sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSOF') FROM pglock_runs WHERE key = 'f-k'")
+	until=$(sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM') FROM pglock_runs WHERE key = 'f-k'")
 	assert_equal "$stderr" "pglock: f-k: paused until $until"
 	run -0 pglock --pause --for 1h --reason long h-k
 	run -1 --separate-stderr timeout 20 "$PGLOCK" --once h-k touch "$BATS_TEST_TMPDIR/ran"
-	assert_equal "$stderr" "$(paused_line h-k "$(sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSOF') FROM pglock_runs WHERE key = 'h-k'")" long)"
+	assert_equal "$stderr" "$(paused_line h-k "$(sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM') FROM pglock_runs WHERE key = 'h-k'")" long)"
 	wait_until 20 bash -c "[ \"\$(psql -XAtc \"SELECT paused_until < now() FROM pglock_runs WHERE key = 'f-k'\")\" = t ]"
 	run -0 --separate-stderr timeout 20 "$PGLOCK" --once f-k echo ran
 	assert_output ran
@@ -217,7 +217,7 @@ paused_line() {
 # until_of KEY: the pause's end as pglock prints it; until_re KEY: the same
 # as a regular expression.
 until_of() {
-	sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSOF') FROM pglock_runs WHERE key = '$1'"
+	sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM') FROM pglock_runs WHERE key = '$1'"
 }
 until_re() {
 	local u
@@ -231,10 +231,10 @@ until_re() {
 	host=$(hostname)
 	run -1 --separate-stderr pglock --status sp-k
 	[ "${#lines[@]}" -eq 3 ]
-	assert_line --index 2 --regexp "^sp-k	paused	[0-9-]+T[0-9:]+[+-][0-9]+	$host	-	swap\\\\tdisks\\\\nnow$"
+	assert_line --index 2 --regexp "^sp-k	paused	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	-	swap\\\\tdisks\\\\nnow$"
 	run -0 pglock --pause --for 1h sp-k
 	run -1 --separate-stderr pglock --status sp-k
-	assert_line --index 2 --regexp "^sp-k	paused	[0-9-]+T[0-9:]+[+-][0-9]+	$host	$(until_re sp-k)	$"
+	assert_line --index 2 --regexp "^sp-k	paused	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	$(until_re sp-k)	$"
 	run -0 pglock --pause --reason $'swap\tdisks\nnow' sp-k
 	run -0 pglock --pause --for 2h --reason 'until then' sp-j
 	run -1 --separate-stderr pglock --status --json sp-k sp-j sp-none
@@ -261,7 +261,7 @@ assert json.loads(sys.argv[1])["runs"][0]["paused"] is None' "$output"
 	run -1 pglock --status --ok-within 1h ow-k
 	run -0 pglock --pause --for 1h --reason maintenance ow-k
 	run -0 --separate-stderr pglock --status --ok-within 1h ow-k
-	assert_line --index 1 --regexp "^ow-k	paused	[0-9-]+T[0-9:]+[+-][0-9]+	$(hostname)	$(until_re ow-k)	maintenance$"
+	assert_line --index 1 --regexp "^ow-k	paused	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$(hostname)	$(until_re ow-k)	maintenance$"
 	run -0 --separate-stderr pglock --status --json --ok-within 1h ow-k
 	run -0 pglock --resume ow-k
 	run -1 pglock --status --ok-within 1h ow-k
