@@ -1138,10 +1138,8 @@ main(int argc, char **argv)
 		status = forget(&o, c);
 		break;
 	case MODE_PAUSE:
-		status = pause_key(&o, c);
-		break;
 	case MODE_RESUME:
-		status = resume_key(&o, c);
+		status = (o.mode == MODE_PAUSE ? pause_key : resume_key)(&o, c);
 		break;
 	default:
 		while ((status = run_lock(&o, c)) == RUN_AGAIN) {

@@ -33,7 +33,7 @@
 	"paused_until timestamptz, ADD COLUMN IF NOT EXISTS paused_host text, " \
 	"ADD COLUMN IF NOT EXISTS paused_reason text"
 
-/* The statement's columns the table of an earlier build may lack. */
+/* Has the table that param names column col (one an earlier build lacks)? */
 #define HAS(param, col) "EXISTS (SELECT FROM pg_catalog.pg_attribute WHERE" \
 	" attrelid = pg_catalog.to_regclass(" param ") AND attname = '" col \
 	"' AND NOT attisdropped)"
@@ -119,20 +119,16 @@ record_get(const PGresult *res, int i, int b, struct runs_row *row)
 {
 	row->now_ms = strtod(PQgetvalue(res, i, b), NULL);
 	if ((row->has_ok = *PQgetvalue(res, i, b + 1) == 't')) {
-		snprintf(row->ok_at, sizeof(row->ok_at), "%s",
-		    PQgetvalue(res, i, b + 2));
+		COPY(row->ok_at, PQgetvalue(res, i, b + 2));
 		row->ok_ms = strtod(PQgetvalue(res, i, b + 3), NULL);
-		snprintf(row->ok_host, sizeof(row->ok_host), "%s",
-		    PQgetvalue(res, i, b + 4));
+		COPY(row->ok_host, PQgetvalue(res, i, b + 4));
 		row->ok_seconds = strtod(PQgetvalue(res, i, b + 5), NULL);
 		row->ok_slot = strtoll(PQgetvalue(res, i, b + 6), NULL, 10);
 	}
 	if ((row->has_failed = *PQgetvalue(res, i, b + 7) == 't')) {
-		snprintf(row->failed_at, sizeof(row->failed_at), "%s",
-		    PQgetvalue(res, i, b + 8));
+		COPY(row->failed_at, PQgetvalue(res, i, b + 8));
 		row->failed_ms = strtod(PQgetvalue(res, i, b + 9), NULL);
-		snprintf(row->failed_host, sizeof(row->failed_host), "%s",
-		    PQgetvalue(res, i, b + 10));
+		COPY(row->failed_host, PQgetvalue(res, i, b + 10));
 		row->failed_status = (int)strtol(PQgetvalue(res, i, b + 11),
 		    NULL, 10);
 	}
@@ -166,9 +162,9 @@ runs_read(PGconn *c, const char *table, const char *key,
 		/* No table yet, or not this role's to read: no record. */
 		row->no_table = conn_is_state(res, "42P01");
 		row->denied = conn_is_state(res, "42501");
-		if (row->no_table)
+		if (row->no_table) {
 			row->failures = 0;	/* nothing failed */
-		if (!row->no_table) {
+		} else {
 			conn_result_error(res, err);
 			rc = row->denied ? 0 : -1;
 		}
