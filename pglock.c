@@ -10,7 +10,8 @@
  * watched with the signals and the connection in one poll() loop (lib/child)
  * while the lease's checks run (lib/lease). The lock lives as long as the
  * session: if that goes, the command is stopped and pglock exits 75. The modes
- * that only look (--status, --explain, --break, --forget) are in inspect.c.
+ * that only look (--status, --explain, --break) or change only the record
+ * of runs (--forget, --pause, --resume) are in inspect.c.
  * lib/ returns errors; only pglock.c, run.c and inspect.c print and exit.
  *
  * Copyright (c) 2026 The pglock authors. Permission to use, copy, modify
