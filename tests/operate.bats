@@ -39,13 +39,19 @@ print(json.loads(sys.argv[1])["runs"][0]["failures"])' "$output"
 	[ "$(json_failures streak-p)" = 0 ]
 }
 
-@test "the streak through PgBouncer, in the lock's transaction: 1, 2, then 0" {
+@test "the streak through PgBouncer, in the lock's transaction: 1, 2, then 0; a pause there runs nothing and leaves no lock" {
 	start_pgbouncer transaction
 	for want in 1 2; do
 		run -7 pglock -h 127.0.0.1 -p "$PGB_PORT" --record streak-x sh -c 'exit 7'
 		[ "$(failures streak-x)" = "$want" ]
 	done
 	run -0 pglock -h 127.0.0.1 -p "$PGB_PORT" --record streak-x true
+	[ "$(failures streak-x)" = 0 ]
+	run -0 pglock -h 127.0.0.1 -p "$PGB_PORT" --pause --reason pooled streak-x
+	run -1 --separate-stderr timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$PGB_PORT" --once streak-x touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" "pglock: streak-x is paused until --resume by $(hostname): pooled"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	free "$(sha_id streak-x)"
 	[ "$(failures streak-x)" = 0 ]
 	stop_pgbouncer
 }
