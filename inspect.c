@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * inspect: --explain, --status, --break, --forget: the modes that look at locks
- * (and end holders) rather than take one; their TSV and JSON output.
+ * inspect: --explain, --status, --break, and the record's --forget, --pause and
+ * --resume: the modes that look at locks (and end holders) rather than take
+ * one; their TSV and JSON output.
  *
  * Copyright (c) 2026 The pglock authors. Permission to use, copy, modify
  * and distribute this software for any purpose is granted under the terms
@@ -306,6 +307,26 @@ put_number(FILE *f, double v)
 		fprintf(f, "null");
 }
 
+/* n as text in buf, or none when n is -1 (a table that does not count). */
+static const char *
+count(long n, char *buf, size_t len, const char *none)
+{
+	if (n < 0)
+		return none;
+	snprintf(buf, len, "%ld", n);
+	return buf;
+}
+
+/* s as a JSON string, or null when empty. */
+static void
+put_text(FILE *f, const char *s)
+{
+	if (*s != '\0')
+		json_put(f, s);
+	else
+		fprintf(f, "null");
+}
+
 /* The server's now: a dead-man check that host clocks cannot fool. */
 static int
 runs_recent(const struct opts *o, const struct runs_row *r)
@@ -314,16 +335,87 @@ runs_recent(const struct opts *o, const struct runs_row *r)
 }
 
 /*
- * KEY's runs, after its locks, to f: a line for its last success, one for its
- * last failure (--json: a "runs" object; "hidden" when this role may not read
- * them); did it succeed within --ok-within?
+ * KEY's record as lines: last_ok, last_failed with the streak (? where the
+ * table does not count it), paused (until - when until --resume).
+ */
+static void
+runs_lines(FILE *f, const char *key, const struct runs_row *r)
+{
+	char k[1024], host[512], num[24], why[4 * RUNS_REASON_MAX + 1];
+
+	(void)field(key, k, sizeof(k));
+	if (r->has_ok)
+		fprintf(f, "%s\tlast_ok\t%s\t%s\t%.3f\n", k, r->ok_at,
+		    field(r->ok_host, host, sizeof(host)), r->ok_seconds);
+	if (r->has_failed)
+		fprintf(f, "%s\tlast_failed\t%s\t%s\t%d\t%s\n", k,
+		    r->failed_at, field(r->failed_host, host, sizeof(host)),
+		    r->failed_status, count(r->failures, num, sizeof(num), "?"));
+	if (r->paused)
+		fprintf(f, "%s\tpaused\t%s\t%s\t%s\t%s\n", k, r->paused_at,
+		    field(r->paused_host, host, sizeof(host)),
+		    *r->paused_until != '\0' ? r->paused_until : "-",
+		    field(r->paused_reason, why, sizeof(why)));
+}
+
+/* KEY's record as a "runs" object, after sep ("hidden" when not read). */
+static void
+runs_object(FILE *f, const char *key, const struct runs_row *r,
+    const char *sep)
+{
+	char num[24];
+
+	fprintf(f, "%s{\"key\": ", sep);
+	json_put(f, key);
+	/* Hidden is not never: no last_ok, rather than a null. */
+	if (r->denied) {
+		fprintf(f, ", \"hidden\": true}");
+		return;
+	}
+	fprintf(f, ", \"last_ok\": ");
+	if (r->has_ok) {
+		put_at(f, r->ok_at);
+		json_put(f, r->ok_host);
+		fprintf(f, ", \"seconds\": ");
+		put_number(f, r->ok_seconds);
+		fprintf(f, "}");
+	} else {
+		fprintf(f, "null");
+	}
+	fprintf(f, ", \"last_failed\": ");
+	if (r->has_failed) {
+		put_at(f, r->failed_at);
+		json_put(f, r->failed_host);
+		fprintf(f, ", \"status\": %d}", r->failed_status);
+	} else {
+		fprintf(f, "null");
+	}
+	fprintf(f, ", \"failures\": %s, \"paused\": ", count(r->failures,
+	    num, sizeof(num), "null"));
+	if (!r->paused) {
+		fprintf(f, "null}");
+		return;
+	}
+	/* until null: until --resume; reason null: none given. */
+	put_at(f, r->paused_at);
+	json_put(f, r->paused_host);
+	fprintf(f, ", \"until\": ");
+	put_text(f, r->paused_until);
+	fprintf(f, ", \"reason\": ");
+	put_text(f, r->paused_reason);
+	fprintf(f, "}}");
+}
+
+/*
+ * KEY's runs, after its locks, to f: lines, or (--json) a "runs" object after
+ * the n-th; did it succeed within --ok-within, or is it paused (no alarm)?
  */
 static int
 print_runs(FILE *f, const struct opts *o, PGconn *c, const char *key, int n)
 {
 	struct runs_row r;
 	struct err why;
-	char k[1024], host[512], *name = record_key(o, key);
+	char *name = record_key(o, key);
 
 	/* A name not UTF-8 is never recorded (pglock refuses it): none. */
 	memset(&r, 0, sizeof(r));
@@ -337,43 +429,11 @@ print_runs(FILE *f, const struct opts *o, PGconn *c, const char *key, int n)
 	if (r.denied && n == 0 && !o->quiet)
 		say("--status: this role may not read the record of runs (%s): "
 		    "none is shown", why.msg);
-	if (!o->json) {
-		if (r.has_ok)
-			fprintf(f, "%s\tlast_ok\t%s\t%s\t%.3f\n", field(key, k,
-			    sizeof(k)), r.ok_at, field(r.ok_host, host,
-			    sizeof(host)), r.ok_seconds);
-		if (r.has_failed)
-			fprintf(f, "%s\tlast_failed\t%s\t%s\t%d\n", field(key,
-			    k, sizeof(k)), r.failed_at, field(r.failed_host,
-			    host, sizeof(host)), r.failed_status);
-		return runs_recent(o, &r);
-	}
-	fprintf(f, "%s{\"key\": ", n > 0 ? ",\n  " : "\n  ");
-	json_put(f, key);
-	/* Hidden is not never: no last_ok, rather than a null. */
-	if (r.denied) {
-		fprintf(f, ", \"hidden\": true}");
-		return 0;
-	}
-	fprintf(f, ", \"last_ok\": ");
-	if (r.has_ok) {
-		put_at(f, r.ok_at);
-		json_put(f, r.ok_host);
-		fprintf(f, ", \"seconds\": ");
-		put_number(f, r.ok_seconds);
-		fprintf(f, "}");
-	} else {
-		fprintf(f, "null");
-	}
-	fprintf(f, ", \"last_failed\": ");
-	if (r.has_failed) {
-		put_at(f, r.failed_at);
-		json_put(f, r.failed_host);
-		fprintf(f, ", \"status\": %d}}", r.failed_status);
-	} else {
-		fprintf(f, "null}");
-	}
-	return runs_recent(o, &r);
+	if (o->json)
+		runs_object(f, key, &r, n > 0 ? ",\n  " : "\n  ");
+	else
+		runs_lines(f, key, &r);
+	return r.paused || runs_recent(o, &r);
 }
 /* ms as a person reads a span: 2d3h, 1h, 5m12s, 42s (rounded down). */
 static const char *
@@ -408,8 +468,8 @@ ok_within(const struct opts *o, PGconn *c)
 	struct runs_row r;
 	struct err why;
 	const char *key = o->keys[0];
-	char host[512], shown[1024], ago[32], within[32];
-	char *name = record_key(o, key);
+	char host[512], shown[1024], reason[4 * RUNS_REASON_MAX + 1];
+	char ago[32], within[32], *name = record_key(o, key);
 
 	memset(&r, 0, sizeof(r));
 	if (key_utf8_ok(name, strlen(name)) &&
@@ -420,6 +480,18 @@ ok_within(const struct opts *o, PGconn *c)
 		die(EXIT_UNAVAILABLE, "--status: %s", why.msg);
 	(void)span(r.now_ms - r.ok_ms, ago, sizeof(ago));
 	(void)span((double)o->ok_within_ms, within, sizeof(within));
+	/* A paused job is no alarm: say so, and until when. */
+	if (r.paused) {
+		if (!o->quiet)
+			printf("%s: paused until %s by %s%s%s\n", field(key,
+			    shown, sizeof(shown)), *r.paused_until != '\0' ?
+			    r.paused_until : "--resume", field(r.paused_host,
+			    host, sizeof(host)), *r.paused_reason != '\0' ?
+			    ": " : "", field(r.paused_reason, reason,
+			    sizeof(reason)));
+		flush_stdout_or_err();
+		return 0;
+	}
 	if (runs_recent(o, &r)) {
 		if (!o->quiet)
 			printf("%s: last succeeded at %s on %s, %s ago (within "
@@ -438,6 +510,181 @@ ok_within(const struct opts *o, PGconn *c)
 	return 1;
 }
 
+/* ---- --status --metrics: Prometheus' text exposition format ---------- */
+
+/* One KEY of --metrics: its label, record, and its lock's sessions. */
+struct metric_key {
+	const char *label;	/* KEY as named, or the record's name */
+	struct runs_row r;
+	int holders, waiters;	/* -1: not counted (KEY not named) */
+};
+
+/* The families, in the order printed; sample() knows each by its index. */
+static const struct family {
+	const char *name, *help;
+	int decimals;		/* as printed: timestamps to the microsecond */
+} families[] = {
+	{ "pglock_last_success_timestamp_seconds", "When the key's job last "
+	    "succeeded, by the database server's clock (Unix time).", 6 },
+	{ "pglock_last_failure_timestamp_seconds", "When the key's job last "
+	    "failed, by the database server's clock (Unix time).", 6 },
+	{ "pglock_last_success_duration_seconds", "How long the key's last "
+	    "successful run took.", 3 },
+	{ "pglock_consecutive_failures", "Runs of the key's job that failed "
+	    "since its last success.", 0 },
+	{ "pglock_paused", "1 while the key's recorded runs are paused "
+	    "(pglock --pause), else 0.", 0 },
+	{ "pglock_lock_holders", "Sessions that hold the key's lock.", 0 },
+	{ "pglock_lock_waiters", "Sessions that wait for the key's lock.",
+	    0 },
+};
+
+/* Key m's sample of family i into *v: 1, or 0 when it has none. */
+static int
+sample(size_t i, const struct metric_key *m, double *v)
+{
+	const struct runs_row *r = &m->r;
+	const double values[] = { r->ok_ms / 1000.0, r->failed_ms / 1000.0,
+	    r->ok_seconds, (double)r->failures, r->paused, m->holders,
+	    m->waiters };
+	const int has[] = { r->has_ok, r->has_failed, r->has_ok,
+	    r->failures >= 0, 1, m->holders >= 0, m->waiters >= 0 };
+
+	*v = values[i];
+	return has[i];
+}
+
+/* A label value as the format escapes it: backslash, quote, newline. */
+static void
+put_label(FILE *f, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			putc('\\', f);
+		if (*s == '\n')
+			fputs("\\n", f);
+		else
+			putc(*s, f);
+	}
+}
+
+/* Every family's HELP and TYPE, then each key's sample of it. */
+static void
+put_metrics(FILE *f, const struct metric_key *keys, int n)
+{
+	size_t i;
+	double v;
+	int j;
+
+	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", families[i].name,
+		    families[i].help, families[i].name);
+		for (j = 0; j < n; j++) {
+			if (!sample(i, &keys[j], &v))
+				continue;
+			fprintf(f, "%s{key=\"", families[i].name);
+			put_label(f, keys[j].label);
+			fputs("\"} ", f);
+			if (isnan(v))
+				fputs("NaN", f);
+			else if (isinf(v))
+				fputs(v > 0 ? "+Inf" : "-Inf", f);
+			else
+				fprintf(f, "%.*f", families[i].decimals, v);
+			putc('\n', f);
+		}
+	}
+}
+
+/* Count the sessions that hold and that wait for KEY (any of its slots). */
+static void
+count_sessions(const struct opts *o, PGconn *c, struct metric_key *m)
+{
+	struct key k, slot;
+	struct lock_row *rows;
+	int i, j, n;
+
+	resolve_key_or_err(o, m->label, &k);
+	m->holders = m->waiters = 0;
+	for (j = o->lock.slots > 0 ? 1 : 0; j <= o->lock.slots; j++) {
+		if (o->lock.slots > 0)
+			slots_key(&k, j, &slot);
+		n = locks_or_err("--status --metrics", c, o->lock.slots > 0 ?
+		    &slot : &k, &rows);
+		for (i = 0; i < n; i++)
+			*(rows[i].held ? &m->holders : &m->waiters) += 1;
+		free(rows);
+	}
+}
+
+/* The named KEYs, each once, read: their count. */
+static int
+named_keys(const struct opts *o, PGconn *c, struct metric_key *keys)
+{
+	struct err why;
+	char *name;
+	int i, j, n = 0;
+
+	for (i = 0; o->keys[i] != NULL; i++) {
+		for (j = 0; j < n && strcmp(keys[j].label, o->keys[i]) != 0; j++)
+			;
+		if (j < n)	/* named twice: one series */
+			continue;
+		keys[n].label = o->keys[i];
+		name = record_key(o, o->keys[i]);
+		if (runs_read(c, o->runs_sql, name, &keys[n].r, &why) == -1 ||
+		    keys[n].r.denied)
+			die(EXIT_UNAVAILABLE, "--status --metrics: %s",
+			    why.msg);
+		free(name);
+		count_sessions(o, c, &keys[n++]);
+	}
+	return n;
+}
+
+/*
+ * --status --metrics [KEY ...]: each named KEY's record and lock sessions, or
+ * every record in the table; built whole, then written. 0; dies on an error.
+ */
+static int
+show_metrics(const struct opts *o, PGconn *c)
+{
+	struct metric_key *keys;
+	struct runs_row *rows = NULL;
+	struct err why;
+	char **names = NULL, *doc = NULL;
+	size_t len = 0;
+	FILE *f;
+	int i, n = 0;
+
+	for (i = 0; o->keys[i] != NULL; i++)
+		;
+	if (i == 0 && runs_list(c, o->runs_sql, &names, &rows, &n, &why) != 0)
+		die(EXIT_UNAVAILABLE, "--status --metrics: %s", why.msg);
+	if ((keys = calloc((size_t)(i > n ? i : n) + 1, sizeof(*keys))) ==
+	    NULL || (f = open_memstream(&doc, &len)) == NULL)
+		die_errno(EXIT_OSERR, "--status --metrics");
+	if (i > 0)
+		n = named_keys(o, c, keys);
+	for (i = 0; names != NULL && i < n; i++) {
+		keys[i].label = names[i];
+		keys[i].r = rows[i];
+		keys[i].holders = keys[i].waiters = -1;
+	}
+	put_metrics(f, keys, n);
+	if (fclose(f) == EOF)
+		die_errno(EXIT_OSERR, "open_memstream");
+	(void)fwrite(doc, 1, len, stdout);
+	flush_stdout_or_err();
+	for (i = 0; names != NULL && i < n; i++)
+		free(names[i]);
+	free(names);
+	free(rows);
+	free(keys);
+	free(doc);
+	return 0;
+}
+
 /*
  * A header, a line a lock (--json: an object, its array "locks"), runs: all
  * built first, then written at once, so that an error midway prints nothing.
@@ -451,6 +698,8 @@ show_status(const struct opts *o, PGconn *c)
 	FILE *f;
 	int i, all_held = 1, printed = 0, ok = 0;
 
+	if (o->metrics)
+		return show_metrics(o, c);
 	if (o->ok_within_ms >= 0 && !o->json)
 		return ok_within(o, c);
 	if ((f = open_memstream(&doc, &len)) == NULL)
@@ -594,5 +843,40 @@ forget(const struct opts *o, PGconn *c)
 		die(EXIT_UNAVAILABLE, "%s: --forget: %s", o->label, why.msg);
 	if (rc == 0 && !o->quiet)
 		say("%s: no record to forget", o->label);
+	return rc == 1 ? 0 : 1;
+}
+
+int
+pause_key(const struct opts *o, PGconn *c)
+{
+	struct err why;
+	char id[48], until[40], *name = record_key(o, o->key);
+	struct runs_pause p = { .key = name, .id = id, .for_ms = o->pause_ms,
+	    .reason = o->reason != NULL ? o->reason : "" };
+	int rc;
+
+	key_format(&o->lock.key, id, sizeof(id));
+	rc = runs_pause(c, o->runs_sql, &p, until, &why);
+	free(name);
+	if (rc == -1)
+		die(EXIT_UNAVAILABLE, "%s: --pause: %s", o->label, why.msg);
+	if (o->verbose)
+		say("%s: paused until %s", o->label, *until != '\0' ? until :
+		    "--resume");
+	return 0;
+}
+
+int
+resume_key(const struct opts *o, PGconn *c)
+{
+	struct err why;
+	char *name = record_key(o, o->key);
+	int rc = runs_resume(c, o->runs_sql, name, &why);
+
+	free(name);
+	if (rc == -1)
+		die(EXIT_UNAVAILABLE, "%s: --resume: %s", o->label, why.msg);
+	if (rc == 0 && !o->quiet)
+		say("%s: not paused", o->label);
 	return rc == 1 ? 0 : 1;
 }

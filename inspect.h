@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * inspect: the modes that look at locks rather than take one: --explain,
- * --status, --break and --forget, with their text and JSON output.
+ * --status, --break, and the record's --forget, --pause and --resume, with
+ * their text and JSON output.
  */
 #ifndef PGLOCK_INSPECT_H
 #define PGLOCK_INSPECT_H
@@ -28,5 +29,11 @@ int break_holders(const struct opts *o, PGconn *c);
 
 /* --forget KEY: delete its record of runs; 0, or 1 when there was none. */
 int forget(const struct opts *o, PGconn *c);
+
+/* --pause KEY: pause its recorded runs (--for, --reason); 0. */
+int pause_key(const struct opts *o, PGconn *c);
+
+/* --resume KEY: end its pause; 0, or 1 when none was in force. */
+int resume_key(const struct opts *o, PGconn *c);
 
 #endif

@@ -10,7 +10,8 @@
  * watched with the signals and the connection in one poll() loop (lib/child)
  * while the lease's checks run (lib/lease). The lock lives as long as the
  * session: if that goes, the command is stopped and pglock exits 75. The modes
- * that only look (--status, --explain, --break, --forget) are in inspect.c.
+ * that only look (--status, --explain, --break) or change only the record
+ * of runs (--forget, --pause, --resume) are in inspect.c.
  * lib/ returns errors; only pglock.c, run.c and inspect.c print and exit.
  *
  * Copyright (c) 2026 The pglock authors. Permission to use, copy, modify
@@ -55,9 +56,12 @@ static const char usage_text[] =
     "       pglock [options] --once-per DURATION KEY COMMAND [ARG ...]\n"
     "       pglock [options] --once KEY COMMAND [ARG ...]\n"
     "       pglock [options] --forget KEY\n"
+    "       pglock [options] --pause [--for DURATION] [--reason TEXT] KEY\n"
+    "       pglock [options] --resume KEY\n"
     "       pglock [options] --hold KEY\n"
     "       pglock [options] --status [KEY ...]\n"
     "       pglock [options] --status --ok-within DURATION KEY\n"
+    "       pglock [options] --status --metrics [KEY ...]\n"
     "       pglock [options] --explain KEY\n"
     "       pglock [options] --break KEY\n"
     "       pglock [options] --version-counter [--peek] TENANT"
@@ -126,10 +130,19 @@ usage(FILE *f)
 	    " again\n"
 	    "      --runs-table NAME      where runs are recorded (default"
 	    " pglock_runs)\n"
+	    "      --pause KEY            --once, --once-per and --record runs"
+	    " of KEY run\n"
+	    "                             nothing: exit 1 (-E), saying so\n"
+	    "      --for DURATION         with --pause: the pause ends by itself"
+	    " after it\n"
+	    "      --reason TEXT          with --pause: why, for the line the"
+	    " runs print\n"
+	    "      --resume KEY           end KEY's pause\n"
 	    "      --ok-within DURATION   with --status KEY: exit 0 if KEY"
 	    " succeeded\n"
-	    "                             within DURATION, else 1\n"
-	    "\nVersion counter:\n"
+	    "                             within DURATION, else 1\n", f);
+	/* Two strings: a C99 compiler need take no more than 4095 bytes. */
+	fputs("\nVersion counter:\n"
 	    "      --version-counter      allocate TENANT's next version:"
 	    " print it, or\n"
 	    "                             run COMMAND with PGLOCK_VERSION and"
@@ -150,6 +163,11 @@ usage(FILE *f)
 	    " lock-delay\n"
 	    "      --json                 --status, --explain, --peek: one"
 	    " JSON document\n"
+	    "      --metrics              with --status: the records (every"
+	    " one, or the\n"
+	    "                             KEYs' with their locks' sessions) in"
+	    " Prometheus'\n"
+	    "                             text format\n"
 	    "\nConnection options:\n"
 	    "  -d, --dbname CONNINFO      database name, conninfo or URI\n"
 	    "  -h, --host HOST            server host or socket directory\n"
@@ -194,6 +212,7 @@ enum {
 	OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_SCOPE,
 	OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS,
 	OPT_ONCE, OPT_ONCE_PER, OPT_RECORD, OPT_RUNS_TABLE, OPT_OK_WITHIN,
+	OPT_FOR, OPT_REASON, OPT_METRICS,
 	OPT_MODE = 512
 };
 
@@ -240,6 +259,11 @@ static const struct option longopts[] = {
 	{ "forget", no_argument, NULL, OPT_MODE + MODE_FORGET },
 	{ "runs-table", required_argument, NULL, OPT_RUNS_TABLE },
 	{ "ok-within", required_argument, NULL, OPT_OK_WITHIN },
+	{ "pause", no_argument, NULL, OPT_MODE + MODE_PAUSE },
+	{ "resume", no_argument, NULL, OPT_MODE + MODE_RESUME },
+	{ "for", required_argument, NULL, OPT_FOR },
+	{ "reason", required_argument, NULL, OPT_REASON },
+	{ "metrics", no_argument, NULL, OPT_METRICS },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -306,7 +330,8 @@ set_mode(struct opts *o, enum mode m)
 {
 	if (o->mode != MODE_RUN && o->mode != m)
 		usage_err("%s", "choose one of --hold, --status, --explain, "
-		    "--break, --forget and --version-counter");
+		    "--break, --forget, --pause, --resume and "
+		    "--version-counter");
 	o->mode = m;
 }
 
@@ -509,6 +534,23 @@ mode_option_or_err(struct opts *o, int c, char *arg)
 		if (arg_period_ms(arg, &o->ok_within_ms, &why) == -1)
 			usage_err("--ok-within: %s", why.msg);
 		break;
+	case OPT_METRICS:
+		o->metrics = 1;
+		break;
+	case OPT_FOR:
+		if (arg_period_ms(arg, &o->pause_ms, &why) == -1)
+			usage_err("--for: %s", why.msg);
+		if (o->pause_ms == 0)
+			usage_err("%s", "--for: must be more than 0");
+		break;
+	case OPT_REASON:
+		/* A text column keeps it: UTF-8, and not without end. */
+		if (!key_utf8_ok(arg, strlen(arg)) ||
+		    strlen(arg) > RUNS_REASON_MAX)
+			usage_err("--reason: must be UTF-8 of at most %d bytes",
+			    RUNS_REASON_MAX);
+		o->reason = arg;
+		break;
 	default:
 		return 0;
 	}
@@ -544,10 +586,12 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 	}
 }
 
+/* --resume asks what --pause does (MODE_RESUME's bit would be A_HASH's). */
 static unsigned
 asked(const struct opts *o)
 {
-	return 1U << o->mode | o->key_opts | (o->json ? A_JSON : 0) |
+	return 1U << (o->mode == MODE_RESUME ? MODE_PAUSE : o->mode) |
+	    o->key_opts | (o->json ? A_JSON : 0) |
 	    (o->max_ms > 0 ? A_MAX_TIME : 0) |
 	    (o->no_fork ? A_NO_FORK : 0) | (o->lock.slots > 0 ? A_SLOTS : 0) |
 	    (o->lock.shared ? A_SHARED : 0) | (o->record ? A_RECORD : 0) |
@@ -622,6 +666,13 @@ rules_or_err(const struct opts *o, const struct rule *r, size_t n)
 			usage_err("%s", r->says);
 }
 
+/* The modes that take one KEY and no COMMAND, by name. */
+static const char *const one_key[] = {
+	[MODE_EXPLAIN] = "--explain", [MODE_BREAK] = "--break",
+	[MODE_FORGET] = "--forget", [MODE_PAUSE] = "--pause",
+	[MODE_RESUME] = "--resume"
+};
+
 /* The arguments after the options, and what may not go together. */
 static void
 check_or_err(struct opts *o, int argc, char **argv)
@@ -632,18 +683,26 @@ check_or_err(struct opts *o, int argc, char **argv)
 	    sizeof(option_rules[0]));
 	if (o->ok_within_ms >= 0 && (o->mode != MODE_STATUS || argc != 1))
 		usage_err("%s", "--ok-within is for --status with one KEY");
+	if (o->metrics && (o->mode != MODE_STATUS || o->json ||
+	    o->ok_within_ms >= 0))
+		usage_err("%s", "--metrics is for --status, without --json or "
+		    "--ok-within");
 	if (o->mode == MODE_STATUS) {
 		o->keys = argv;		/* every argument is a KEY */
 		for (; argc > 0; argc--, argv++)
 			if (*argv[0] == '\0')
 				usage_err("%s is empty", what);
+			else if (o->metrics && !key_utf8_ok(*argv,
+			    strlen(*argv)))
+				usage_err("%s: not valid UTF-8, which a "
+				    "metric's label needs", printable(*argv));
 		return;
 	}
-	if ((o->mode == MODE_EXPLAIN || o->mode == MODE_BREAK ||
-	    o->mode == MODE_FORGET) && argc != 1)
-		usage_err("%s takes one KEY and no COMMAND",
-		    o->mode == MODE_EXPLAIN ? "--explain" : o->mode ==
-		    MODE_BREAK ? "--break" : "--forget");
+	if ((o->pause_ms >= 0 || o->reason != NULL) && o->mode != MODE_PAUSE)
+		usage_err("%s", "--for and --reason are for --pause");
+	if ((size_t)o->mode < sizeof(one_key) / sizeof(one_key[0]) &&
+	    one_key[o->mode] != NULL && argc != 1)
+		usage_err("%s takes one KEY and no COMMAND", one_key[o->mode]);
 	if (argc < 1)
 		usage_err("missing %s", what);
 	if (*argv[0] == '\0')
@@ -805,6 +864,7 @@ static const struct opts defaults = {
 	.table_sql = "\"pglock_versions\"",	/* --counter-table */
 	.runs_sql = "\"pglock_runs\"",		/* --runs-table */
 	.ok_within_ms = -1,			/* no --ok-within */
+	.pause_ms = -1,				/* --pause: until --resume */
 };
 
 /*
@@ -849,7 +909,7 @@ main(int argc, char **argv)
 		return explain(&o);
 	if (o.mode != MODE_STATUS)
 		resolve_key_or_err(&o, o.key, &o.lock.key);
-	if (o.record)
+	if (o.record || o.mode == MODE_PAUSE || o.mode == MODE_RESUME)
 		record_fits_or_err(&o);
 
 	/* Name the key in pg_stat_activity, so a waiter can see the holder. */
@@ -869,7 +929,8 @@ main(int argc, char **argv)
 	bound_wait(&o);
 	/* A query that only reads or breaks dies by signal, as psql. */
 	if (o.mode != MODE_STATUS && o.mode != MODE_BREAK &&
-	    o.mode != MODE_FORGET && !o.peek && sig_init(&why) == -1)
+	    o.mode != MODE_FORGET && o.mode != MODE_PAUSE &&
+	    o.mode != MODE_RESUME && !o.peek && sig_init(&why) == -1)
 		die(EXIT_OSERR, "%s", why.msg);
 
 	switch (o.mode) {
@@ -884,6 +945,10 @@ main(int argc, char **argv)
 		break;
 	case MODE_FORGET:
 		status = forget(&o, c);
+		break;
+	case MODE_PAUSE:
+	case MODE_RESUME:
+		status = (o.mode == MODE_PAUSE ? pause_key : resume_key)(&o, c);
 		break;
 	default:
 		while ((status = run_lock(&o, c)) == RUN_AGAIN) {

@@ -20,7 +20,7 @@ extern const char *const scope_names[3];
 /* What pglock does: one of the usage lines. */
 enum mode {
 	MODE_RUN, MODE_HOLD, MODE_STATUS, MODE_EXPLAIN, MODE_BREAK,
-	MODE_COUNTER, MODE_FORGET
+	MODE_COUNTER, MODE_FORGET, MODE_PAUSE, MODE_RESUME
 };
 
 /* The command line, as parsed and checked; main() resolves lock.key. */
@@ -56,6 +56,9 @@ struct opts {
 	char runs_sql[300];	/* --runs-table, as table_sql */
 	long long ok_within_ms;	/* --status --ok-within; -1: none */
 	pid_t caller;		/* parent at start: --hold's script; 0: init */
+	long long pause_ms;	/* --pause --for; -1: until --resume */
+	const char *reason;	/* --pause --reason; NULL: none */
+	int metrics;		/* --status --metrics */
 };
 
 /* KEY -> lock id under --id, --namespace or --hash; bad input exits 64. */

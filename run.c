@@ -62,6 +62,7 @@ struct run {
 	long since;		/* mono_ms() the lease runs from */
 	long long slot;		/* --once*: the slot a success counts for */
 	long sent;		/* mono_ms() a success's record was sent; 0: none */
+	int streak;		/* the record's table counts failures */
 };
 
 /*
@@ -411,7 +412,9 @@ fence_or_err(const struct run *r)
 
 /*
  * --once*, lock held: has KEY succeeded in this slot of the server's clock
- * (runs_slot())? r->slot: the slot this run counts for.
+ * (runs_slot())? r->slot: the slot this run counts for. --record reads the
+ * record too (0): r->streak, whether its table counts failures. KEY paused
+ * (any of them): NOT_GOT, said in one line.
  */
 static int
 once_done_or_err(struct run *r)
@@ -431,6 +434,17 @@ once_done_or_err(struct run *r)
 		die(EXIT_UNAVAILABLE, "%s: table %s went away", o->label,
 		    o->runs_sql);
 	free(name);
+	r->streak = row.failures >= 0;
+	if (row.paused) {
+		if (!o->quiet)
+			say("%s is paused until %s by %s%s%s", o->label,
+			    *row.paused_until != '\0' ? row.paused_until :
+			    "--resume", row.paused_host, *row.paused_reason !=
+			    '\0' ? ": " : "", row.paused_reason);
+		return NOT_GOT;
+	}
+	if (!o->once)
+		return 0;
 	r->slot = runs_slot(row.now_ms, o->period_ms);
 	if (!runs_done(&row, o->period_ms))
 		return 0;
@@ -637,7 +651,7 @@ record_or_err(struct run *r, int status, double seconds)
 	const struct opts *o = r->o;
 	char *name = record_key(o, o->key);
 	struct runs_outcome out = { .key = name, .id = r->id, .status = status,
-	    .seconds = seconds, .slot = r->slot };
+	    .seconds = seconds, .slot = r->slot, .streak = r->streak };
 	struct err why;
 	int rc;
 
@@ -840,11 +854,11 @@ run_lock(const struct opts *o, PGconn *c)
 	 * Read under the lock: a run ending meanwhile counts. An answered read
 	 * renewed the session (an expired one ends): the lease runs from it.
 	 */
-	if (o->once)
+	if (o->record)
 		r.since = mono_ms();
-	if (o->once && once_done_or_err(&r)) {
+	if (o->record && (status = once_done_or_err(&r)) != 0) {
 		child_abort(&r.ch);
-		status = 0;
+		status = status == NOT_GOT ? o->conflict_exit : 0;
 	} else {
 		ran = mono_seconds();
 		status = watch_or_err(&r);

@@ -10,12 +10,14 @@ _pglock_opts='-x -e --exclusive -s --shared -n --nonblock --nb
 --lost-signal --kill-after --scope --version-counter --peek --counter-table
 --status --explain --hold --break --max-time --slots --json
 --once --once-per --record --forget --runs-table --ok-within
+--pause --resume --for --reason --metrics
 -d --dbname -h --host -p --port -U --username
 --connect-timeout -? --help -V --version'
 _pglock_valued='-w --wait --timeout -E --conflict-exit-code -c --command
 --hash --namespace --check-interval --lost-signal --kill-after --scope
 --counter-table --max-time --slots -d --dbname -h --host -p --port
--U --username --connect-timeout --once-per --runs-table --ok-within'
+-U --username --connect-timeout --once-per --runs-table --ok-within
+--for --reason'
 # pglock --hash NAME (lib/key.c), --lost-signal SIG (lib/arg.c, less STOP,
 # which pglock refuses), --scope.
 _pglock_schemes='sha256 hashtext hashtextextended md5 md5-60 siphash24
@@ -64,7 +66,8 @@ _pglock()
 		w=${COMP_WORDS[i]}
 		case $w in
 		--) key=$((i + 1)); break ;;
-		--status | --explain | --break | --hold | --version-counter)
+		--status | --explain | --break | --hold | --version-counter | \
+		--forget | --pause | --resume)
 			mode=$w ;;
 		-c | --command | --command=*) shell=1 ;;
 		esac
@@ -102,10 +105,9 @@ _pglock()
 		fi
 		return	# KEY itself is any string: nothing to offer
 	fi
-	# After KEY: --status takes more KEYs, --explain, --break and --hold
-	# none, -c a shell string.
-	[[ $mode == --status || $mode == --explain || $mode == --break ||
-	    $mode == --hold || -n $shell ]] && return
+	# After KEY: --status takes more KEYs, --explain, --break, --hold,
+	# --forget, --pause and --resume none, -c a shell string.
+	[[ -n $mode && $mode != --version-counter || -n $shell ]] && return
 	if [[ $COMP_CWORD -eq $((key + 1)) && $cur == -* ]]; then
 		_pglock_reply -W '-c --command' -- "$cur"
 		return

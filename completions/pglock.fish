@@ -19,7 +19,7 @@ function __fish_pglock_rest
                 --namespace --check-interval --lost-signal --kill-after \
                 --scope --counter-table --dbname --host --port --username \
                 --connect-timeout --max-time --slots --once-per \
-                --runs-table --ok-within
+                --runs-table --ok-within --for --reason
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -39,8 +39,9 @@ function __fish_pglock_no_key
     test -z "$(__fish_pglock_rest)"
 end
 
-# What follows KEY: "keys" (--status), "none" (--explain, --break, --hold, --peek, -c
-# given), "shell" (KEY -c SHELL-COMMAND) or "command" (COMMAND [ARG ...]).
+# What follows KEY: "keys" (--status), "none" (--explain, --break, --hold, --peek,
+# --forget, --pause, --resume, -c given), "shell" (KEY -c SHELL-COMMAND) or
+# "command" (COMMAND [ARG ...]).
 function __fish_pglock_after
     set -l rest (__fish_pglock_rest)
     set -l words (commandline -opc)
@@ -50,7 +51,8 @@ function __fish_pglock_after
             case --status
                 echo keys
                 return
-            case --explain --break --hold --peek -c --command '--command=*'
+            case --explain --break --hold --peek --forget --pause --resume \
+                -c --command '--command=*'
                 echo none
                 return
         end
@@ -121,6 +123,11 @@ complete -c pglock -n $nokey -l record -d "record the command's outcome"
 complete -c pglock -n $nokey -l forget -d "delete KEY's record: --once runs again"
 complete -c pglock -n $nokey -l runs-table -x -d 'where runs are recorded'
 complete -c pglock -n $nokey -l ok-within -x -d 'with --status: exit 0 if KEY succeeded within DURATION'
+complete -c pglock -n $nokey -l pause -d "pause KEY's recorded runs"
+complete -c pglock -n $nokey -l for -x -d 'with --pause: the pause ends after DURATION'
+complete -c pglock -n $nokey -l reason -x -d 'with --pause: why'
+complete -c pglock -n $nokey -l resume -d "end KEY's pause"
+complete -c pglock -n $nokey -l metrics -d "with --status: the records in Prometheus' text format"
 complete -c pglock -n $nokey -s d -l dbname -x -d 'database name, conninfo or URI'
 complete -c pglock -n $nokey -s h -l host -x -a '(__fish_print_hostnames; __fish_complete_directories)' -d 'server host or socket directory'
 complete -c pglock -n $nokey -s p -l port -x -d 'server port'

@@ -115,7 +115,7 @@ struct lock_row {
 	char user[64];
 	char client[64];	/* address, or "local" */
 	char app[64];		/* application_name */
-	char since[32];		/* ISO 8601 */
+	char since[32];		/* RFC 3339 */
 	int hidden;		/* hidden from this role (no pg_read_all_stats):
 				   client, since "?"; seconds, xact -1 */
 };

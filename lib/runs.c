@@ -14,10 +14,29 @@
 #include "runs.h"
 #include "table.h"
 
+/*
+ * The table as this build creates it. A column added since its first version
+ * (failures, paused_*) is read through to_jsonb(r), null where a table an
+ * earlier build made lacks it; failures is written only where pg_attribute
+ * shows it, and a pause there is refused with the ALTER to run: so one
+ * statement serves both. pglock never ALTERs a table: a role that may only
+ * read and write it cannot, and the ALTER's lock would queue every run behind
+ * the longest transaction that reads it.
+ */
 #define COLUMNS "(key text PRIMARY KEY, lock_id text NOT NULL, " \
 	"ok_at timestamptz, ok_host text, ok_seconds double precision, " \
 	"ok_slot bigint, failed_at timestamptz, failed_host text, " \
-	"failed_status integer)"
+	"failed_status integer, failures integer, paused_at timestamptz, " \
+	"paused_until timestamptz, paused_host text, paused_reason text)"
+#define ADDED "ADD COLUMN IF NOT EXISTS failures integer, ADD COLUMN IF " \
+	"NOT EXISTS paused_at timestamptz, ADD COLUMN IF NOT EXISTS " \
+	"paused_until timestamptz, ADD COLUMN IF NOT EXISTS paused_host text, " \
+	"ADD COLUMN IF NOT EXISTS paused_reason text"
+
+/* Has the table that param names column col (one an earlier build lacks)? */
+#define HAS(param, col) "EXISTS (SELECT FROM pg_catalog.pg_attribute WHERE" \
+	" attrelid = pg_catalog.to_regclass(" param ") AND attname = '" col \
+	"' AND NOT attisdropped)"
 
 #define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM'"
 
@@ -70,33 +89,82 @@ runs_done(const struct runs_row *row, long long period_ms)
 	return row->ok_slot == runs_slot(row->now_ms, period_ms);
 }
 
+/*
+ * A record's columns (with the server's clock first) over r, a row of the table
+ * or none, and x.j, to_jsonb(r); param names the table. RECORD_FIELDS of them.
+ */
+#define RECORD(param) "extract(epoch FROM" \
+	" pg_catalog.statement_timestamp()) * 1000, r.ok_at IS NOT NULL," \
+	" pg_catalog.to_char(r.ok_at, " ISO "), extract(epoch FROM r.ok_at)" \
+	" * 1000, r.ok_host, r.ok_seconds, coalesce(r.ok_slot, -1)," \
+	" r.failed_at IS NOT NULL, pg_catalog.to_char(r.failed_at, " ISO ")," \
+	" extract(epoch FROM r.failed_at) * 1000, r.failed_host," \
+	" r.failed_status, CASE WHEN " HAS(param, "failures") " THEN" \
+	" coalesce((x.j ->> 'failures')::int, 0) ELSE -1 END, p.at IS NOT" \
+	" NULL AND (p.until IS NULL OR p.until >" \
+	" pg_catalog.statement_timestamp()), pg_catalog.to_char(p.at, " ISO \
+	"), pg_catalog.to_char(p.until, " ISO "), x.j ->> 'paused_host'," \
+	" x.j ->> 'paused_reason'"
+#define RECORD_FIELDS 18
+#define JSONB ", LATERAL (SELECT pg_catalog.to_jsonb(r) AS j) x, LATERAL" \
+	" (SELECT (x.j ->> 'paused_at')::timestamptz AS at," \
+	" (x.j ->> 'paused_until')::timestamptz AS until) p"
+
+/* dst (a char array) gets value v, cut to fit. */
+#define COPY(dst, v) snprintf((dst), sizeof(dst), "%s", (v))
+
+/* Row i of res, RECORD()'s columns from column b, into *row. */
+static void
+record_get(const PGresult *res, int i, int b, struct runs_row *row)
+{
+	row->now_ms = strtod(PQgetvalue(res, i, b), NULL);
+	if ((row->has_ok = *PQgetvalue(res, i, b + 1) == 't')) {
+		COPY(row->ok_at, PQgetvalue(res, i, b + 2));
+		row->ok_ms = strtod(PQgetvalue(res, i, b + 3), NULL);
+		COPY(row->ok_host, PQgetvalue(res, i, b + 4));
+		row->ok_seconds = strtod(PQgetvalue(res, i, b + 5), NULL);
+		row->ok_slot = strtoll(PQgetvalue(res, i, b + 6), NULL, 10);
+	}
+	if ((row->has_failed = *PQgetvalue(res, i, b + 7) == 't')) {
+		COPY(row->failed_at, PQgetvalue(res, i, b + 8));
+		row->failed_ms = strtod(PQgetvalue(res, i, b + 9), NULL);
+		COPY(row->failed_host, PQgetvalue(res, i, b + 10));
+		row->failed_status = (int)strtol(PQgetvalue(res, i, b + 11),
+		    NULL, 10);
+	}
+	row->failures = strtol(PQgetvalue(res, i, b + 12), NULL, 10);
+	if ((row->paused = *PQgetvalue(res, i, b + 13) == 't')) {
+		COPY(row->paused_at, PQgetvalue(res, i, b + 14));
+		COPY(row->paused_until, PQgetvalue(res, i, b + 15));
+		COPY(row->paused_host, PQgetvalue(res, i, b + 16));
+		COPY(row->paused_reason, PQgetvalue(res, i, b + 17));
+	}
+}
+
 int
 runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, struct err *err)
 {
-	char sql[1024];
-	const char *params[2] = { key, NULL };
+	char sql[2048];
+	const char *params[3] = { key, table, NULL };
 	PGresult *res;
 	int rc = 0;
 
 	memset(row, 0, sizeof(*row));
 	row->ok_slot = -1;
-	snprintf(sql, sizeof(sql), "SELECT extract(epoch FROM"
-	    " pg_catalog.statement_timestamp()) * 1000, r.ok_at IS NOT NULL,"
-	    " pg_catalog.to_char(r.ok_at, " ISO "),"
-	    " extract(epoch FROM r.ok_at) * 1000,"
-	    " r.ok_host, r.ok_seconds, coalesce(r.ok_slot, -1),"
-	    " r.failed_at IS NOT NULL, pg_catalog.to_char(r.failed_at, " ISO "),"
-	    " r.failed_host, r.failed_status"
-	    " FROM (SELECT 1) n LEFT JOIN %s r ON r.key = $1", table);
+	row->failures = -1;
+	snprintf(sql, sizeof(sql), "SELECT " RECORD("$2") " FROM (SELECT 1) n"
+	    " LEFT JOIN %s r ON r.key = $1" JSONB, table);
 	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
-	    PQnfields(res) != 11) {
+	    PQnfields(res) != RECORD_FIELDS) {
 		/* No table yet, or not this role's to read: no record. */
 		row->no_table = conn_is_state(res, "42P01");
 		row->denied = conn_is_state(res, "42501");
-		if (!row->no_table) {
+		if (row->no_table) {
+			row->failures = 0;	/* nothing failed */
+		} else {
 			conn_result_error(res, err);
 			rc = row->denied ? 0 : -1;
 		}
@@ -107,33 +175,81 @@ runs_read(PGconn *c, const char *table, const char *key,
 	if (PQtransactionStatus(c) == PQTRANS_INTRANS)
 		PQclear(conn_exec(c, "SET LOCAL statement_timeout = 0", NULL,
 		    CONN_ANSWER_MS, err));
-	row->now_ms = strtod(PQgetvalue(res, 0, 0), NULL);
-	if ((row->has_ok = *PQgetvalue(res, 0, 1) == 't')) {
-		snprintf(row->ok_at, sizeof(row->ok_at), "%s",
-		    PQgetvalue(res, 0, 2));
-		row->ok_ms = strtod(PQgetvalue(res, 0, 3), NULL);
-		snprintf(row->ok_host, sizeof(row->ok_host), "%s",
-		    PQgetvalue(res, 0, 4));
-		row->ok_seconds = strtod(PQgetvalue(res, 0, 5), NULL);
-		row->ok_slot = strtoll(PQgetvalue(res, 0, 6), NULL, 10);
-	}
-	if ((row->has_failed = *PQgetvalue(res, 0, 7) == 't')) {
-		snprintf(row->failed_at, sizeof(row->failed_at), "%s",
-		    PQgetvalue(res, 0, 8));
-		snprintf(row->failed_host, sizeof(row->failed_host), "%s",
-		    PQgetvalue(res, 0, 9));
-		row->failed_status = (int)strtol(PQgetvalue(res, 0, 10), NULL,
-		    10);
-	}
+	record_get(res, 0, 0, row);
 	PQclear(res);
 	return 0;
+}
+
+/* This host's name, as a record keeps it. */
+static void
+host_name(char *host, size_t len)
+{
+	if (gethostname(host, len) == -1)
+		snprintf(host, len, "?");
+	host[len - 1] = '\0';
+}
+
+/* Read res's rows (a name, then RECORD()) into *names and *rows: 0, or -1. */
+static int
+list_get(const PGresult *res, char ***names, struct runs_row **rows, int *n,
+    struct err *err)
+{
+	int i;
+
+	*n = PQntuples(res);
+	*names = calloc((size_t)*n + 1, sizeof(**names));
+	*rows = calloc((size_t)*n + 1, sizeof(**rows));
+	if (*names == NULL || *rows == NULL) {
+		err_set(err, "out of memory for %d records", *n);
+		return -1;
+	}
+	for (i = 0; i < *n; i++) {
+		if (((*names)[i] = strdup(PQgetvalue(res, i, 0))) == NULL) {
+			err_set(err, "out of memory for %d records", *n);
+			return -1;
+		}
+		(*rows)[i].ok_slot = -1;
+		record_get(res, i, 1, &(*rows)[i]);
+	}
+	return 0;
+}
+
+int
+runs_list(PGconn *c, const char *table, char ***names,
+    struct runs_row **rows, int *n, struct err *err)
+{
+	char sql[2048];
+	const char *params[2] = { table, NULL };
+	PGresult *res;
+	int rc = -1;
+
+	*names = NULL;
+	*rows = NULL;
+	*n = 0;
+	snprintf(sql, sizeof(sql), "SELECT r.key, " RECORD("$1") " FROM %s r"
+	    JSONB " ORDER BY r.key", table);
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
+		return -1;
+	if (PQresultStatus(res) == PGRES_TUPLES_OK &&
+	    PQnfields(res) == RECORD_FIELDS + 1) {
+		rc = list_get(res, names, rows, n, err);
+	} else if (conn_is_state(res, "42P01")) {
+		rc = 0;		/* no table: no records */
+	} else {
+		conn_result_error(res, err);
+		rc = conn_is_state(res, "42501") ? 1 : -1;
+	}
+	PQclear(res);
+	return rc;
 }
 
 int
 runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
     struct err *err)
 {
-	char sql[1024], host[256], num[2][32];
+	char sql[2048], host[256], num[2][32];
+	/* Only a table that counts failures is told of them. */
+	const char *streak[3] = { "", "", "" };
 	const char *params[6] = { o->key, o->id, host, num[0], num[1], NULL };
 	PGresult *res;
 	int rc = -1;
@@ -143,30 +259,35 @@ runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
 		conn_reason(c, err);
 		return -1;
 	}
-	if (gethostname(host, sizeof(host)) == -1)
-		snprintf(host, sizeof(host), "?");
-	host[sizeof(host) - 1] = '\0';
+	host_name(host, sizeof(host));
+	if (o->streak) {
+		streak[0] = ", failures";
+		streak[1] = o->status == 0 ? ", 0" : ", 1";
+		streak[2] = o->status == 0 ? ", failures = 0" :
+		    ", failures = coalesce(r.failures, 0) + 1";
+	}
 	if (o->status == 0) {
 		snprintf(num[0], sizeof(num[0]), "%.3f", o->seconds);
 		snprintf(num[1], sizeof(num[1]), "%lld", o->slot);
 		snprintf(sql, sizeof(sql), "INSERT INTO %s AS r (key, lock_id,"
-		    " ok_at, ok_host, ok_seconds, ok_slot) VALUES ($1, $2,"
+		    " ok_at, ok_host, ok_seconds, ok_slot%s) VALUES ($1, $2,"
 		    " pg_catalog.statement_timestamp(), $3, $4::float8,"
-		    " nullif($5::bigint, -1)) ON CONFLICT (key) DO UPDATE SET"
+		    " nullif($5::bigint, -1)%s) ON CONFLICT (key) DO UPDATE SET"
 		    " lock_id = EXCLUDED.lock_id, ok_at = EXCLUDED.ok_at,"
 		    " ok_host = EXCLUDED.ok_host, ok_seconds ="
 		    " EXCLUDED.ok_seconds, ok_slot = coalesce(EXCLUDED.ok_slot,"
-		    " r.ok_slot)", table);
+		    " r.ok_slot)%s", table, streak[0], streak[1], streak[2]);
 	} else {
 		snprintf(num[0], sizeof(num[0]), "%d", o->status);
 		params[4] = NULL;
 		snprintf(sql, sizeof(sql), "INSERT INTO %s AS r (key, lock_id,"
-		    " failed_at, failed_host, failed_status) VALUES ($1, $2,"
-		    " pg_catalog.statement_timestamp(), $3, $4::int)"
+		    " failed_at, failed_host, failed_status%s) VALUES ($1, $2,"
+		    " pg_catalog.statement_timestamp(), $3, $4::int%s)"
 		    " ON CONFLICT (key) DO UPDATE SET lock_id ="
 		    " EXCLUDED.lock_id, failed_at = EXCLUDED.failed_at,"
 		    " failed_host = EXCLUDED.failed_host, failed_status ="
-		    " EXCLUDED.failed_status", table);
+		    " EXCLUDED.failed_status%s", table, streak[0], streak[1],
+		    streak[2]);
 	}
 	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return runs_unanswered(c) ? RUNS_UNCONFIRMED : -1;
@@ -229,21 +350,110 @@ runs_landed(const struct conn_opts *co, const char *table,
 	    since);
 }
 
-int
-runs_forget(PGconn *c, const char *table, const char *key, struct err *err)
+/* Run sql, a DELETE or UPDATE of key's row: 1 one changed, 0 none, -1. */
+static int
+changed(PGconn *c, const char *sql, const char *key, struct err *err)
 {
-	char sql[640];
 	const char *params[2] = { key, NULL };
 	PGresult *res;
 	int rc = -1;
 
-	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE key = $1", table);
 	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) == PGRES_COMMAND_OK)
 		rc = strcmp(PQcmdTuples(res), "0") != 0;
-	else if (conn_is_state(res, "42P01"))
+	else if (conn_is_state(res, "42P01") || conn_is_state(res, "42703"))
+		rc = 0;		/* no table; no pause in one of an earlier build */
+	else
+		conn_result_error(res, err);
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * The row goes, unless it holds a pause (the operator's, not the job's: kept,
+ * the runs cleared).
+ */
+int
+runs_forget(PGconn *c, const char *table, const char *key, struct err *err)
+{
+	char sql[1024];
+	int rc;
+
+	snprintf(sql, sizeof(sql), "DELETE FROM %s AS r WHERE r.key = $1 AND"
+	    " pg_catalog.to_jsonb(r) ->> 'paused_at' IS NULL", table);
+	if ((rc = changed(c, sql, key, err)) != 0)
+		return rc;
+	snprintf(sql, sizeof(sql), "UPDATE %s SET ok_at = NULL, ok_host = NULL,"
+	    " ok_seconds = NULL, ok_slot = NULL, failed_at = NULL, failed_host"
+	    " = NULL, failed_status = NULL, failures = 0 WHERE key = $1 AND"
+	    " (ok_at IS NOT NULL OR failed_at IS NOT NULL)", table);
+	return changed(c, sql, key, err);
+}
+
+int
+runs_pause(PGconn *c, const char *table, const struct runs_pause *p,
+    char until[40], struct err *err)
+{
+	char sql[2048], host[256], num[32];
+	const char *params[6] = { p->key, p->id, num, host, p->reason, NULL };
+	PGresult *res;
+	int rc = -1;
+
+	host_name(host, sizeof(host));
+	snprintf(num, sizeof(num), "%lld", p->for_ms);
+	snprintf(sql, sizeof(sql), "INSERT INTO %s AS r (key, lock_id,"
+	    " paused_at, paused_until, paused_host, paused_reason) VALUES ($1,"
+	    " $2, pg_catalog.statement_timestamp(),"
+	    " pg_catalog.statement_timestamp() + nullif($3::bigint, -1) *"
+	    " interval '1 millisecond', $4, nullif($5, '')) ON CONFLICT (key)"
+	    " DO UPDATE SET paused_at = EXCLUDED.paused_at, paused_until ="
+	    " EXCLUDED.paused_until, paused_host = EXCLUDED.paused_host,"
+	    " paused_reason = EXCLUDED.paused_reason RETURNING"
+	    " coalesce(pg_catalog.to_char(paused_until, " ISO "), '')", table);
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
+		return -1;
+	if (conn_is_state(res, "42P01")) {
+		PQclear(res);
+		if (runs_table(c, table, err) == -1 || (res = conn_exec(c, sql,
+		    params, CONN_ANSWER_MS, err)) == NULL)
+			return -1;
+	}
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+		snprintf(until, 40, "%s", PQgetvalue(res, 0, 0));
 		rc = 0;
+	} else if (conn_is_state(res, "42703")) {
+		err_set(err, "table %s has no columns for pauses (an earlier "
+		    "pglock created it); have its owner run: ALTER TABLE %s "
+		    ADDED, table, table);
+	} else {
+		conn_result_error(res, err);
+	}
+	PQclear(res);
+	return rc;
+}
+
+int
+runs_resume(PGconn *c, const char *table, const char *key, struct err *err)
+{
+	char sql[1024];
+	const char *params[2] = { key, NULL };
+	PGresult *res;
+	int rc = -1;
+
+	/* An ended pause is cleared too, and counts as none. */
+	snprintf(sql, sizeof(sql), "WITH o AS (SELECT key, paused_at IS NOT"
+	    " NULL AND (paused_until IS NULL OR paused_until >"
+	    " pg_catalog.statement_timestamp()) AS was FROM %s WHERE key = $1"
+	    " FOR UPDATE) UPDATE %s AS r SET paused_at = NULL, paused_until ="
+	    " NULL, paused_host = NULL, paused_reason = NULL FROM o WHERE"
+	    " r.key = o.key RETURNING o.was", table, table);
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
+		return -1;
+	if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		rc = PQntuples(res) == 1 && *PQgetvalue(res, 0, 0) == 't';
+	else if (conn_is_state(res, "42P01") || conn_is_state(res, "42703"))
+		rc = 0;		/* no table, or one that cannot pause */
 	else
 		conn_result_error(res, err);
 	PQclear(res);

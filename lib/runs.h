@@ -15,21 +15,31 @@
 /* Longest record name: the table's btree key takes ~2.7 kB raw text. */
 #define RUNS_NAME_MAX 2600
 
+/* Longest --reason a pause keeps, in bytes. */
+#define RUNS_REASON_MAX 1000
+
 /* A key's record as read, and the server's clock when it was read. */
 struct runs_row {
 	int no_table;		/* the table does not exist (yet) */
 	int denied;		/* this role may not read it */
 	double now_ms;		/* the server's clock, ms since the epoch */
 	int has_ok;		/* a success is recorded: */
-	char ok_at[40];		/* ISO 8601 */
+	char ok_at[40];		/* RFC 3339 */
 	double ok_ms;		/* the same, ms since the epoch */
 	char ok_host[256];
 	double ok_seconds;
 	long long ok_slot;	/* runs_slot()'s; -1: none (--record) */
 	int has_failed;		/* a failure is recorded: */
 	char failed_at[40];
+	double failed_ms;
 	char failed_host[256];
 	int failed_status;
+	long failures;		/* since the last success; -1: not counted */
+	int paused;		/* a pause in force by the server's clock: */
+	char paused_at[40];
+	char paused_until[40];	/* "": until resumed */
+	char paused_host[256];
+	char paused_reason[RUNS_REASON_MAX + 1];	/* "": none given */
 };
 
 /*
@@ -45,6 +55,14 @@ int runs_table(PGconn *c, const char *table, struct err *err);
  */
 int runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, struct err *err);
+
+/*
+ * Every record of table, by name: *names and *rows (malloc'd, *n of each; the
+ * caller frees each name, then both arrays). 0 (none when there is no table);
+ * 1, this role may not read it; -1, error. The reason in err.
+ */
+int runs_list(PGconn *c, const char *table, char ***names,
+    struct runs_row **rows, int *n, struct err *err);
 
 /*
  * The slot of period_ms at now_ms as a record keeps it: 0 for --once (period
@@ -66,6 +84,7 @@ struct runs_outcome {
 	int status;		/* 0: success; else the exit status */
 	double seconds;		/* how long the command ran */
 	long long slot;		/* runs_slot() a success counts for; -1: none */
+	int streak;		/* the table counts failures (runs_row's >= 0) */
 };
 
 /* runs_write()'s answer when the write was sent but its answer was lost. */
@@ -94,7 +113,31 @@ int runs_unanswered(PGconn *c);
 int runs_landed(const struct conn_opts *co, const char *table,
     const struct runs_outcome *o, long since, struct err *err);
 
-/* Delete key's record: 1 when there was one, 0 none, -1 error (err). */
+/* A pause of a key's runs, to record. */
+struct runs_pause {
+	const char *key;
+	const char *id;		/* the lock id, as PGLOCK_ID shows it */
+	long long for_ms;	/* from the server's now; -1: until resumed */
+	const char *reason;	/* "": none */
+};
+
+/*
+ * Pause p->key from the server's now, with this host's name, creating the
+ * table first when there is none: 0, with the end (as runs_row's paused_until)
+ * in until; -1, the reason in err (for a table an earlier build made, which
+ * lacks the columns: the ALTER TABLE its owner can run).
+ */
+int runs_pause(PGconn *c, const char *table, const struct runs_pause *p,
+    char until[40], struct err *err);
+
+/* End key's pause: 1 when one was in force, 0 none, -1 error (err). */
+int runs_resume(PGconn *c, const char *table, const char *key,
+    struct err *err);
+
+/*
+ * Delete key's record of runs (a pause stays): 1 when there was one, 0 none,
+ * -1 error (err).
+ */
 int runs_forget(PGconn *c, const char *table, const char *key, struct err *err);
 
 #endif

@@ -248,3 +248,22 @@ short_options() {
 	run comp --command = 'echo hi' k ''
 	assert_output ''
 }
+
+@test "--pause, --resume and --forget take one KEY: no command after it; --for's and --reason's values are not taken for KEY" {
+	run comp --pa
+	assert_output --pause
+	run comp --res
+	assert_output --resume
+	for mode in --pause --resume --forget; do
+		run comp "$mode" k ''
+		assert_output ''
+	done
+	run comp --pause --for 1h --reason maintenance --q
+	assert_output --quiet
+	run comp --pause --for 1h --reason maintenance k ''
+	assert_output ''
+	run comp --for
+	assert_output "$(printf '%s\n' --for --forget)"
+	run comp --rea
+	assert_output --reason
+}

@@ -32,6 +32,9 @@ faketime:faketime"
 	# Debian's python3, which apt's python3-psycopg2 serves (not pyenv's).
 	/usr/bin/python3 -c 'import psycopg2' 2>/dev/null ||
 		echo missing-psycopg2:python3-psycopg2
+	# Prometheus' own parser reads --status --metrics (operate.bats).
+	/usr/bin/python3 -c 'import prometheus_client' 2>/dev/null ||
+		echo missing-prometheus:python3-prometheus-client
 	# libFuzzer (fuzz/run.sh), and ASan/UBSan's runtime for clang.
 	ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a \
 	    >/dev/null 2>&1 || [ "$(uname -m)" != x86_64 ] ||

@@ -189,3 +189,16 @@ round_trips() {
 	run -0 round_trips -h 127.0.0.1
 	assert_output 4
 }
+
+@test "a pause ends by the server's clock: a client 2 hours ahead still finds a 1-hour pause, and one 2 hours behind sets its end an hour from the server's now" {
+	export FAKETIME_DONT_FAKE_MONOTONIC=1
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+	run -0 faketime -f '-2h' "$PGLOCK" --pause --for 1h skew-p
+	[ "$(sql "SELECT paused_until - paused_at = interval '1 hour' AND abs(extract(epoch FROM paused_at - now())) < 60 FROM pglock_runs WHERE key = 'skew-p'")" = t ]
+	run -1 --separate-stderr faketime -f '+2h' "$PGLOCK" --once skew-p touch "$BATS_TEST_TMPDIR/ran"
+	[[ "$stderr" == "pglock: skew-p is paused until "*" by $(hostname)" ]]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	# faketime did move the clock.
+	run -0 faketime -f '+2h' date +%s
+	[ $((output - $(date +%s))) -ge 7100 ]
+}

@@ -243,7 +243,7 @@ killed_then_run() {
 	run -1 --separate-stderr pglock --status st-k
 	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope	key"
 	assert_line --index 1 --regexp "^st-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	[0-9]+\.[0-9]{3}$"
-	assert_line --index 2 --regexp "^st-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	5$"
+	assert_line --index 2 --regexp "^st-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	5	1$"
 	run -1 --separate-stderr pglock --status --json st-k
 	"$PYTHON" -c '
 import json, sys
@@ -256,7 +256,7 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	run -1 pglock --status --ok-within 0.001 st-k
 	run -1 pglock --status --ok-within 1d never-k
 	run -1 --separate-stderr pglock --status --json never-k
-	[[ "$output" == *'"runs": ['*'{"key": "never-k", "last_ok": null, "last_failed": null}'* ]]
+	[[ "$output" == *'"runs": ['*'{"key": "never-k", "last_ok": null, "last_failed": null, "failures": 0, "paused": null}'* ]]
 }
 
 @test "--status --ok-within: one line on stdout when KEY succeeded within it (nothing with -q); else one line on stderr: never, or when and that it is older" {

@@ -346,7 +346,7 @@ for l in doc["locks"]:
 	run -0 bash -c "$PGLOCK --status --json js-k | $PYTHON -c 'import json, sys; d = json.load(sys.stdin); print(len(d[\"locks\"]), type(d[\"locks\"][0][\"pid\"]).__name__, type(d[\"locks\"][0][\"seconds\"]).__name__)'"
 	assert_output "1 int int"
 	run -0 bash -c "$PGLOCK --status --json nobody-holds-this | $PYTHON -c 'import json, sys; print(json.load(sys.stdin))'"
-	assert_output "{'locks': [], 'runs': [{'key': 'nobody-holds-this', 'last_ok': None, 'last_failed': None}]}"
+	assert_output "{'locks': [], 'runs': [{'key': 'nobody-holds-this', 'last_ok': None, 'last_failed': None, 'failures': 0, 'paused': None}]}"
 }
 
 # explain_both ARGS...: --explain's columns and --explain --json agree.
