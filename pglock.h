@@ -58,6 +58,9 @@ struct opts {
 	char runs_sql[300];	/* --runs-table, as table_sql */
 	long long ok_within_ms;	/* --status --ok-within; -1: none */
 	pid_t caller;		/* parent at start: --hold's script; 0: init */
+	const char *tz;		/* --tz: slots of ZONE's wall clock; NULL */
+	long long after_ms;	/* --after: due this far into a slot */
+	long long spread_s;	/* --spread, whole seconds; 0: none */
 };
 
 /* A diagnostic line on stderr, as "pglock: ...", written at once. */

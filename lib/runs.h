@@ -30,6 +30,19 @@ struct runs_row {
 	char failed_at[40];
 	char failed_host[256];
 	int failed_status;
+	/* runs_read_when()'s; the times RFC 3339, in its zone: */
+	char last_ok[64];	/* the success, or "" */
+	int zone_bad;		/* the server knows no such zone (err says) */
+	long long slot;		/* the slot's identity, as runs_slot() */
+	char slot_start[64], slot_end[64], due_at[64];
+	int due;		/* the slot's offset (--after) has passed */
+};
+
+/* The slot of a --once-per run, as the server's clock and zone data make it. */
+struct runs_when {
+	long long period_ms;	/* DURATION; 0: no slot (--once, --record) */
+	const char *zone;	/* --tz ZONE's wall clock; NULL: the epoch's */
+	long long after_ms;	/* due from this far into the slot */
 };
 
 /*
@@ -47,6 +60,13 @@ int runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, struct err *err);
 
 /*
+ * runs_read(), and in the same query the slot of w (NULL: none) around the
+ * server's now; a zone the server does not know sets zone_bad and returns -1.
+ */
+int runs_read_when(PGconn *c, const char *table, const char *key,
+    const struct runs_when *w, struct runs_row *row, struct err *err);
+
+/*
  * The slot of period_ms at now_ms as a record keeps it: 0 for --once (period
  * 0, one slot for ever); else its start and its length, which name it, in one
  * bigint above 2^62, which no slot number of earlier builds reaches.
@@ -54,8 +74,9 @@ int runs_read(PGconn *c, const char *table, const char *key,
 long long runs_slot(double now_ms, long long period_ms);
 
 /*
- * Does row's success count for the slot of period_ms at row->now_ms? A number
- * an earlier build wrote (below 2^62, its length unknown) counts as it did.
+ * Does row's success count for its slot (runs_read_when()'s), or else the slot
+ * of period_ms at row->now_ms? A number an earlier build wrote (below 2^62,
+ * its length unknown) counts as it did, for a slot of the epoch's clock.
  */
 int runs_done(const struct runs_row *row, long long period_ms);
 
