@@ -416,8 +416,9 @@ static int
 once_done_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
+	long long spread = runs_spread_ms(&r->lk.key, o->spread_s);
 	struct runs_when w = { .period_ms = o->period_ms, .zone = o->tz,
-	    .after_ms = o->after_ms };
+	    .after_ms = (o->after_ms > 0 ? o->after_ms : 0) + spread };
 	struct runs_row row;
 	struct err why;
 	char *name = record_key(o, o->key);
@@ -451,9 +452,13 @@ once_done_or_err(struct run *r)
 		return 1;
 	}
 	if (o->period_ms > 0 && !row.due) {
-		if (o->verbose)
+		if (o->verbose && o->spread_s == 0)
 			say("%s: not due until %s (--after): not run",
 			    o->label, row.due_at);
+		else if (o->verbose)
+			say("%s: not due until %s (%s--spread's %llds): not "
+			    "run", o->label, row.due_at, o->after_ms >= 0 ?
+			    "--after, " : "", spread / 1000);
 		return 1;
 	}
 	return 0;

@@ -74,16 +74,21 @@ runs_done(const struct runs_row *row, long long period_ms)
 
 /*
  * The instant of the slot's wall-clock time wall (ms, as if UTC) in zone
- * n0.z: of a time the clocks show twice (they went back), the first (agg min)
- * or the last (max), so a repeated hour is one slot that spans both; of one
- * they skip, the server's reading. The zone's offset a day either side is
- * each candidate's: no zone moves twice in 50 hours.
+ * n0.z: of a time the clocks show twice (they went back), the first (a
+ * start: min) or, of those the clock reaches from below, the last (an end:
+ * max), so a repeated hour is one slot that spans both and the slot before
+ * it ends where it begins; of a time they skip, the server's reading. The
+ * zone's offset a day either side is a candidate's: no zone moves twice in
+ * 50 hours.
  */
 static void
 instant_sql(char *buf, size_t len, const char *agg, const char *wall)
 {
+	const char *end = strcmp(agg, "max") == 0 ? " AND (v.x - interval"
+	    " '1 millisecond') AT TIME ZONE n0.z < a.w" : "";
+
 	snprintf(buf, len, "(SELECT coalesce(%s(v.x) FILTER (WHERE v.x AT"
-	    " TIME ZONE n0.z = a.w), min(b.c)) FROM (SELECT"
+	    " TIME ZONE n0.z = a.w%s), min(b.c)) FROM (SELECT"
 	    " pg_catalog.to_timestamp((%s) / 1000.0) AT TIME ZONE 'UTC' AS w) a"
 	    " CROSS JOIN LATERAL (SELECT a.w AT TIME ZONE n0.z AS c) b"
 	    " CROSS JOIN LATERAL (VALUES (b.c), (a.w AT TIME ZONE 'UTC' -"
@@ -91,7 +96,7 @@ instant_sql(char *buf, size_t len, const char *agg, const char *wall)
 	    " (b.c - interval '25 hours') AT TIME ZONE 'UTC')),"
 	    " (a.w AT TIME ZONE 'UTC' - ((b.c + interval '25 hours') AT TIME"
 	    " ZONE n0.z - (b.c + interval '25 hours') AT TIME ZONE 'UTC')))"
-	    " v(x))", agg, wall);
+	    " v(x))", agg, end, wall);
 }
 
 /*
@@ -122,7 +127,7 @@ rfc3339_sql(char *buf, size_t len, const char *t)
 static void
 read_sql(char *sql, size_t len, const char *table)
 {
-	char t[6][1024];
+	char t[7][1024];
 
 	rfc3339_sql(t[0], sizeof(t[0]), "r.ok_at");
 	rfc3339_sql(t[1], sizeof(t[1]), "n3.s");
@@ -130,6 +135,7 @@ read_sql(char *sql, size_t len, const char *table)
 	rfc3339_sql(t[3], sizeof(t[3]), "n3.d");
 	instant_sql(t[4], sizeof(t[4]), "min", "n2.ls");
 	instant_sql(t[5], sizeof(t[5]), "max", "n2.ls + n0.p");
+	instant_sql(t[6], sizeof(t[6]), "min", "n2.ls + n0.a");
 	snprintf(sql, len, "SELECT extract(epoch FROM n0.t) * 1000,"
 	    " r.ok_at IS NOT NULL, pg_catalog.to_char(r.ok_at, " ISO "),"
 	    " extract(epoch FROM r.ok_at) * 1000,"
@@ -150,7 +156,7 @@ read_sql(char *sql, size_t len, const char *table)
 	    " CROSS JOIN LATERAL (SELECT l.ls, n1.wall >= l.ls + n0.a AS due) n2"
 	    " CROSS JOIN LATERAL (SELECT %s AS s, %s AS e, (SELECT %s) AS d) n3"
 	    " LEFT JOIN %s r ON r.key = $1", t[0], t[1], t[2], t[3], t[4],
-	    t[5], t[4], table);
+	    t[5], t[6], table);
 }
 
 #define READ_COLUMNS 18
@@ -346,6 +352,16 @@ runs_landed(const struct conn_opts *co, const char *table,
 	/* The write's own clock is at least the server's now less our wait. */
 	return row.has_ok && row.ok_ms >= row.now_ms - (double)(mono_ms() -
 	    since);
+}
+
+long long
+runs_spread_ms(const struct key *k, long long s)
+{
+	int64_t id = k->space == KEY_BIGINT ? k->id : (int64_t)((uint64_t)
+	    (uint32_t)k->a << 32 | (uint32_t)k->b);
+
+	/* C's % keeps the sign of a negative id: shifted into [0, s). */
+	return s > 0 ? ((id % s) + s) % s * 1000 : 0;
 }
 
 int

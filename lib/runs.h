@@ -11,6 +11,7 @@
 
 #include "conn.h"
 #include "err.h"
+#include "key.h"
 
 /* Longest record name: the table's btree key takes ~2.7 kB raw text. */
 #define RUNS_NAME_MAX 2600
@@ -114,6 +115,13 @@ int runs_unanswered(PGconn *c);
  */
 int runs_landed(const struct conn_opts *co, const char *table,
     const struct runs_outcome *o, long since, struct err *err);
+
+/*
+ * --spread s (seconds): k's offset into its slots, ((id % s) + s) % s seconds,
+ * in ms; id is k's bigint, and a pair A,B the bigint A * 2^32 + (B mod 2^32)
+ * (pg_locks' classid and objid). 0 for s 0.
+ */
+long long runs_spread_ms(const struct key *k, long long s);
 
 /* Delete key's record: 1 when there was one, 0 none, -1 error (err). */
 int runs_forget(PGconn *c, const char *table, const char *key, struct err *err);
