@@ -116,8 +116,10 @@ explain(const struct opts *o)
 	const char *space;
 	uint32_t classid, objid;
 	int objsubid, i;
+	long long spread;
 
 	resolve_key_or_err(o, o->key, &k);
+	spread = runs_spread_ms(&k, o->spread_s) / 1000;
 	key_format(&k, id, sizeof(id));
 	key_locktag(&k, &classid, &objid, &objsubid);
 	space = k.space == KEY_BIGINT ? "bigint" : "int4 pair";
@@ -138,7 +140,10 @@ explain(const struct opts *o)
 			printf(i > 0 ? ", " : "");
 			json_str(sql[i]);
 		}
-		printf("]}\n");
+		printf("]");
+		if (o->spread_s > 0)
+			printf(", \"spread_seconds\": %lld", spread);
+		printf("}\n");
 	} else {
 		len = 4 * strlen(o->key) + 1;	/* \xHH a byte at most */
 		if ((shown = malloc(len)) == NULL)
@@ -154,6 +159,9 @@ explain(const struct opts *o)
 		    (unsigned long)objid, objsubid);
 		for (i = 0; i < 2 && sql[i] != NULL; i++)
 			printf("sql\t%s\n", sql[i]);
+		if (o->spread_s > 0)
+			printf("spread\t%llds of --spread %llds: ((id %% s) + s)"
+			    " %% s, added to --after\n", spread, o->spread_s);
 	}
 	free(sql[0]);
 	free(sql[1]);

@@ -18,6 +18,7 @@
  * and distribute this software for any purpose is granted under the terms
  * of the ISC licence in COPYING.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -53,7 +54,8 @@ const char *const scope_names[3] = { "auto", "session", "transaction" };
 static const char usage_text[] =
     "usage: pglock [options] KEY COMMAND [ARG ...]\n"
     "       pglock [options] KEY -c SHELL-COMMAND\n"
-    "       pglock [options] --once-per DURATION KEY COMMAND [ARG ...]\n"
+    "       pglock [options] --once-per DURATION [--tz ZONE] [--after OFFSET]\n"
+    "              [--spread SPREAD] KEY COMMAND [ARG ...]\n"
     "       pglock [options] --once KEY COMMAND [ARG ...]\n"
     "       pglock [options] --forget KEY\n"
     "       pglock [options] --pause [--for DURATION] [--reason TEXT] KEY\n"
@@ -123,6 +125,16 @@ usage(FILE *f)
 	    " this slot of\n"
 	    "                             the server's clock (DURATION: SECS,"
 	    " 5m, 1h, 1d)\n"
+	    "      --tz ZONE              --once-per's slots by ZONE's wall"
+	    " clock, from its\n"
+	    "                             midnight (DURATION dividing a day,"
+	    " 1d or 1w)\n"
+	    "      --after OFFSET         --once-per: due only once OFFSET of"
+	    " the slot has\n"
+	    "                             passed; before, run nothing and"
+	    " exit 0\n"
+	    "      --spread SPREAD        add KEY's own offset below SPREAD to"
+	    " --after\n"
 	    "      --once                 run COMMAND unless KEY ever"
 	    " succeeded\n"
 	    "      --record               record the outcome of a plain run\n"
@@ -150,8 +162,9 @@ usage(FILE *f)
 	    "                             only if it exits 0\n"
 	    "      --peek                 print TENANT's current version\n"
 	    "      --counter-table NAME   where versions live"
-	    " (default pglock_versions)\n"
-	    "\nInspection:\n"
+	    " (default pglock_versions)\n", f);
+	/* C99 compilers need take no literal over 4095 bytes: two. */
+	fputs("\nInspection:\n"
 	    "      --status [KEY ...]     list advisory locks held or awaited,"
 	    " and by whom;\n"
 	    "                             with KEYs, exit 0 if all are held,"
@@ -213,6 +226,7 @@ enum {
 	OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS,
 	OPT_ONCE, OPT_ONCE_PER, OPT_RECORD, OPT_RUNS_TABLE, OPT_OK_WITHIN,
 	OPT_FOR, OPT_REASON, OPT_METRICS,
+	OPT_TZ, OPT_AFTER, OPT_SPREAD,
 	OPT_MODE = 512
 };
 
@@ -264,6 +278,9 @@ static const struct option longopts[] = {
 	{ "for", required_argument, NULL, OPT_FOR },
 	{ "reason", required_argument, NULL, OPT_REASON },
 	{ "metrics", no_argument, NULL, OPT_METRICS },
+	{ "tz", required_argument, NULL, OPT_TZ },
+	{ "after", required_argument, NULL, OPT_AFTER },
+	{ "spread", required_argument, NULL, OPT_SPREAD },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -440,6 +457,56 @@ record_by(struct opts *o, int c)
 	o->record = 1;
 }
 
+/*
+ * Could s be an IANA zone name? The server has the last word; this refuses
+ * what it would read as a POSIX TZ string ("+05", "UTC+3", "<+0530>-5:30"),
+ * whose offset counts west: Etc/GMT+3 is the one name with a signed number.
+ */
+static int
+zone_name(const char *s)
+{
+	const char *p;
+
+	if (*s == '\0' || strchr("+-0123456789", *s) != NULL ||
+	    strpbrk(s, ":<>,") != NULL)
+		return 0;
+	for (p = s; (p = strpbrk(p, "+-")) != NULL; p++)
+		if (isdigit((unsigned char)p[1]) && strncmp(s, "Etc/", 4) != 0)
+			return 0;
+	return 1;
+}
+
+/* --tz, --after, --spread: the shape of --once-per's slots. 1 if c is one. */
+static int
+schedule_option_or_err(struct opts *o, int c, char *arg)
+{
+	struct err why;
+
+	switch (c) {
+	case OPT_TZ:
+		if (!zone_name(arg))
+			usage_err("--tz: '%s' is not a time zone name (as "
+			    "Europe/Berlin)", printable(arg));
+		o->tz = arg;
+		break;
+	case OPT_AFTER:
+		if (arg_period_ms(arg, &o->after_ms, &why) == -1)
+			usage_err("--after: %s", why.msg);
+		break;
+	case OPT_SPREAD:
+		if (arg_period_ms(arg, &o->spread_s, &why) == -1)
+			usage_err("--spread: %s", why.msg);
+		if (o->spread_s < 1000 || o->spread_s % 1000 != 0)
+			usage_err("--spread: '%s' is not whole seconds, at "
+			    "least 1", printable(arg));
+		o->spread_s /= 1000;
+		break;
+	default:
+		return 0;
+	}
+	return 1;
+}
+
 /* How the command runs, is watched and recorded. 1 if c is one of them. */
 static int
 run_option_or_err(struct opts *o, int c, char *arg)
@@ -562,7 +629,8 @@ static void
 record_or_err(struct opts *o, int c, char *arg, const char *name)
 {
 	if (lock_option_or_err(o, c, arg) || conn_option_or_err(o, c, arg) ||
-	    run_option_or_err(o, c, arg) || mode_option_or_err(o, c, arg))
+	    run_option_or_err(o, c, arg) || mode_option_or_err(o, c, arg) ||
+	    schedule_option_or_err(o, c, arg))
 		return;
 	/* '?': getopt sets optopt to what it could not use; -? is help. */
 	if (c == OPT_HELP || (c == '?' && optopt == '?')) {
@@ -673,6 +741,31 @@ static const char *const one_key[] = {
 	[MODE_RESUME] = "--resume"
 };
 
+/*
+ * --tz, --after and --spread shape --once-per's slots (--spread: --explain
+ * shows its offset too); the offsets leave some of each slot.
+ */
+static void
+schedule_or_err(const struct opts *o)
+{
+	long long per = o->period_ms, after = o->after_ms > 0 ? o->after_ms : 0;
+
+	if (per == 0 && (o->tz != NULL || o->after_ms >= 0 ||
+	    (o->spread_s > 0 && o->mode != MODE_EXPLAIN)))
+		usage_err("%s shapes the slots of --once-per DURATION: none "
+		    "given", o->tz != NULL ? "--tz" : o->after_ms >= 0 ?
+		    "--after" : "--spread");
+	if (o->tz != NULL && 86400000 % per != 0 && per != 604800000)
+		usage_err("%s", "--tz: --once-per's DURATION must divide a day "
+		    "(5m, 1h, 6h ...), or be 1d or 1w");
+	if (per > 0 && after >= per)
+		usage_err("%s", "--after: OFFSET must be less than --once-per's "
+		    "DURATION");
+	if (per > 0 && after + o->spread_s * 1000 >= per)
+		usage_err("%s", "--after + --spread must be less than "
+		    "--once-per's DURATION");
+}
+
 /* The arguments after the options, and what may not go together. */
 static void
 check_or_err(struct opts *o, int argc, char **argv)
@@ -681,6 +774,7 @@ check_or_err(struct opts *o, int argc, char **argv)
 
 	rules_or_err(o, option_rules, sizeof(option_rules) /
 	    sizeof(option_rules[0]));
+	schedule_or_err(o);
 	if (o->ok_within_ms >= 0 && (o->mode != MODE_STATUS || argc != 1))
 		usage_err("%s", "--ok-within is for --status with one KEY");
 	if (o->metrics && (o->mode != MODE_STATUS || o->json ||
@@ -865,6 +959,7 @@ static const struct opts defaults = {
 	.runs_sql = "\"pglock_runs\"",		/* --runs-table */
 	.ok_within_ms = -1,			/* no --ok-within */
 	.pause_ms = -1,				/* --pause: until --resume */
+	.after_ms = -1,				/* no --after */
 };
 
 /*

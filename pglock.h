@@ -59,6 +59,9 @@ struct opts {
 	long long pause_ms;	/* --pause --for; -1: until --resume */
 	const char *reason;	/* --pause --reason; NULL: none */
 	int metrics;		/* --status --metrics */
+	const char *tz;		/* --tz: slots of ZONE's wall clock; NULL */
+	long long after_ms;	/* --after: due this far into a slot */
+	long long spread_s;	/* --spread, whole seconds; 0: none */
 };
 
 /* KEY -> lock id under --id, --namespace or --hash; bad input exits 64. */

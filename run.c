@@ -278,7 +278,7 @@ acquire_or_err(struct run *r)
 	 * While the server sets the session up and takes the lock, fork the
 	 * watchdog; while it checks the lock, the command, held at its gate
 	 * till the check passed; not under --fence (its environment is not
-	 * complete yet) nor --once* (a skipped run forks nothing).
+	 * complete yet) nor --once*, --record (its record is read first).
 	 */
 	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, &why) == -1)
 		return again_or_err(r, why.msg);
@@ -292,7 +292,7 @@ acquire_or_err(struct run *r)
 		export_lock_env_or_err(r);
 	}
 	if (got == LOCK_ACQUIRED && r->lk.slots == 0) {
-		if (!o->no_fork && !o->fence && !o->once)
+		if (!o->no_fork && !o->fence && !o->record)
 			spawn_or_err(o, &r->ch);
 		/* ---- verify ---- */
 		got = lock_verify(r->c, &r->lk, r->backend_pid, &sig, &why);
@@ -411,25 +411,32 @@ fence_or_err(const struct run *r)
 }
 
 /*
- * --once*, lock held: has KEY succeeded in this slot of the server's clock
- * (runs_slot())? r->slot: the slot this run counts for. --record reads the
- * record too (0): r->streak, whether its table counts failures. KEY paused
- * (any of them): NOT_GOT, said in one line.
+ * --once*, --record, lock held: read KEY's record and, in the same query, the
+ * slot of the server's clock (runs_read_when()); give the command its facts.
+ * Has KEY succeeded in this slot, or is the slot not due yet (--after)? 1, not
+ * to run. r->slot: the slot this run counts for; r->streak: whether the table
+ * counts failures. KEY paused (any of them): NOT_GOT, said in one line.
  */
 static int
 once_done_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
+	long long spread = runs_spread_ms(&r->lk.key, o->spread_s);
+	struct runs_when w = { .period_ms = o->period_ms, .zone = o->tz,
+	    .after_ms = (o->after_ms > 0 ? o->after_ms : 0) + spread };
 	struct runs_row row;
 	struct err why;
 	char *name = record_key(o, o->key);
 
 	/* First use: no table, so no server clock read yet either. */
-	if (runs_read(r->c, o->runs_sql, name, &row, &why) == -1 ||
+	if (runs_read_when(r->c, o->runs_sql, name, &w, &row, &why) == -1 ||
 	    (row.no_table && (runs_table(r->c, o->runs_sql, &why) == -1 ||
-	    runs_read(r->c, o->runs_sql, name, &row, &why) == -1)) ||
-	    row.denied)
+	    runs_read_when(r->c, o->runs_sql, name, &w, &row, &why) == -1)) ||
+	    row.denied) {
+		if (row.zone_bad)
+			die(EXIT_USAGE, "--tz: %s", why.msg);
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
+	}
 	if (row.no_table)	/* dropped meanwhile: no clock read */
 		die(EXIT_UNAVAILABLE, "%s: table %s went away", o->label,
 		    o->runs_sql);
@@ -443,16 +450,32 @@ once_done_or_err(struct run *r)
 			    '\0' ? ": " : "", row.paused_reason);
 		return NOT_GOT;
 	}
+	setenv_or_err("PGLOCK_LAST_OK", row.last_ok);
+	if (o->period_ms > 0) {
+		setenv_or_err("PGLOCK_SLOT_START", row.slot_start);
+		setenv_or_err("PGLOCK_SLOT_END", row.slot_end);
+	}
 	if (!o->once)
 		return 0;
-	r->slot = runs_slot(row.now_ms, o->period_ms);
-	if (!runs_done(&row, o->period_ms))
-		return 0;
-	if (o->verbose)
-		say("%s: succeeded %s already (at %s on %s): not run again",
-		    o->label, o->period_ms > 0 ? "in this slot" : "once",
-		    row.ok_at, row.ok_host);
-	return 1;
+	r->slot = o->period_ms > 0 ? row.slot : 0;
+	if (runs_done(&row, o->period_ms)) {
+		if (o->verbose)
+			say("%s: succeeded %s already (at %s on %s): not run "
+			    "again", o->label, o->period_ms > 0 ?
+			    "in this slot" : "once", row.ok_at, row.ok_host);
+		return 1;
+	}
+	if (o->period_ms > 0 && !row.due) {
+		if (o->verbose && o->spread_s == 0)
+			say("%s: not due until %s (--after): not run",
+			    o->label, row.due_at);
+		else if (o->verbose)
+			say("%s: not due until %s (%s--spread's %llds): not "
+			    "run", o->label, row.due_at, o->after_ms >= 0 ?
+			    "--after, " : "", spread / 1000);
+		return 1;
+	}
+	return 0;
 }
 
 /* ---- watch ------------------------------------------------------------- */

@@ -19,7 +19,7 @@ function __fish_pglock_rest
                 --namespace --check-interval --lost-signal --kill-after \
                 --scope --counter-table --dbname --host --port --username \
                 --connect-timeout --max-time --slots --once-per \
-                --runs-table --ok-within --for --reason
+                --runs-table --ok-within --for --reason --tz --after --spread
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -128,6 +128,9 @@ complete -c pglock -n $nokey -l for -x -d 'with --pause: the pause ends after DU
 complete -c pglock -n $nokey -l reason -x -d 'with --pause: why'
 complete -c pglock -n $nokey -l resume -d "end KEY's pause"
 complete -c pglock -n $nokey -l metrics -d "with --status: the records in Prometheus' text format"
+complete -c pglock -n $nokey -l tz -x -d "--once-per slots by ZONE's wall clock"
+complete -c pglock -n $nokey -l after -x -d '--once-per: due only once OFFSET of the slot has passed'
+complete -c pglock -n $nokey -l spread -x -d "add KEY's own offset below SPREAD to --after"
 complete -c pglock -n $nokey -s d -l dbname -x -d 'database name, conninfo or URI'
 complete -c pglock -n $nokey -s h -l host -x -a '(__fish_print_hostnames; __fish_complete_directories)' -d 'server host or socket directory'
 complete -c pglock -n $nokey -s p -l port -x -d 'server port'

@@ -125,35 +125,69 @@ arg_signal(const char *s, int *sig, struct err *err)
 	return -1;
 }
 
+/*
+ * A part of a period ending at a unit or the string's end: its value in ms
+ * into *ms, the unit's index into *unit (-1: none), *used its length. 0; 1,
+ * past 2147483.647 of its unit; -1, no number.
+ */
+static int
+period_part(const char *p, long long *ms, int *unit, size_t *used)
+{
+	static const char units[] = "smhdw";
+	static const long long unit_s[] = { 1, 60, 3600, 86400, 604800 };
+	char num[64];
+	size_t n = strcspn(p, units);
+	long long u;
+	int rc;
+
+	*unit = p[n] != '\0' ? (int)(strchr(units, p[n]) - units) : -1;
+	*used = n + (*unit >= 0);
+	u = *unit >= 0 ? unit_s[*unit] : 1;
+	snprintf(num, sizeof(num), "%.*s", (int)(n < sizeof(num) ? n : 0), p);
+	/* In its unit, exactly: 0.0025h is 9 s. */
+	rc = n >= sizeof(num) ? -1 :
+	    decimal_ms(num, u * 1000, ARG_MAX_MS / 1000, ms);
+	return rc == 0 && *ms > ARG_MAX_MS * u ? 1 : rc;
+}
+
+/*
+ * Parts with units from the largest down, each unit once (2h30m, 1d12h);
+ * a bare number only alone (SECS). At most 2147483.647 days, which keeps a
+ * slot's length below the 2^48 its record's number has room for.
+ */
 int
 arg_period_ms(const char *s, long long *ms, struct err *err)
 {
-	static const char units[] = "smhd";
-	static const long long unit_s[] = { 1, 60, 3600, 86400 };
-	char num[64];
-	size_t n = strlen(s);
-	const char *u = n > 0 ? strchr(units, s[n - 1]) : NULL;
-	long long unit = u != NULL ? unit_s[u - units] : 1;
-	int rc;
+	static const char units[] = "smhdw";
+	const char *p = s;
+	long long part;
+	size_t used;
+	int unit, last = 5, rc;
+	char shown = 'd';	/* the unit of "at most" */
 
-	if (u != NULL)
-		n--;
-	snprintf(num, sizeof(num), "%.*s", (int)(n < sizeof(num) ? n : 0), s);
-	/* In its unit, exactly: 0.0025h is 9 s. */
-	rc = n >= sizeof(num) ? -1 :
-	    decimal_ms(num, unit * 1000, ARG_MAX_MS / 1000, ms);
+	*ms = 0;
+	do {
+		rc = period_part(p, &part, &unit, &used);
+		if (rc == 0 && (unit >= last || (unit < 0 && p != s)))
+			rc = -1;
+		*ms += rc == 0 ? part : 0;
+		if (rc == 1)
+			shown = unit >= 0 ? units[unit] : 's';
+		last = unit;
+		p += used;
+	} while (rc == 0 && *p != '\0');
+	if (rc == 0 && *ms > ARG_MAX_MS * 86400LL)
+		rc = 1;
 	switch (rc) {
 	case 0:
-		if (*ms <= ARG_MAX_MS * unit)
-			return 0;
-		/* FALLTHROUGH */
+		return 0;
 	case 1:
 		err_set(err, "'%s' is too long (at most %ld.%03ld%c)", s,
-		    ARG_MAX_MS / 1000, ARG_MAX_MS % 1000, u != NULL ? *u : 's');
+		    ARG_MAX_MS / 1000, ARG_MAX_MS % 1000, shown);
 		return -1;
 	default:
-		err_set(err, "'%s' is not a duration (SECS, or a number with "
-		    "s, m, h or d)", s);
+		err_set(err, "'%s' is not a duration (SECS, or numbers with s, "
+		    "m, h, d or w: 5m, 2h30m, 1w)", s);
 		return -1;
 	}
 }

@@ -83,10 +83,12 @@ runs_done(const struct runs_row *row, long long period_ms)
 {
 	if (!row->has_ok)
 		return 0;
-	if (row->ok_slot >= 0 && row->ok_slot < 1LL << 62 && period_ms > 0)
+	if (row->ok_slot >= 0 && row->ok_slot < 1LL << 62 && period_ms > 0 &&
+	    row->slot >= 0)
 		return row->ok_slot == (long long)(row->now_ms /
 		    (double)period_ms);
-	return row->ok_slot == runs_slot(row->now_ms, period_ms);
+	return row->ok_slot == (row->slot != 0 ? row->slot :
+	    runs_slot(row->now_ms, period_ms));
 }
 
 /*
@@ -109,6 +111,121 @@ runs_done(const struct runs_row *row, long long period_ms)
 #define JSONB ", LATERAL (SELECT pg_catalog.to_jsonb(r) AS j) x, LATERAL" \
 	" (SELECT (x.j ->> 'paused_at')::timestamptz AS at," \
 	" (x.j ->> 'paused_until')::timestamptz AS until) p"
+
+/*
+ * The instant of the slot's wall-clock time wall (ms, as if UTC) in zone
+ * n0.z: of a time the clocks show twice (they went back), the first (a
+ * start: min) or, of those the clock reaches from below, the last (an end:
+ * max), so a repeated hour is one slot that spans both and the slot before
+ * it ends where it begins; of a time they skip, the server's reading. The
+ * zone's offset a day either side is a candidate's: no zone moves twice in
+ * 50 hours.
+ */
+static void
+instant_sql(char *buf, size_t len, const char *agg, const char *wall)
+{
+	const char *end = strcmp(agg, "max") == 0 ? " AND (v.x - interval"
+	    " '1 millisecond') AT TIME ZONE n0.z < a.w" : "";
+
+	snprintf(buf, len, "(SELECT coalesce(%s(v.x) FILTER (WHERE v.x AT"
+	    " TIME ZONE n0.z = a.w%s), min(b.c)) FROM (SELECT"
+	    " pg_catalog.to_timestamp((%s) / 1000.0) AT TIME ZONE 'UTC' AS w) a"
+	    " CROSS JOIN LATERAL (SELECT a.w AT TIME ZONE n0.z AS c) b"
+	    " CROSS JOIN LATERAL (VALUES (b.c), (a.w AT TIME ZONE 'UTC' -"
+	    " ((b.c - interval '25 hours') AT TIME ZONE n0.z -"
+	    " (b.c - interval '25 hours') AT TIME ZONE 'UTC')),"
+	    " (a.w AT TIME ZONE 'UTC' - ((b.c + interval '25 hours') AT TIME"
+	    " ZONE n0.z - (b.c + interval '25 hours') AT TIME ZONE 'UTC')))"
+	    " v(x))", agg, end, wall);
+}
+
+/*
+ * The instant t as RFC 3339 in zone n0.z: its offset, ms when not whole;
+ * NULL for infinity, which a hand-edited record may hold.
+ */
+static void
+rfc3339_sql(char *buf, size_t len, const char *t)
+{
+	snprintf(buf, len, "CASE WHEN pg_catalog.isfinite(%s) THEN"
+	    " pg_catalog.to_char(%s AT TIME ZONE n0.z,"
+	    " 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN pg_catalog.date_part("
+	    "'milliseconds', %s)::numeric %% 1000 >= 1 THEN pg_catalog.to_char("
+	    "%s AT TIME ZONE n0.z, '.MS') ELSE '' END || (SELECT CASE WHEN"
+	    " f.o < 0 THEN '-' ELSE '+' END || pg_catalog.to_char("
+	    "pg_catalog.make_interval(secs => abs(f.o)), 'HH24:MI') FROM"
+	    " (SELECT extract(epoch FROM (%s AT TIME ZONE n0.z) - (%s AT TIME"
+	    " ZONE 'UTC'))::float8 AS o) f) END", t, t, t, t, t, t);
+}
+
+/*
+ * The record's columns, then the slot's: the wall clock's time (ms, as if
+ * UTC: the epoch's without a zone) is cut into period_ms from ZONE's local
+ * midnight (1w: from Monday's, 4 days after the epoch's Thursday); the slot
+ * is due once after_ms of its wall clock have passed; its identity for a
+ * zone is a digest of zone, length and wall-clock start.
+ */
+static void
+read_sql(char *sql, size_t len, const char *table)
+{
+	char t[7][1024];
+
+	rfc3339_sql(t[0], sizeof(t[0]), "r.ok_at");
+	rfc3339_sql(t[1], sizeof(t[1]), "n3.s");
+	rfc3339_sql(t[2], sizeof(t[2]), "n3.e");
+	rfc3339_sql(t[3], sizeof(t[3]), "n3.d");
+	instant_sql(t[4], sizeof(t[4]), "min", "n2.ls");
+	instant_sql(t[5], sizeof(t[5]), "max", "n2.ls + n0.p");
+	instant_sql(t[6], sizeof(t[6]), "min", "n2.ls + n0.a");
+	snprintf(sql, len, "SELECT " RECORD("$5") ","
+	    " %s, n2.ls, ('x' || left(pg_catalog.encode(pg_catalog.sha256("
+	    "pg_catalog.convert_to(n0.tz || ' ' || n0.p || ' ' || n2.ls,"
+	    " 'UTF8')), 'hex'), 16))::bit(64)::bigint, %s, %s, n2.due, %s"
+	    " FROM (SELECT pg_catalog.statement_timestamp() AS t,"
+	    " nullif($2::bigint, 0) AS p, nullif($3::text, '') AS tz,"
+	    " coalesce(nullif($3::text, ''), 'UTC') AS z, $4::bigint AS a) n0"
+	    " CROSS JOIN LATERAL (SELECT extract(epoch FROM n0.t AT TIME ZONE"
+	    " n0.z)::numeric * 1000 AS wall, CASE WHEN n0.tz IS NOT NULL AND"
+	    " n0.p = 604800000 THEN 345600000 ELSE 0 END AS sh) n1"
+	    " CROSS JOIN LATERAL (SELECT (floor((n1.wall - n1.sh) / n0.p) *"
+	    " n0.p + n1.sh)::bigint AS ls) l"
+	    " CROSS JOIN LATERAL (SELECT l.ls, n1.wall >= l.ls + n0.a AS due) n2"
+	    " CROSS JOIN LATERAL (SELECT %s AS s, %s AS e, (SELECT %s) AS d) n3"
+	    " LEFT JOIN %s r ON r.key = $1" JSONB, t[0], t[1], t[2], t[3], t[4],
+	    t[5], t[6], table);
+}
+
+/* RECORD()'s, then the slot's 7. */
+#define READ_COLUMNS (RECORD_FIELDS + 7)
+
+/* The slot's columns of runs_read_when()'s answer, from column S, into row. */
+#define S RECORD_FIELDS
+static void
+read_slot(const PGresult *res, const struct runs_when *w,
+    struct runs_row *row)
+{
+	long long digest;
+
+	snprintf(row->last_ok, sizeof(row->last_ok), "%s",
+	    PQgetvalue(res, 0, S + 0));
+	if (w == NULL || w->period_ms <= 0)
+		return;
+	if (w->zone != NULL) {
+		/* Negative, below -1: no epoch slot's number nor "none". */
+		digest = strtoll(PQgetvalue(res, 0, S + 2), NULL, 10);
+		row->slot = -((1LL << 62) | (digest & ((1LL << 62) - 1)));
+	} else {
+		row->slot = runs_slot(strtod(PQgetvalue(res, 0, S + 1), NULL),
+		    w->period_ms);
+	}
+	snprintf(row->slot_start, sizeof(row->slot_start), "%s",
+	    PQgetvalue(res, 0, S + 3));
+	snprintf(row->slot_end, sizeof(row->slot_end), "%s",
+	    PQgetvalue(res, 0, S + 4));
+	row->due = *PQgetvalue(res, 0, S + 5) == 't';
+	snprintf(row->due_at, sizeof(row->due_at), "%s",
+	    PQgetvalue(res, 0, S + 6));
+}
+
 
 /* dst (a char array) gets value v, cut to fit. */
 #define COPY(dst, v) snprintf((dst), sizeof(dst), "%s", (v))
@@ -140,28 +257,40 @@ record_get(const PGresult *res, int i, int b, struct runs_row *row)
 		COPY(row->paused_reason, PQgetvalue(res, i, b + 17));
 	}
 }
+#undef S
 
 int
 runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, struct err *err)
 {
-	char sql[2048];
-	const char *params[3] = { key, table, NULL };
+	return runs_read_when(c, table, key, NULL, row, err);
+}
+
+int
+runs_read_when(PGconn *c, const char *table, const char *key,
+    const struct runs_when *w, struct runs_row *row, struct err *err)
+{
+	char sql[12288], num[2][32];
+	const char *params[6] = { key, num[0], w != NULL && w->zone != NULL ?
+	    w->zone : "", num[1], table, NULL };
 	PGresult *res;
 	int rc = 0;
 
 	memset(row, 0, sizeof(*row));
 	row->ok_slot = -1;
 	row->failures = -1;
-	snprintf(sql, sizeof(sql), "SELECT " RECORD("$2") " FROM (SELECT 1) n"
-	    " LEFT JOIN %s r ON r.key = $1" JSONB, table);
+	snprintf(num[0], sizeof(num[0]), "%lld", w != NULL ? w->period_ms : 0);
+	snprintf(num[1], sizeof(num[1]), "%lld", w != NULL ? w->after_ms : 0);
+	read_sql(sql, sizeof(sql), table);
 	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
-	    PQnfields(res) != RECORD_FIELDS) {
+	    PQnfields(res) != READ_COLUMNS) {
 		/* No table yet, or not this role's to read: no record. */
 		row->no_table = conn_is_state(res, "42P01");
 		row->denied = conn_is_state(res, "42501");
+		row->zone_bad = w != NULL && w->zone != NULL &&
+		    conn_is_state(res, "22023");
 		if (row->no_table) {
 			row->failures = 0;	/* nothing failed */
 		} else {
@@ -176,6 +305,7 @@ runs_read(PGconn *c, const char *table, const char *key,
 		PQclear(conn_exec(c, "SET LOCAL statement_timeout = 0", NULL,
 		    CONN_ANSWER_MS, err));
 	record_get(res, 0, 0, row);
+	read_slot(res, w, row);
 	PQclear(res);
 	return 0;
 }
@@ -348,6 +478,16 @@ runs_landed(const struct conn_opts *co, const char *table,
 	/* The write's own clock is at least the server's now less our wait. */
 	return row.has_ok && row.ok_ms >= row.now_ms - (double)(mono_ms() -
 	    since);
+}
+
+long long
+runs_spread_ms(const struct key *k, long long s)
+{
+	int64_t id = k->space == KEY_BIGINT ? k->id : (int64_t)((uint64_t)
+	    (uint32_t)k->a << 32 | (uint32_t)k->b);
+
+	/* C's % keeps the sign of a negative id: shifted into [0, s). */
+	return s > 0 ? ((id % s) + s) % s * 1000 : 0;
 }
 
 /* Run sql, a DELETE or UPDATE of key's row: 1 one changed, 0 none, -1. */

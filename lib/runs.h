@@ -11,6 +11,7 @@
 
 #include "conn.h"
 #include "err.h"
+#include "key.h"
 
 /* Longest record name: the table's btree key takes ~2.7 kB raw text. */
 #define RUNS_NAME_MAX 2600
@@ -40,6 +41,19 @@ struct runs_row {
 	char paused_until[40];	/* "": until resumed */
 	char paused_host[256];
 	char paused_reason[RUNS_REASON_MAX + 1];	/* "": none given */
+	/* runs_read_when()'s; the times RFC 3339, in its zone: */
+	char last_ok[64];	/* the success, or "" */
+	int zone_bad;		/* the server knows no such zone (err says) */
+	long long slot;		/* the slot's identity, as runs_slot() */
+	char slot_start[64], slot_end[64], due_at[64];
+	int due;		/* the slot's offset (--after) has passed */
+};
+
+/* The slot of a --once-per run, as the server's clock and zone data make it. */
+struct runs_when {
+	long long period_ms;	/* DURATION; 0: no slot (--once, --record) */
+	const char *zone;	/* --tz ZONE's wall clock; NULL: the epoch's */
+	long long after_ms;	/* due from this far into the slot */
 };
 
 /*
@@ -65,6 +79,13 @@ int runs_list(PGconn *c, const char *table, char ***names,
     struct runs_row **rows, int *n, struct err *err);
 
 /*
+ * runs_read(), and in the same query the slot of w (NULL: none) around the
+ * server's now; a zone the server does not know sets zone_bad and returns -1.
+ */
+int runs_read_when(PGconn *c, const char *table, const char *key,
+    const struct runs_when *w, struct runs_row *row, struct err *err);
+
+/*
  * The slot of period_ms at now_ms as a record keeps it: 0 for --once (period
  * 0, one slot for ever); else its start and its length, which name it, in one
  * bigint above 2^62, which no slot number of earlier builds reaches.
@@ -72,8 +93,9 @@ int runs_list(PGconn *c, const char *table, char ***names,
 long long runs_slot(double now_ms, long long period_ms);
 
 /*
- * Does row's success count for the slot of period_ms at row->now_ms? A number
- * an earlier build wrote (below 2^62, its length unknown) counts as it did.
+ * Does row's success count for its slot (runs_read_when()'s), or else the slot
+ * of period_ms at row->now_ms? A number an earlier build wrote (below 2^62,
+ * its length unknown) counts as it did, for a slot of the epoch's clock.
  */
 int runs_done(const struct runs_row *row, long long period_ms);
 
@@ -112,6 +134,13 @@ int runs_unanswered(PGconn *c);
  */
 int runs_landed(const struct conn_opts *co, const char *table,
     const struct runs_outcome *o, long since, struct err *err);
+
+/*
+ * --spread s (seconds): k's offset into its slots, ((id % s) + s) % s seconds,
+ * in ms; id is k's bigint, and a pair A,B the bigint A * 2^32 + (B mod 2^32)
+ * (pg_locks' classid and objid). 0 for s 0.
+ */
+long long runs_spread_ms(const struct key *k, long long s);
 
 /* A pause of a key's runs, to record. */
 struct runs_pause {

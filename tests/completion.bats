@@ -267,3 +267,12 @@ short_options() {
 	run comp --rea
 	assert_output --reason
 }
+
+@test "--tz, --after and --spread (issue 33) are offered, and their values are not taken for KEY" {
+	run comp --af
+	assert_output --after
+	run comp --sp
+	assert_output --spread
+	run comp --once-per 1d --tz Europe/Berlin --after 2h30m --spread 600 --sc
+	assert_output --scope
+}

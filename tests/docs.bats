@@ -12,7 +12,7 @@ README=$BATS_TEST_DIRNAME/../README.md
 run_example() {
 	local dir=$BATS_TEST_TMPDIR/ex
 	mkdir -p "$dir"
-	for s in report sync deploy reindex read-catalog migrate; do
+	for s in report sync deploy reindex read-catalog migrate nightly; do
 		printf '#!/bin/sh\necho "%s ran under $PGLOCK_KEY"\n' "$s" >"$dir/$s.sh"
 		chmod +x "$dir/$s.sh"
 	done
@@ -27,6 +27,8 @@ run_example() {
 # An example that names a stub script must have run it (exit 0 alone
 # cannot tell: pglock -n -E 0 exits 0 without running anything).
 ran_stub() {
+	# Not due yet (--after, and -v says so): the recipe ran nothing, rightly.
+	[[ $1 == *--after* && $output == *": not due until "* ]] && return 0
 	if [[ "$1" =~ \./([a-z-]+)\.sh ]]; then
 		[[ "$output" == *"${BASH_REMATCH[1]} ran under "* ]] || { echo "$1: the command did not run"; false; }
 	fi

@@ -202,3 +202,14 @@ round_trips() {
 	run -0 faketime -f '+2h' date +%s
 	[ $((output - $(date +%s))) -ge 7100 ]
 }
+
+@test "a --once-per skip that is not due yet (--after) waits for the server no more often than one that is done" {
+	run -0 timeout 20 "$PGLOCK" --once-per 1000d rt-k true
+	run -0 round_trips --once-per 1000d
+	done=$output
+	# 999d slots: the one holding the suite's now began in 2024, 998d due
+	# from mid-2027; no success recorded for it.
+	run -0 round_trips --once-per 999d --after 998d
+	assert_output "$done"
+	[ "$done" -ge 3 ]
+}

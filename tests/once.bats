@@ -312,7 +312,7 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	run -64 --separate-stderr pglock --once-per 0 k true
 	assert_equal "$stderr" "pglock: --once-per: must be more than 0 (see pglock --help)"
 	run -64 --separate-stderr pglock --once-per 5x k true
-	assert_equal "$stderr" "pglock: --once-per: '5x' is not a duration (SECS, or a number with s, m, h or d) (see pglock --help)"
+	assert_equal "$stderr" "pglock: --once-per: '5x' is not a duration (SECS, or numbers with s, m, h, d or w: 5m, 2h30m, 1w) (see pglock --help)"
 	run -64 pglock --forget
 	run -64 pglock --forget k true
 }

@@ -108,9 +108,12 @@ usage_error() {
 }
 
 @test "the usage text matches the man page SYNOPSIS" {
+	# A line that does not begin with pglock goes on the one before.
+	join='/^pglock/ { if (l != "") print l; l = $0; next } { l = l " " $0 } END { print l }'
 	syn=$(mandoc -Tascii "$BATS_TEST_DIRNAME/../man/pglock.1" | col -b |
-	    sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | grep 'pglock' | tr -s ' ' | sed 's/^ //')
-	use=$(pglock --help | sed -n '/^$/q;p' | sed 's/^usage: //; s/^ *//' | tr -s ' ')
+	    sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | sed '1d; $d; /^[[:space:]]*$/d' | tr '\t' ' ' | tr -s ' ' | sed 's/^ //' | awk "$join")
+	use=$(pglock --help | sed -n '/^$/q;p' | sed 's/^usage: //; s/^ *//' | tr -s ' ' | awk "$join")
+	[ "$(echo "$use" | wc -l)" -ge 11 ]
 	[ "$syn" = "$use" ] || { diff <(echo "$syn") <(echo "$use"); false; }
 }
 
