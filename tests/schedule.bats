@@ -18,7 +18,10 @@ setup_file() {
 	export DST_DIR
 	DST_DIR=$(mktemp -d /tmp/pglock-dst.XXXXXX)
 	chmod 755 "$DST_DIR"
-	echo "@2026-10-25 00:30:00" >"$DST_DIR/now"
+	# Started before every time a test sets: a server that started a lease
+	# ago or less imposes its lock-delay, and one whose clock reads before
+	# its start would impose it until the clock passes it.
+	echo "@2026-03-01 00:00:00" >"$DST_DIR/now"
 	chmod 644 "$DST_DIR/now"
 	LD_PRELOAD=$lib FAKETIME_TIMESTAMP_FILE=$DST_DIR/now FAKETIME_NO_CACHE=1 \
 	    PG_MAX_CONNECTIONS=20 "$BATS_TEST_DIRNAME/pg.sh" start "$DST_DIR/pg" >/dev/null
