@@ -176,18 +176,19 @@ round_trips() {
 	} END { print n + 0 }' "$log"
 }
 
-@test "a plain run waits for the server 3 times over a Unix socket, 4 over TCP, proof of a direct path included" {
+@test "a plain run waits for the server 4 times over a Unix socket, 5 over TCP, proof of a direct path included" {
 	# Connect (and, over TCP, the SSL probe before it), the settings and
-	# the lock in one pipeline, the unlock.
+	# the lock in one pipeline, the lock-delay's look (a transaction's
+	# lock: and the portal's close), the unlock.
 	run -0 round_trips
-	assert_output 3
+	assert_output 4
 	run -0 round_trips -h 127.0.0.1 --scope session
-	assert_output 4
+	assert_output 5
 	run -0 round_trips -h 127.0.0.1 --scope transaction
-	assert_output 4
+	assert_output 6
 	# The proof that no pooler is between rides in the lock's pipeline.
 	run -0 round_trips -h 127.0.0.1
-	assert_output 4
+	assert_output 5
 }
 
 @test "a pause ends by the server's clock: a client 2 hours ahead still finds a 1-hour pause, and one 2 hours behind sets its end an hour from the server's now" {

@@ -179,7 +179,7 @@ session_refused() {
 	run -1 timeout 20 "$PGLOCK" -n mix-k touch "$BATS_TEST_TMPDIR/ran"
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	run -0 timeout 20 "$PGLOCK" --status mix-k
-	assert_line --regexp "^$id"$'\texclusive\theld\t[0-9]+\tpostgres\tlocal\tpglock: mix-k\t[0-9]{4}-[^\t]*\ttransaction$'
+	assert_line --regexp "^$id"$'\texclusive\theld\t[0-9]+\tpostgres\tlocal\tpglock: mix-k\t[0-9]{4}-[^\t]*\ttransaction\tmix-k$'
 	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	bgwait holder 10
 	[ "$bg_status" -eq 0 ]

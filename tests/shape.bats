@@ -33,7 +33,7 @@ long_functions() {
 
 @test "a run reads in one file: only run.c takes, verifies, watches and releases a lock" {
 	cd "$SRC_DIR"
-	run grep -l 'lock_send\|lock_wait\|lock_verify\|slots_take(\|child_spawn\|child_open_gate\|child_wait\|lock_release\|lease_start' ./*.c
+	run grep -l 'lock_send(\|lock_wait(\|lock_verify(\|slots_take(\|child_spawn(\|child_open_gate(\|child_wait(\|lock_release(\|lease_start(' ./*.c
 	assert_success
 	assert_output './run.c'
 }
@@ -42,5 +42,5 @@ long_functions() {
 	cd "$SRC_DIR"
 	run long_functions ./*.c lib/*.c
 	assert_success
-	assert_output './pglock.c: usage 97'
+	assert_output './pglock.c: usage 111'
 }
