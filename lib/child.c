@@ -390,7 +390,7 @@ static pid_t
 fork_command(char *const argv[], const struct child *ch, int gate,
     const sigset_t *mask, const struct sigaction *was, int *e)
 {
-	pid_t shim = getpid(), pid;
+	pid_t self = getpid(), pid;
 	int ep[2];
 	ssize_t n;
 
@@ -406,10 +406,10 @@ fork_command(char *const argv[], const struct child *ch, int gate,
 #ifdef __linux__
 		/* Its own guard, if pkill -9 pglock kills the shim too. */
 		(void)prctl(PR_SET_PDEATHSIG, ch->lost_sig);
-		if (getppid() != shim)
+		if (getppid() != self)
 			_exit(128 + ch->lost_sig);
 #else
-		(void)shim;
+		(void)self;
 #endif
 		if (ch->foreground)
 			give_terminal(ch->pgrp);
@@ -439,7 +439,10 @@ fork_command(char *const argv[], const struct child *ch, int gate,
  * The shim's life once the command runs: reap every child (the command's
  * status to pglock) till none is left. If pglock dies (end of file on the
  * gate, 3), lost_sig to all below, once, and KILL kill_after_ms later.
- * SIGCHLD is taken in pselect() alone; quiet is the mask besides.
+ * SIGCHLD is taken in pselect() alone; quiet is the mask besides. The
+ * command stopped on a terminal it leads (Ctrl-Z) stops the shim, which
+ * pglock sees and acts on; a stop signal's default action, which valgrind
+ * does not act out, is not relied on.
  */
 static __attribute__((noreturn)) void
 shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet)
@@ -456,9 +459,12 @@ shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet)
 	sigaddset(&outside, SIGCHLD);
 	sigprocmask(SIG_SETMASK, &outside, NULL);
 	for (;;) {
-		while ((r = waitpid(-1, &st, WNOHANG)) > 0)
-			if (r == cmd)
+		while ((r = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+			if (WIFSTOPPED(st) && r == cmd && ch->foreground)
+				(void)kill(getpid(), SIGSTOP);
+			else if (r == cmd && !WIFSTOPPED(st))
 				tell(3, GATE_STATUS, st);
+		}
 		if (r == -1 && errno == ECHILD)
 			_exit(0);
 		FD_ZERO(&in);
@@ -488,10 +494,10 @@ shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet)
 /*
  * The shim (child.h): joins the group, ignores what pglock passes on to it,
  * waits at the gate, forks the command, and reaps all below it till the end.
- * A subreaper, it keeps every orphan of the command below it (Linux). Ctrl-Z
- * stops it with the command (pglock sees it stop), but not before it said
- * the command started, which pglock waits for; SIGTTIN and SIGTTOU, which
- * the command's use of a terminal not its own sends the group, never.
+ * A subreaper, it keeps every orphan of the command below it (Linux). The
+ * terminal's stop signals, which the group gets, are blocked (so the
+ * command still gets them at their default): the shim stops only when the
+ * command does (shim_reap), never before it said the command started.
  */
 static __attribute__((noreturn)) void
 shim(char *const argv[], const struct child *ch, int gate,
@@ -514,11 +520,11 @@ shim(char *const argv[], const struct child *ch, int gate,
 	sa.sa_handler = on_child;
 	sigemptyset(&sa.sa_mask);
 	(void)sigaction(SIGCHLD, &sa, NULL);
+	sigaddset(&quiet, SIGTSTP);
 	sigaddset(&quiet, SIGTTIN);
 	sigaddset(&quiet, SIGTTOU);
 	blocked = quiet;
 	sigaddset(&blocked, SIGCHLD);
-	sigaddset(&blocked, SIGTSTP);
 	sigprocmask(SIG_SETMASK, &blocked, NULL);
 #ifdef __linux__
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);

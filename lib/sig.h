@@ -34,8 +34,8 @@ void sig_reset(void);
 /*
  * For the watchdog and the shim, which must outlast what reaches their process
  * group: ignore the handled signals and also (if it can be), and with stops
- * the terminal's stop signals too (else left as they are: the shim stops
- * with its command on Ctrl-Z).
+ * the terminal's stop signals too (else left as they are, for the command:
+ * the shim blocks them instead).
  */
 void sig_ignore(int also, int stops);
 

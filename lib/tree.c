@@ -113,7 +113,7 @@ list_procs(struct proc **out)
 static void
 mark_below(struct proc *ps, long n, pid_t root, pid_t spare)
 {
-	struct proc key, *parent;
+	struct proc key = { 0, 0, 0, 0, 0 }, *parent;
 	int more = 1;
 	long i;
 
