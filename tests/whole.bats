@@ -69,6 +69,22 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	done
 }
 
+@test "the shim KILLed alone: what it had comes to pglock, which KILLs it, exits 137 and leaves nothing" {
+	CLEANUP=$LOOPS_CLEANUP
+	f=$BATS_TEST_TMPDIR/loop-setsid
+	bg runner pglock whole-shim sh -c 'echo $$ >"$0.cmd"; "$@" & wait' "$f" "${QUIET[@]}" setsid sh -c "$LOOP" "$f"
+	wait_until 10 test -s "$f"
+	wait_until 10 held "$(sha_id whole-shim)"
+	shim=$(ps -o ppid= -p "$(cat "$f.cmd")" | tr -d ' ')
+	[ "$(ps -o ppid= -p "$shim" | tr -d ' ')" = "$(bgpid runner)" ]
+	kill -KILL "$shim"
+	bgwait runner 10
+	[ "$bg_status" -eq 137 ]
+	gone "$(cat "$f")"
+	gone "$(cat "$f.cmd")"
+	free "$(sha_id whole-shim)"
+}
+
 @test "a background job the command leaves keeps the lock until it ends; pglock exits with the command's status; -v says how many it waits for" {
 	id=$(sha_id whole-bg)
 	d=$BATS_TEST_TMPDIR
