@@ -531,12 +531,14 @@ static int
 watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
 {
 	const struct opts *o = r->o;
-	int told = 0;
+	int told;
 
-	/* A hold's script must not go on as if it still held the lock. */
-	if (end != CHILD_FAILED && o->mode == MODE_HOLD && o->caller > 0 &&
-	    getppid() == o->caller)
-		told = kill(o->caller, o->lost_sig) == 0;
+	/*
+	 * A hold's script must not go on as if it still held the lock, nor
+	 * the step it runs: child_wait() told it, and its group if it leads
+	 * one, before it stopped the hold.
+	 */
+	told = r->ch.told;
 	switch (end) {
 	case CHILD_EXITED:
 		break;
@@ -561,6 +563,16 @@ watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
 		die(EXIT_OSERR, "%s", why);
 	}
 	return -1;
+}
+
+/* -v: the command exited, and what it started is waited for. */
+static void
+say_waiting(void *arg, int n)
+{
+	const struct run *r = arg;
+
+	say("%s: the command exited; waiting for %d process%s it started",
+	    r->o->label, n, n == 1 ? "" : "es");
 }
 
 /*
@@ -595,7 +607,8 @@ watch_or_err(struct run *r)
 	const struct opts *o = r->o;
 	struct lease_check check;
 	struct child_watch w = { .fd = PQsocket(r->c), .step = lease_step,
-	    .finish = lease_finish, .arg = &check, .max_ms = o->max_ms };
+	    .finish = lease_finish, .arg = &check, .max_ms = o->max_ms,
+	    .waiting = o->verbose ? say_waiting : NULL, .waiting_arg = r };
 	enum child_end end;
 	struct err why;
 	int status = 0;

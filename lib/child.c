@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * child: the command's lifetime. One poll() loop sees the signal pipe, the
- * database socket, the watchdog and the timers (check, KILL, --max-time).
+ * database socket, the watchdog, the shim and the timers (check, KILL,
+ * --max-time). The shim, a subreaper, keeps all the command starts below it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -23,6 +25,7 @@
 #include "clock.h"
 #include "exits.h"
 #include "sig.h"
+#include "tree.h"
 
 static void
 exec_error(const char *cmd, int e, int *status, struct err *err)
@@ -117,45 +120,13 @@ struct arm {
 	long pid;
 };
 
-/*
- * Has pid exited? A zombie has: Linux's /proc says state Z or X (after the
- * last ')': the name may hold some) and one thread left, as an exited leader
- * whose other threads run is Z too. Without /proc, a zombie counts as running.
- */
-static int
-exited(pid_t pid)
-{
-	char path[32], buf[1024], *p;
-	ssize_t n;
-	int fd, i;
-
-	if (pid <= 0 || (kill(pid, 0) == -1 && errno == ESRCH))
-		return 1;
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	if ((fd = open(path, O_RDONLY)) == -1)
-		return 0;	/* no /proc, or gone since: ask kill() again */
-	n = read(fd, buf, sizeof(buf) - 1);
-	(void)close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (p == NULL || p[1] != ' ' || (p[2] != 'Z' && p[2] != 'X'))
-		return 0;
-	/* One thread left: num_threads, proc(5)'s field 20, 17 after this. */
-	for (p += 2, i = 0; i < 17 && p != NULL; i++)
-		if ((p = strchr(p, ' ')) != NULL)
-			p++;
-	return p != NULL && strtol(p, NULL, 10) == 1;
-}
-
 /* Wait until pid has exited (asked every 10 ms), or until t: 1 if it has. */
 static int
 await_exit(pid_t pid, long t)
 {
 	long now;
 
-	while (!exited(pid)) {
+	while (!tree_exited(pid)) {
 		if ((now = mono_ms()) >= t)
 			return 0;
 		sleep_until(now + 10 < t ? now + 10 : t);
@@ -164,10 +135,44 @@ await_exit(pid_t pid, long t)
 }
 
 /*
+ * Tell --hold's script: sig to pid, or to its process group if it leads one
+ * (a script run from a shell, and the step it runs): 0, or -1 (errno).
+ */
+static int
+notify(pid_t pid, int sig)
+{
+	pid_t pgrp = getpgid(pid);
+
+	if (pgrp != pid)
+		return kill(pid, sig);
+	/* In that group too (a coproc): go on to say why, then exit. */
+	if (pgrp == getpgrp() && sig != SIGKILL)
+		signal(sig, SIG_IGN);
+	return kill(sig == SIGKILL && pgrp == getpgrp() ? pid : -pid, sig);
+}
+
+/*
+ * The end: KILL all below the shim, pass after pass, till the shim, which
+ * reaps it all, has exited (KILLed too once nothing is left below it, or
+ * where there is no /proc to look), and then the rest of the group.
+ */
+static __attribute__((noreturn)) void
+end_all(pid_t shim)
+{
+	while (!tree_exited(shim)) {
+		if (tree_signal(shim, SIGKILL, 0, 0) <= 0)
+			(void)kill(shim, SIGKILL);
+		sleep_until(mono_ms() + 10);
+	}
+	(void)kill(0, SIGKILL);
+	_exit(0);
+}
+
+/*
  * The watchdog (child.h's contract) reads a socket whose other end only
- * pglock holds: end of file means pglock died. Armed, it stops the whole
- * group (the command's parent-death signal reaches the command alone) and
- * keeps the session (4), and so the lock, until the command is gone.
+ * pglock holds: end of file means pglock died. Armed, it tells --hold's
+ * script (the shim stops the command: all below it) and keeps the session
+ * (4), and so the lock, until the shim is gone, and with it all it reaped.
  */
 static void
 watchdog(int fd, int session, const struct child *ch, int armed)
@@ -183,9 +188,8 @@ watchdog(int fd, int session, const struct child *ch, int armed)
 		/* Not renewed, pglock stopped: the server may free the lock. */
 		if (kill_by >= 0 && t >= kill_by) {
 			if (ch->notify > 0)
-				(void)kill(ch->notify, ch->lost_sig);
-			(void)kill(0, SIGKILL);
-			_exit(0);
+				(void)notify(ch->notify, ch->lost_sig);
+			end_all((pid_t)msg.pid);
 		}
 		if (poll(&p, 1, kill_by >= 0 ? (int)(kill_by - t) : -1) < 1)
 			continue;	/* the time came, or EINTR */
@@ -200,19 +204,14 @@ watchdog(int fd, int session, const struct child *ch, int armed)
 	if (!armed)
 		_exit(0);
 	if (ch->notify > 0)
-		(void)kill(ch->notify, ch->lost_sig);
-	signal_group(0, ch->lost_sig);
+		(void)notify(ch->notify, ch->lost_sig);
 	t = mono_ms() + ch->kill_after_ms;
 	if (kill_by >= 0 && kill_by < t)
 		t = kill_by;
 	if (await_exit((pid_t)msg.pid, t))
-		(void)close(4);	/* the command is gone: the lock may go */
+		(void)close(4);	/* all is gone: the lock may go */
 	sleep_until(t);
-	/* The command first: the session goes with the group after it. */
-	(void)kill((pid_t)msg.pid, SIGKILL);
-	(void)await_exit((pid_t)msg.pid, LONG_MAX);
-	(void)kill(0, SIGKILL);
-	_exit(0);
+	end_all((pid_t)msg.pid);
 }
 
 /* A socketpair, for MSG_NOSIGNAL; SOCK_SEQPACKET's messages arrive whole. */
@@ -299,7 +298,7 @@ fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
 	if (pid == 0) {
 		if (setpgid(0, pgrp) == -1)
 			_exit(0);	/* group gone: nothing to guard */
-		sig_ignore(ch->lost_sig);
+		sig_ignore(ch->lost_sig, 1);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		/* One that joins the command's group is armed from birth. */
 		watchdog(ends[0], ch->session_fd, ch, pgrp != 0);
@@ -353,14 +352,208 @@ replace_watchdog(struct child *ch)
 	(void)fork_watchdog(ch, ch->pgrp, &err);
 }
 
+/* What the shim tells pglock on the gate socket, one message each. */
+enum gate_kind {
+	GATE_STARTED,		/* the command exec'd */
+	GATE_NOEXEC,		/* exec failed: val is errno */
+	GATE_SETPGID,		/* joining the group failed: errno */
+	GATE_FORK,		/* forking the command failed: errno */
+	GATE_STATUS		/* the command's wait status */
+};
+
+struct gate_msg {
+	int kind;
+	int val;
+};
+
+static void
+tell(int gate, int kind, int val)
+{
+	struct gate_msg m = { kind, val };
+
+	(void)send(gate, &m, sizeof(m), MSG_NOSIGNAL);
+}
+
+/* SIGCHLD only wakes the shim's pselect(). */
+static void
+on_child(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * In the shim: fork the command, which execs argv (--hold: NULL) with the
+ * terminal, lost_sig as the caller left it (was) and the signals pglock
+ * caught at their default; its pid, or -1. *e: errno of a failed exec, or 0.
+ */
+static pid_t
+fork_command(char *const argv[], const struct child *ch, int gate,
+    const sigset_t *mask, const struct sigaction *was, int *e)
+{
+	pid_t self = getpid(), pid;
+	int ep[2];
+	ssize_t n;
+
+	*e = 0;
+	if (pipe(ep) == -1 || fcntl(ep[0], F_SETFD, FD_CLOEXEC) == -1 ||
+	    fcntl(ep[1], F_SETFD, FD_CLOEXEC) == -1) {
+		*e = errno;
+		return -1;
+	}
+	if ((pid = fork()) == 0) {
+		close(gate);
+		close(ep[0]);
+#ifdef __linux__
+		/* Its own guard, if pkill -9 pglock kills the shim too. */
+		(void)prctl(PR_SET_PDEATHSIG, ch->lost_sig);
+		if (getppid() != self)
+			_exit(128 + ch->lost_sig);
+#else
+		(void)self;
+#endif
+		if (ch->foreground)
+			give_terminal(ch->pgrp);
+		(void)sigaction(ch->lost_sig, was, NULL);
+		sig_reset();
+		sigprocmask(SIG_SETMASK, mask, NULL);
+		if (argv == NULL)
+			hold_stdin();
+		execvp(argv[0], argv);
+		*e = errno;
+		(void)!write(ep[1], e, sizeof(*e));
+		_exit(EXIT_NOTFOUND);
+	}
+	*e = pid == -1 ? errno : 0;
+	close(ep[1]);
+	/* End of file: exec'd. */
+	do
+		n = pid == -1 ? 0 : read(ep[0], e, sizeof(*e));
+	while (n == -1 && errno == EINTR);
+	if (n != (ssize_t)sizeof(*e) && pid != -1)
+		*e = 0;
+	close(ep[0]);
+	return pid;
+}
+
+/*
+ * The shim's life once the command runs: reap every child (the command's
+ * status to pglock) till none is left. If pglock dies (end of file on the
+ * gate, 3), lost_sig to all below, once, and KILL kill_after_ms later.
+ * SIGCHLD is taken in pselect() alone; quiet is the mask besides. The
+ * command stopped on a terminal it leads (Ctrl-Z) stops the shim, which
+ * pglock sees and acts on; a stop signal's default action, which valgrind
+ * does not act out, is not relied on.
+ */
+static __attribute__((noreturn)) void
+shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet)
+{
+	struct timespec ts, *tp;
+	long kill_at = -1, t;
+	sigset_t during = *quiet, outside = *quiet;
+	fd_set in;
+	pid_t r;
+	int st;
+	char c;
+
+	sigdelset(&during, SIGCHLD);
+	sigaddset(&outside, SIGCHLD);
+	sigprocmask(SIG_SETMASK, &outside, NULL);
+	for (;;) {
+		while ((r = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+			if (WIFSTOPPED(st) && r == cmd && ch->foreground)
+				(void)kill(getpid(), SIGSTOP);
+			else if (r == cmd && !WIFSTOPPED(st))
+				tell(3, GATE_STATUS, st);
+		}
+		if (r == -1 && errno == ECHILD)
+			_exit(0);
+		FD_ZERO(&in);
+		if (kill_at < 0)
+			FD_SET(3, &in);
+		tp = NULL;
+		if (kill_at >= 0) {
+			t = kill_at > mono_ms() ? kill_at - mono_ms() : 0;
+			ts.tv_sec = t / 1000;
+			ts.tv_nsec = t % 1000 * 1000000;
+			tp = &ts;
+		}
+		if (pselect(4, &in, NULL, NULL, tp, &during) == 1 &&
+		    (recv(3, &c, 1, MSG_DONTWAIT) != -1 || errno != EAGAIN)) {
+			if (tree_signal(getpid(), ch->lost_sig, 0, 0) == -1)
+				signal_group(0, ch->lost_sig);
+			kill_at = mono_ms() + ch->kill_after_ms;
+		} else if (kill_at >= 0 && mono_ms() >= kill_at) {
+			/* Again and again: a fork may race a pass. */
+			if (tree_signal(getpid(), SIGKILL, 0, 0) == -1)
+				(void)kill(0, SIGKILL);
+			kill_at = mono_ms() + 10;
+		}
+	}
+}
+
+/*
+ * The shim (child.h): joins the group, ignores what pglock passes on to it,
+ * waits at the gate, forks the command, and reaps all below it till the end.
+ * A subreaper, it keeps every orphan of the command below it (Linux). The
+ * terminal's stop signals, which the group gets, are blocked (so the
+ * command still gets them at their default): the shim stops only when the
+ * command does (shim_reap), never before it said the command started.
+ */
+static __attribute__((noreturn)) void
+shim(char *const argv[], const struct child *ch, int gate,
+    const sigset_t *mask)
+{
+	struct sigaction was, sa;
+	sigset_t quiet = *mask, blocked;
+	pid_t cmd;
+	ssize_t n;
+	char go;
+	int e;
+
+	if (setpgid(0, ch->pgrp) == -1) {
+		tell(gate, GATE_SETPGID, errno);
+		_exit(EXIT_NOTFOUND);
+	}
+	(void)sigaction(ch->lost_sig, NULL, &was);
+	sig_ignore(ch->lost_sig, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_child;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGCHLD, &sa, NULL);
+	sigaddset(&quiet, SIGTSTP);
+	sigaddset(&quiet, SIGTTIN);
+	sigaddset(&quiet, SIGTTOU);
+	blocked = quiet;
+	sigaddset(&blocked, SIGCHLD);
+	sigprocmask(SIG_SETMASK, &blocked, NULL);
+#ifdef __linux__
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
+	/* The gate: no byte (pglock gave up, or died), no command. */
+	do
+		n = recv(gate, &go, 1, 0);
+	while (n == -1 && errno == EINTR);
+	if (n != 1)
+		_exit(0);
+	if ((cmd = fork_command(argv, ch, gate, mask, &was, &e)) == -1) {
+		tell(gate, GATE_FORK, e);
+		_exit(EXIT_OSERR);
+	}
+	tell(gate, e != 0 ? GATE_NOEXEC : GATE_STARTED, e);
+	if (e != 0) {
+		(void)waitpid(cmd, NULL, 0);
+		_exit(0);
+	}
+	/* Nothing of pglock's kept: its output's reader must see the end. */
+	close_others(gate, -1);
+	shim_reap(ch, cmd, &quiet);
+}
+
 int
 child_spawn(char *const argv[], struct child *ch, struct err *err)
 {
-	int sp[2], e;
-	pid_t parent = getpid();
+	int sp[2];
 	sigset_t mask;
-	char go;
-	ssize_t n;
 
 	/*
 	 * Hand the terminal over only when pglock is alone on it: in
@@ -369,47 +562,21 @@ child_spawn(char *const argv[], struct child *ch, struct err *err)
 	 */
 	ch->foreground = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) &&
 	    tcgetpgrp(STDIN_FILENO) == getpgrp();
+#ifdef __linux__
+	/* If the shim is killed, what it reaped for comes to pglock. */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
 	/*
-	 * The gate, both ways: pglock's byte lets the command exec, which
-	 * answers with its exec error; end of file means exec succeeded (or,
-	 * to the command, that it must not run).
+	 * The gate, both ways: pglock's byte lets the shim fork the command,
+	 * and the shim answers how that went, then the command's status.
 	 */
-	if (cloexec_pair(SOCK_STREAM, sp, err) == -1)
+	if (cloexec_pair(SOCK_SEQPACKET, sp, err) == -1)
 		return -1;
 	sig_block(&mask);
 	ch->pid = fork();
 	if (ch->pid == 0) {
 		close(sp[0]);
-		/* Joined before exec: the watchdog sees no EOF until then. */
-		if (setpgid(0, ch->pgrp) == -1) {
-			e = -errno;
-			(void)!write(sp[1], &e, sizeof(e));
-			_exit(EXIT_NOTFOUND);
-		}
-#ifdef __linux__
-		/* Its own guard, if pkill -9 pglock kills the watchdog too. */
-		(void)prctl(PR_SET_PDEATHSIG, ch->lost_sig);
-		if (getppid() != parent)
-			_exit(128 + ch->lost_sig);
-#else
-		(void)parent;
-#endif
-		/* The gate: no byte (pglock gave up, or died), no command. */
-		do
-			n = read(sp[1], &go, 1);
-		while (n == -1 && errno == EINTR);
-		if (n != 1)
-			_exit(0);
-		if (ch->foreground)
-			give_terminal(ch->pgrp);
-		sig_reset();
-		sigprocmask(SIG_SETMASK, &mask, NULL);
-		if (argv == NULL)
-			hold_stdin();
-		execvp(argv[0], argv);
-		e = errno;
-		(void)!write(sp[1], &e, sizeof(e));
-		_exit(EXIT_NOTFOUND);
+		shim(argv, ch, sp[1], &mask);
 	}
 	if (ch->pid != -1)
 		(void)setpgid(ch->pid, ch->pgrp);
@@ -427,35 +594,38 @@ child_spawn(char *const argv[], struct child *ch, struct err *err)
 enum child_start
 child_open_gate(struct child *ch, const char *cmd, int *status, struct err *err)
 {
+	struct gate_msg m = { GATE_STARTED, 0 };
 	ssize_t n;
-	int e = 0;
 
 	if (arm_watchdog(ch) == -1) {
 		err_set(err, "watchdog: %s", strerror(errno));
 		child_abort(ch);
 		return CHILD_OSERR;
 	}
-	/* MSG_NOSIGNAL: a command killed at the gate must not kill pglock. */
+	/* MSG_NOSIGNAL: a shim killed at the gate must not kill pglock. */
 	(void)send(ch->gate, "g", 1, MSG_NOSIGNAL);
 	do
-		n = read(ch->gate, &e, sizeof(e));
+		n = recv(ch->gate, &m, sizeof(m), 0);
 	while (n == -1 && errno == EINTR);
-	close(ch->gate);
-	if (n == 0)
+	/* A shim killed at the gate: child_wait() reaps it, its status. */
+	if (n == 0 || (n == (ssize_t)sizeof(m) && m.kind == GATE_STARTED))
 		return CHILD_STARTED;
+	close(ch->gate);
+	ch->gate = -1;
 	(void)waitpid(ch->pid, NULL, 0);
 	take_terminal(ch);
 	dismiss_watchdog(ch);
-	if (n != (ssize_t)sizeof(e)) {
+	if (n != (ssize_t)sizeof(m)) {
 		err_set(err, "%s: did not start", cmd);
 		return CHILD_OSERR;
 	}
-	if (e < 0) {
-		err_set(err, "setpgid: %s", strerror(-e));
-		return CHILD_OSERR;
+	if (m.kind == GATE_NOEXEC) {
+		exec_error(cmd, m.val, status, err);
+		return CHILD_NOEXEC;
 	}
-	exec_error(cmd, e, status, err);
-	return CHILD_NOEXEC;
+	err_set(err, "%s: %s", m.kind == GATE_FORK ? "fork" : "setpgid",
+	    strerror(m.val));
+	return CHILD_OSERR;
 }
 
 void
@@ -463,16 +633,41 @@ child_abort(struct child *ch)
 {
 	if (ch->pid != -1) {
 		close(ch->gate);
+		ch->gate = -1;
 		(void)waitpid(ch->pid, NULL, 0);
 	}
 	dismiss_watchdog(ch);
 }
 
+/*
+ * KILL all below the shim, pass after pass while any is found (a fork may
+ * race a pass), for at most about a second; where there is no /proc, the
+ * group. The shim then reaps it all and exits.
+ */
+static void
+kill_command(const struct child *ch)
+{
+	int i, n;
+
+	for (i = 0; i < 100; i++) {
+		if ((n = tree_signal(ch->pid, SIGKILL, 0, 0)) == 0)
+			return;
+		if (n == -1) {
+			(void)kill(-ch->pgrp, SIGKILL);
+			return;
+		}
+		sleep_until(mono_ms() + 10);
+	}
+}
+
 void
 child_kill(struct child *ch)
 {
+	kill_command(ch);
 	(void)kill(-ch->pgrp, SIGKILL);
 	(void)waitpid(ch->pid, NULL, 0);
+	close(ch->gate);
+	ch->gate = -1;
 	ch->pid = -1;
 	take_terminal(ch);
 	child_reap(ch);
@@ -491,12 +686,13 @@ child_exec(char *const argv[], int *status, struct err *err)
 }
 
 /*
- * Wait for a signal, input on fd (-1: none), the watchdog's end or the first
- * time at[0..2] (-1: none; at NULL: just look), in p[0..2]: 0, or -1 (err).
+ * Wait for a signal, input on fd (-1: none), the watchdog's end, the shim's
+ * word or the first time at[0..2] (-1: none; at NULL: just look), in
+ * p[0..3]: 0, or -1 (err).
  */
 static int
 wait_events(const struct child *ch, int fd, const long *at,
-    struct pollfd p[3], struct err *err)
+    struct pollfd p[4], struct err *err)
 {
 	long t = mono_ms(), ms = at == NULL ? 0 : -1, d;
 	int i;
@@ -508,13 +704,14 @@ wait_events(const struct child *ch, int fd, const long *at,
 			ms = d;
 	}
 	/* After EINTR poll() leaves revents alone: clear them first. */
-	memset(p, 0, 3 * sizeof(p[0]));
+	memset(p, 0, 4 * sizeof(p[0]));
 	p[0].fd = sig_fd();
 	p[1].fd = fd;
 	/* End of file: the watchdog died. */
 	p[2].fd = ch->watchdog_pid != -1 ? ch->watchdog_fd : -1;
-	p[0].events = p[1].events = p[2].events = POLLIN;
-	if (poll(p, 3, ms > INT_MAX ? INT_MAX : (int)ms) == -1 &&
+	p[3].fd = ch->gate;
+	p[0].events = p[1].events = p[2].events = p[3].events = POLLIN;
+	if (poll(p, 4, ms > INT_MAX ? INT_MAX : (int)ms) == -1 &&
 	    errno != EINTR) {
 		err_set(err, "poll: %s", strerror(errno));
 		return -1;
@@ -550,7 +747,36 @@ forward_and_reap(struct child *ch, int lost, int *st, struct err *err)
 	return r == ch->pid;
 }
 
-/* Lost: stop the group; its KILL (*kill_at) comes by end, the lease's end. */
+/*
+ * Signal all of the command: its group, and what is below the shim in other
+ * groups (as timeout(1) and setsid move to), so that each gets sig once.
+ */
+static void
+signal_command(const struct child *ch, int sig)
+{
+	signal_group(ch->pgrp, sig);
+	(void)tree_signal(ch->pid, sig, ch->pgrp, 0);
+}
+
+/*
+ * Lost or late: tell --hold's script, once, at once, if it is still pglock's
+ * parent (never init, nor a subreaper that took pglock on).
+ */
+static void
+tell_script(struct child *ch)
+{
+	if (ch->notify > 0 && !ch->told && getppid() == ch->notify)
+		ch->told = notify(ch->notify, ch->lost_sig) == 0;
+}
+
+static void
+stop_command(struct child *ch)
+{
+	tell_script(ch);
+	signal_command(ch, ch->lost_sig);
+}
+
+/* Lost: stop the command; its KILL (*kill_at) comes by end, the lease's end. */
 static void
 stop_group(struct child *ch, long end, long *kill_at)
 {
@@ -558,28 +784,117 @@ stop_group(struct child *ch, long end, long *kill_at)
 
 	ch->stopped = 1;
 	ch->session_fd = -1;	/* lost: a new watchdog has nothing to keep */
-	signal_group(ch->pgrp, ch->lost_sig);
+	stop_command(ch);
 	if (*kill_at < 0 || t + ch->kill_after_ms < *kill_at)
 		*kill_at = t + ch->kill_after_ms;
 	if (end < *kill_at)
 		*kill_at = end;
 }
 
+/*
+ * What the shim said: 1 if the command's status came (in *cst); its end of
+ * file (it exited, or was killed) closes the gate.
+ */
+static int
+read_gate(struct child *ch, int *cst)
+{
+	struct gate_msg m;
+	ssize_t n;
+	int got = 0;
+
+	while (ch->gate != -1) {
+		n = recv(ch->gate, &m, sizeof(m), MSG_DONTWAIT);
+		if (n == (ssize_t)sizeof(m)) {
+			if (m.kind == GATE_STATUS) {
+				*cst = m.val;
+				got = 1;
+			}
+		} else if (n == -1 && errno == EINTR) {
+			continue;
+		} else if (n == -1 && (errno == EAGAIN ||
+		    errno == EWOULDBLOCK)) {
+			break;
+		} else {
+			close(ch->gate);
+			ch->gate = -1;
+		}
+	}
+	return got;
+}
+
+/* The command exited: say how many it left, that the shim waits for. */
+static void
+leftovers(const struct child *ch, const struct child_watch *w)
+{
+	int n;
+
+	if (w->waiting != NULL && (n = tree_signal(ch->pid, 0, 0, 0)) > 0)
+		w->waiting(w->waiting_arg, n);
+}
+
+/*
+ * The shim was killed: what was below it came to pglock, a subreaper. KILL
+ * and reap it all (the watchdog aside), lest it run on without the lock.
+ */
+static void
+end_orphans(struct child *ch)
+{
+	pid_t r;
+	int i, n;
+
+	for (i = 0; i < 500; i++) {
+		n = tree_signal(getpid(), SIGKILL, 0, ch->watchdog_pid);
+		while ((r = waitpid(-1, NULL, WNOHANG)) > 0) {
+			if (r != ch->watchdog_pid)
+				continue;
+			close(ch->watchdog_fd);
+			ch->watchdog_pid = -1;
+			ch->watchdog_fd = -1;
+		}
+		if (n <= 0)
+			return;
+		sleep_until(mono_ms() + 10);
+	}
+}
+
+/*
+ * The shim is reaped (st): *status is the command's (have: cst), or the
+ * shim's if it was killed, and then what it left came to pglock: end it.
+ */
+static void
+command_status(struct child *ch, int st, int have, int cst, int *status)
+{
+	/* The shim said it before it exited; nothing said: it was killed. */
+	if (!have)
+		have = read_gate(ch, &cst);
+	if (ch->gate != -1)
+		close(ch->gate);
+	ch->gate = -1;
+	if (!have && WIFSIGNALED(st))
+		end_orphans(ch);
+	take_terminal(ch);
+	if (have)
+		st = cst;
+	*status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
 enum child_end
 child_wait(struct child *ch, const struct child_watch *w, int *status,
     struct err *err)
 {
-	struct pollfd p[3];
+	struct pollfd p[4];
 	long t, due = -1, end = ch->kill_by, kill_at = -1, at[3];
 	long end_at = w->max_ms > 0 ? mono_ms() + w->max_ms : -1;
-	int watching = w->fd != -1, lost = 0, late = 0, st = 0, r;
+	int watching = w->fd != -1, lost = 0, late = 0, st = 0, r, cst = 0;
+	int have = 0;
 	/*
 	 * Look once first: the lock's wait may have taken a SIGCHLD from the
-	 * command at its gate, and the check's first step tells when it is due.
+	 * shim at its gate, and the check's first step tells when it is due.
 	 */
 	int look = 1;
 
 	ch->stopped = 0;
+	ch->told = 0;
 	for (;;) {
 		at[0] = watching ? due : -1;
 		at[1] = kill_at;
@@ -590,6 +905,9 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 
 		if (p[2].revents & (POLLIN | POLLHUP))
 			replace_watchdog(ch);
+		if ((p[3].revents & (POLLIN | POLLHUP)) &&
+		    read_gate(ch, &cst) && !have++)
+			leftovers(ch, w);
 		if ((p[0].revents & POLLIN) || look) {
 			look = 0;
 			if ((r = forward_and_reap(ch, lost, &st, err)) == -1)
@@ -615,20 +933,21 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			end_at = -1;
 			if (!lost) {
 				late = 1;
-				signal_group(ch->pgrp, ch->lost_sig);
+				stop_command(ch);
 				kill_at = t + ch->kill_after_ms;
 			}
 		}
 		if (kill_at >= 0 && t >= kill_at) {
-			(void)kill(-ch->pgrp, SIGKILL);
-			kill_at = -1;
+			kill_command(ch);
+			kill_at = t + 100;	/* till the shim is gone */
 		}
 	}
-	take_terminal(ch);
-	*status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+	command_status(ch, st, have, cst, status);
 	/* A lock the check in flight finds gone was lost as the command ran. */
-	if (watching && !w->finish(w->arg, err))
+	if (watching && !w->finish(w->arg, err)) {
 		lost = 1;
+		tell_script(ch);
+	}
 	/* Leave nothing of the command running without the lock. */
 	if (lost)
 		(void)kill(-ch->pgrp, SIGKILL);

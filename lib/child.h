@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * child: start the command in a process group of its own, pass signals on
- * to it, and watch it, and the lock's check (a callback), until it exits.
+ * child: start the command in a process group of its own, below a shim that
+ * reaps all it starts, pass signals on to it, and watch it, and the lock's
+ * check (a callback), until all it started has exited.
  */
 #ifndef PGLOCK_CHILD_H
 #define PGLOCK_CHILD_H
@@ -14,24 +15,30 @@ struct child {
 	/* Set by the caller before child_fork_watchdog(): */
 	int lost_sig;		/* for the command if pglock dies */
 	long kill_after_ms;	/* then KILL, this much later */
-	pid_t notify;		/* gets lost_sig too (--hold's script), or 0 */
+	pid_t notify;		/* gets lost_sig too (--hold's script, and
+				   its group if it leads one), or 0 */
 	int session_fd;		/* the database socket, which the watchdog
 				   keeps open till the command is gone, or -1 */
 	long kill_by;		/* mono_ms() of the lease's end: the watchdog
 				   KILLs the group then unless child_wait()
 				   renews it; -1: never */
 	/* Kept by the functions below: */
-	pid_t pid;		/* the command */
+	pid_t pid;		/* the shim, the command's parent: on Linux
+				   a subreaper, all it started stays below */
 	pid_t pgrp;		/* its group: the first watchdog's pid */
 	pid_t watchdog_pid;	/* the watchdog now; -1 once reaped */
 	int watchdog_fd;	/* pglock's end of the watchdog's socket */
 	int foreground;		/* the group was handed the terminal */
-	int gate;		/* child_open_gate() lets the command exec */
+	int gate;		/* child_open_gate() lets the command exec;
+				   then the shim's word on it; -1: none */
 	int stopped;		/* child_wait stopped it: the lock was lost */
+	int told;		/* child_wait sent notify lost_sig: it was
+				   pglock's parent still */
 };
 
 /* A struct child before anything is forked: child_reap() has nothing to do. */
-#define CHILD_NONE { .pid = -1, .watchdog_pid = -1, .watchdog_fd = -1 }
+#define CHILD_NONE { .pid = -1, .watchdog_pid = -1, .watchdog_fd = -1, \
+	.gate = -1 }
 
 enum child_start {
 	CHILD_STARTED,
@@ -41,20 +48,23 @@ enum child_start {
 
 /*
  * Fork the watchdog that will lead the command's process group. Once armed by
- * child_open_gate(), if pglock dies (even by SIGKILL), it sends lost_sig to the
- * group (and to notify), then SIGKILL kill_after_ms later or at kill_by if
- * sooner (the command first), and closes its copy of session_fd only once the
- * command has exited (-1 or closed: no copy, for a lock lost already). Unarmed,
- * it just exits. Returns 0, or -1 with the reason in err.
+ * child_open_gate(), if pglock dies (even by SIGKILL), it sends lost_sig to
+ * notify (the shim sends it to all the command started), then SIGKILL to all
+ * below the shim kill_after_ms later or at kill_by if sooner, and closes its
+ * copy of session_fd only once the shim has exited, all it reaped gone (-1 or
+ * closed: no copy, for a lock lost already). Unarmed, it just exits. Returns
+ * 0, or -1 with the reason in err.
  */
 int child_fork_watchdog(struct child *ch, struct err *err);
 
 /*
- * After child_fork_watchdog(): fork the command (argv, searched in PATH) into
- * the watchdog's group, held at a gate before exec until child_open_gate() or
- * child_abort(); at the gate it exits without running if pglock dies. With argv
- * NULL (--hold) the "command" waits for end of file on standard input, then
- * exits 0. Returns 0, or -1 with the reason in err.
+ * After child_fork_watchdog(): fork the shim into the watchdog's group, held
+ * at a gate until child_open_gate() or child_abort() (at the gate it exits if
+ * pglock dies); then it forks the command (argv, searched in PATH) and reaps
+ * all below it (a subreaper, on Linux) till none is left; if pglock dies it
+ * sends lost_sig to all below it, SIGKILL kill_after_ms later. pglock becomes
+ * a subreaper too. With argv NULL (--hold) the "command" waits for end of file
+ * on standard input, then exits 0. Returns 0, or -1 with the reason in err.
  */
 int child_spawn(char *const argv[], struct child *ch, struct err *err);
 
@@ -69,9 +79,10 @@ enum child_start child_open_gate(struct child *ch, const char *cmd, int *status,
 void child_abort(struct child *ch);
 
 /*
- * After child_open_gate(): KILL the whole group, the watchdog with it, and
- * reap both, telling nobody (no lost_sig, no notify): for a run that ends
- * on an error of pglock's own before the command could rely on the lock.
+ * After child_open_gate(): KILL all below the shim, then the whole group, the
+ * watchdog with it, and reap them, telling nobody (no lost_sig, no notify):
+ * for a run that ends on an error of pglock's own before the command could
+ * rely on the lock.
  */
 void child_kill(struct child *ch);
 
@@ -92,6 +103,9 @@ struct child_watch {
 	int (*finish)(void *arg, struct err *err);
 	void *arg;
 	long max_ms;	/* lost_sig when it runs longer; 0: no limit */
+	/* The command exited leaving n processes, waited for; NULL: quiet. */
+	void (*waiting)(void *waiting_arg, int n);
+	void *waiting_arg;
 };
 
 enum child_end {
@@ -102,10 +116,13 @@ enum child_end {
 };
 
 /*
- * Wait for the child while forwarding signals to its process group and
- * stepping w's check. A lost lock: signal the group with ch->lost_sig, KILL
- * it after ch->kill_after_ms or at the check's end if sooner, and return
- * CHILD_LOST (err) once the child is reaped. A later end renews kill_by.
+ * Wait for the command and all it started (the shim's end) while forwarding
+ * signals to its process group and stepping w's check; *status is the
+ * command's (the shim's, if it was killed). A lost lock or max_ms: signal
+ * notify (ch->told), if pglock's parent, then the group and all below the
+ * shim with ch->lost_sig, KILL it all after
+ * ch->kill_after_ms or at the check's end if sooner, and return CHILD_LOST
+ * (err) or CHILD_LATE once the shim is reaped. A later end renews kill_by.
  */
 enum child_end child_wait(struct child *ch, const struct child_watch *w,
     int *status, struct err *err);

@@ -128,15 +128,15 @@ sig_reset(void)
 }
 
 void
-sig_ignore(int also)
+sig_ignore(int also, int stops)
 {
-	static const int stops[] = { SIGTSTP, SIGTTIN, SIGTTOU };
+	static const int stop[] = { SIGTSTP, SIGTTIN, SIGTTOU };
 	size_t i;
 
 	for (i = 0; i < NHANDLED; i++)
 		signal(handled[i], handled[i] == SIGCHLD ? SIG_DFL : SIG_IGN);
-	for (i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
-		signal(stops[i], SIG_IGN);
+	for (i = 0; stops && i < sizeof(stop) / sizeof(stop[0]); i++)
+		signal(stop[i], SIG_IGN);
 	if (also != SIGKILL && also != SIGSTOP && also != SIGCHLD)
 		signal(also, SIG_IGN);
 }

@@ -32,10 +32,12 @@ int sig_forwarded(int sig);
 void sig_reset(void);
 
 /*
- * For the watchdog, which must outlast what reaches its process group: ignore
- * the handled signals, the terminal's stop signals and also (if it can be).
+ * For the watchdog and the shim, which must outlast what reaches their process
+ * group: ignore the handled signals and also (if it can be), and with stops
+ * the terminal's stop signals too (else left as they are, for the command:
+ * the shim blocks them instead).
  */
-void sig_ignore(int also);
+void sig_ignore(int also, int stops);
 
 /*
  * Around fork(): block the handled and the terminal's stop signals, the old

@@ -132,8 +132,10 @@ cpu_ms() { echo $(( $(cut -d' ' -f1 "/proc/$1/schedstat") / 1000000 )); }
 	# the hold is stopped (SIGTTIN); it must still end on kill %1's TERM.
 	job_shell <<-'EOF2'
 	"$PGLOCK" --hold hold-bg >/dev/null &
-	for i in $(seq 200); do ps -o stat= --ppid $! | grep -q T && break; sleep 0.1; done
-	ps -o stat= --ppid $! | grep -q T && echo "hold stopped"
+	# The hold is the child of pglock's shim, a child of pglock.
+	hold() { ps -o stat= --ppid "$(pgrep -d, -P $!)" 2>/dev/null; }
+	for i in $(seq 200); do hold | grep -q T && break; sleep 0.1; done
+	hold | grep -q T && echo "hold stopped"
 	"$PGLOCK" -n -q hold-bg true; echo "during: $?"
 	kill %1; wait %1; echo "hold: $?"
 	"$PGLOCK" -n -q hold-bg true; echo "after: $?"

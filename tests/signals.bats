@@ -145,6 +145,7 @@ p.wait()
 time.sleep(60)' "$PGLOCK" "$d"
 	wait_until 10 test -s "$d/cmd"
 	wait_until 10 held "$id"
+	shim=$(ps -o ppid= -p "$(cat "$d/cmd")" | tr -d ' ')
 	kill -KILL "$(cat "$d/pglock")"
 	wait_until 5 test -s "$d/cmd.term"
 	# pglock is gone and the command runs on: the lock stays.
@@ -152,8 +153,9 @@ time.sleep(60)' "$PGLOCK" "$d"
 	held "$id"
 	fifo_go "$d/cmd.go"
 	wait_until 5 free "$id"
-	# Free while the command is a zombie: it had exited.
-	[ "$(cut -d' ' -f3 "/proc/$(cat "$d/cmd")/stat")" = Z ]
+	# Free while pglock's shim, which reaped the command, is a zombie.
+	gone "$(cat "$d/cmd")"
+	[ "$(cut -d' ' -f3 "/proc/$shim/stat")" = Z ]
 	kill "$(bgpid reaper)"
 }
 
@@ -178,7 +180,9 @@ time.sleep(60)' "$PGLOCK" "$d"
 	f=$BATS_TEST_TMPDIR/cmd
 	bg reader bash -c '"$PGLOCK" kill-out-k sh -c "echo \$\$ >\"\$0\"; exec sleep 60" "$1" | cat >"$1.out"; echo done >"$1.done"' _ "$f"
 	wait_until 10 test -s "$f"
-	kill -KILL "$(ps -o ppid= "$(cat "$f")")"
+	# pglock is the parent of the shim, the command's parent.
+	shim=$(ps -o ppid= -p "$(cat "$f")" | tr -d ' ')
+	kill -KILL "$(ps -o ppid= -p "$shim" | tr -d ' ')"
 	wait_until 3 test -e "$f.done"
 }
 
@@ -205,10 +209,12 @@ time.sleep(60)' "$PGLOCK" "$d"
 	read -r cmd gc <"$f"
 	pid=$(bgpid runner)
 	dog=$(ps -o pgid= -p "$cmd" | tr -d ' ')
+	shim=$(ps -o ppid= -p "$cmd" | tr -d ' ')
 	[ "$(ps -o ppid= -p "$dog" | tr -d ' ')" = "$pid" ]
+	[ "$(ps -o ppid= -p "$shim" | tr -d ' ')" = "$pid" ]
 	kill -KILL "$dog"
-	# pglock's children: the command and a new watchdog in its group.
-	wait_until 5 bash -c "[ \"\$(pgrep -P $pid -g $dog | grep -vx -e $cmd -e $dog)\" ]"
+	# pglock's children: the shim and a new watchdog in its group.
+	wait_until 5 bash -c "[ \"\$(pgrep -P $pid -g $dog | grep -vx -e $shim -e $dog)\" ]"
 	kill -KILL "$pid"
 	# The grandchild has no parent-death signal: only a watchdog stops it.
 	wait_until 5 bash -c "! kill -0 $gc 2>/dev/null"
@@ -221,7 +227,7 @@ time.sleep(60)' "$PGLOCK" "$d"
 	bg runner pglock left-k setsid sh -c 'echo $$ >"$0"; read x <"$0.fifo"; echo done' "$f"
 	wait_until 10 test -s "$f"
 	pid=$(bgpid runner)
-	dog=$(pgrep -P "$pid" | grep -vx "$(cat "$f")")
+	dog=$(pgrep -P "$pid" | grep -vx "$(ps -o ppid= -p "$(cat "$f")" | tr -d ' ')")
 	[ "$(ps -o pgid= -p "$dog" | tr -d ' ')" = "$dog" ]
 	kill -KILL "$dog"
 	cpu() { sed 's/.*) //' "/proc/$pid/stat" | awk '{ print $12 + $13 }'; }
@@ -235,13 +241,14 @@ time.sleep(60)' "$PGLOCK" "$d"
 	[ "$(cat "$BATS_TEST_TMPDIR/runner.out")" = done ]
 }
 
-@test "KILL on pglock and its watchdog at once (pkill -9 pglock): the command still gets --lost-signal" {
+@test "KILL on pglock, its shim and its watchdog at once (pkill -9 pglock): the command still gets --lost-signal" {
 	[ "$(uname -s)" = Linux ] || skip "the parent-death signal is Linux's"
 	f=$BATS_TEST_TMPDIR/cmd
 	bg runner pglock both-k sh -c 'echo $$ >"$0"; exec sleep 60' "$f"
 	wait_until 10 test -s "$f"
 	cmd=$(cat "$f")
-	kill -KILL "$(ps -o ppid= "$cmd")" "$(ps -o pgid= "$cmd")"
+	shim=$(ps -o ppid= "$cmd")
+	kill -KILL "$(ps -o ppid= "$shim")" "$(ps -o pgid= "$cmd")" "$shim"
 	wait_until 2 bash -c "! kill -0 $cmd 2>/dev/null"
 }
 
