@@ -99,3 +99,18 @@ ran_stub() {
 		grep -Eq "^\.It $code(,|\$)" "$MAN" || { echo "exit $code undocumented"; false; }
 	done
 }
+
+@test "tests/deps.sh, as root with apt-get, waits for another apt's or dpkg's lock (DPkg::Lock::Timeout) in both of its apt-get calls" {
+	# Shims only on PATH: every command deps.sh looks for is missing, so
+	# it installs, through the apt-get shim, which logs its arguments.
+	local shims=$BATS_TEST_TMPDIR/shims
+	mkdir -p "$shims"
+	printf '#!/bin/sh\necho 0\n' >"$shims/id"
+	printf '#!/bin/sh\nexit 0\n' >"$shims/flock"
+	printf '#!/bin/sh\necho "$*" >>"%s"\n' "$BATS_TEST_TMPDIR/apt.log" >"$shims/apt-get"
+	chmod +x "$shims"/*
+	run -0 env PATH="$shims" /bin/sh "$BATS_TEST_DIRNAME/deps.sh" demo
+	run cat "$BATS_TEST_TMPDIR/apt.log"
+	assert_line --index 0 "-o DPkg::Lock::Timeout=300 update -qq"
+	assert_line --index 1 --regexp "^-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends .*make"
+}
