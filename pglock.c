@@ -953,7 +953,7 @@ say_retrying(const char *why, long left_ms)
 	    (double)left_ms / 1000.0);
 }
 
-/* Connect, and refuse a standby; exits 69 when that fails. */
+/* Connect to a primary (conn_open() refuses a standby); exits 69 if not. */
 static PGconn *
 connect_or_err(const struct opts *o)
 {
@@ -962,15 +962,7 @@ connect_or_err(const struct opts *o)
 
 	if ((c = conn_open(&o->conn, &why)) == NULL)
 		die(EXIT_UNAVAILABLE, "%s", why.msg);
-	switch (conn_standby(c, &why)) {
-	case 0:
-		return c;
-	case 1:
-		die(EXIT_UNAVAILABLE, "%s:%s: %s", PQhost(c), PQport(c),
-		    lock_standby_said);
-	default:
-		die(EXIT_UNAVAILABLE, "%s", why.msg);
-	}
+	return c;
 }
 
 /* Every option's default, as the man page gives it; the rest is 0. */

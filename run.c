@@ -177,7 +177,8 @@ report_busy(const struct run *r)
 
 /*
  * The session failed before anything ran (why): if the server cut it (a
- * restart) and --connect-timeout and -w leave time, say so under -v and
+ * restart) or answered as a standby (a pooler's other server, a role about
+ * to change), and --connect-timeout and -w leave time, say so under -v and
  * return RUN_AGAIN, to be tried again as a refused connection; else die.
  */
 static int
@@ -188,7 +189,8 @@ again_or_err(const struct run *r, const char *why)
 	/* Read what came last (a FATAL, or end of file) to know. */
 	if (PQconsumeInput(r->c))
 		(void)PQisBusy(r->c);
-	if (!conn_cut(r->c) || mono_ms() >= o->retry_until ||
+	if ((!conn_cut(r->c) && strcmp(why, lock_standby_said) != 0) ||
+	    mono_ms() >= o->retry_until ||
 	    (o->conn.deadline_ms >= 0 && mono_ms() >= o->conn.deadline_ms))
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	if (o->verbose)

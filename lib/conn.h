@@ -23,12 +23,17 @@ struct conn_opts {
 };
 
 /*
- * Connect (no password prompt), asking for a primary unless the user chose
- * target_session_attrs; refusals for load or state (too many clients, starting
- * up, refused) are retried with jittered backoff for connect_ms, no attempt
- * outliving deadline_ms. The connection, or NULL with libpq's reason in err.
+ * Connect (no password prompt) to a primary, asking libpq for one unless the
+ * user chose target_session_attrs, and refusing a standby all the same; those
+ * refusals and others for load or state (too many clients, starting up,
+ * refused) are retried with jittered backoff for connect_ms, no attempt
+ * outliving deadline_ms. The connection, or NULL with the reason in err.
  */
 PGconn *conn_open(const struct conn_opts *o, struct err *err);
+
+/* Why a standby is refused, as conn_open() and the lock's check say it. */
+#define CONN_STANDBY_SAID "the server is a standby (in recovery), where an " \
+	"advisory lock excludes nobody"
 
 /* Whose the lock's settings are: see conn_send_setup(). */
 enum conn_scope {

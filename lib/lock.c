@@ -200,8 +200,7 @@ lock_recheck(PGconn *c, const struct lock_req *r, int pid, struct err *err)
 	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
 }
 
-const char lock_standby_said[] = "the server is a standby (in recovery), "
-    "where an advisory lock excludes nobody";
+const char lock_standby_said[] = CONN_STANDBY_SAID;
 
 /* [xact][try][shared] */
 static const char *const lock_fns[2][2][2] = {
