@@ -42,9 +42,10 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	# shellcheck disable=SC2016
 	cmd='echo ran >>"$0"; psql -h "$1" -p "$2" -XAtc "SELECT pg_is_in_recovery(), count(*) FROM pg_locks WHERE locktype = '\''advisory'\'' AND granted AND pid = $PGLOCK_BACKEND_PID"'
 	# libpq's refusal (target_session_attrs=primary), and pglock's own
-	# of a session libpq let through (any): both are retried.
-	bg libpq pglock -v -h "$s" -p "$sport" pr-k sh -c "$cmd" "$BATS_TEST_TMPDIR/libpq.ran" "$s" "$sport"
-	bg any pglock -v -d "host=$s port=$sport target_session_attrs=any" pr-k2 sh -c "$cmd" "$BATS_TEST_TMPDIR/any.ran" "$s" "$sport"
+	# of a session libpq let through (any): both are retried. A short
+	# lease, should a promotion's lock-delay keep them waiting for it.
+	bg libpq pglock -v --check-interval 0.2 -h "$s" -p "$sport" pr-k sh -c "$cmd" "$BATS_TEST_TMPDIR/libpq.ran" "$s" "$sport"
+	bg any pglock -v --check-interval 0.2 -d "host=$s port=$sport target_session_attrs=any" pr-k2 sh -c "$cmd" "$BATS_TEST_TMPDIR/any.ran" "$s" "$sport"
 	wait_until 10 grep -q 'retrying for up to' "$BATS_TEST_TMPDIR/libpq.err"
 	wait_until 10 grep -q 'retrying for up to' "$BATS_TEST_TMPDIR/any.err"
 	pg_ctl -D "$s/data" -w promote >/dev/null

@@ -133,12 +133,14 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 @test "waiters that waited longer than --connect-timeout ride out a restart: each connects again, acquires and runs once" {
 	id=$(sha_id ride-k)
 	mkfifo "$BATS_TEST_TMPDIR/fifo"
-	bg holder pglock ride-k sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	# --check-interval 1: a short lease, should a restart's lock-delay
+	# keep the next holder waiting for it.
+	bg holder pglock --check-interval 1 ride-k sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
 	wait_until 10 held "$id"
 	start=$(now_ms)
 	# With -w, the rest of -w; without, --connect-timeout from the loss.
-	bg waiter pglock -v -w 60 --connect-timeout 3 ride-k sh -c 'echo w >>"$0"' "$BATS_TEST_TMPDIR/ran"
-	bg forever pglock -v --connect-timeout 4 ride-k sh -c 'echo f >>"$0"' "$BATS_TEST_TMPDIR/ran"
+	bg waiter pglock -v --check-interval 1 -w 60 --connect-timeout 3 ride-k sh -c 'echo w >>"$0"' "$BATS_TEST_TMPDIR/ran"
+	bg forever pglock -v --check-interval 1 --connect-timeout 4 ride-k sh -c 'echo f >>"$0"' "$BATS_TEST_TMPDIR/ran"
 	wait_until 10 waiting "$id" 2
 	# Not to synchronise: the wait must outlast --connect-timeout.
 	wait_until 10 bash -c "[ \$(( \$(date +%s%N) / 1000000 )) -ge $((start + 4500)) ]"
