@@ -395,7 +395,7 @@ setup_params(char val[4][32], long wait_ms, long lease_ms)
 /*
  * Timeouts are forced: lock_timeout is -w's; the lease's (idle timeouts and
  * tcp_user_timeout, after which the server ends a silent holder's session or
- * transaction) must not be shortened. Other dead-peer settings yield to the
+ * transaction) must not be shortened; so is synchronous_commit, on at least. Other dead-peer settings yield to the
  * user's options=-c ... or PGOPTIONS. Settings old servers lack, and TCP ones
  * on a Unix socket, are left out here, not by a join with pg_settings: a few
  * set_config() calls are cheap for a fresh backend.
@@ -417,6 +417,14 @@ static const struct setting {
 	{ "tcp_keepalives_interval", "'" STR(KA_INTERVAL) "'", 0, 0, 1 },
 	{ "tcp_keepalives_count", "'" STR(KA_COUNT) "'", 0, 0, 1 },
 	{ "tcp_user_timeout", "$3::text", 120000, 1, 1 },
+	/*
+	 * A number or a record committed is kept: flushed, and where there
+	 * are synchronous standbys, on one of them, so that a primary cut off
+	 * from them (a stale one, after a failover) cannot confirm it.
+	 */
+	{ "synchronous_commit", "CASE pg_catalog.current_setting("
+	    "'synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' "
+	    "ELSE 'on' END", 0, 1, 0 },
 };
 
 int

@@ -49,8 +49,9 @@ enum conn_scope {
  * server is a standby (see conn_setup_standby()) and sets statement_timeout
  * off, lock_timeout to wait_ms (none unless over 0), the idle timeouts to
  * lease_ms (0: off), the server's tcp_user_timeout to lease_ms (10 s without
- * one) and dead-peer detection unless the user set it (keepalives give up no
- * sooner than lease_ms where the server lacks tcp_user_timeout). Settings not
+ * one), synchronous_commit to on (unless remote_apply) and dead-peer detection
+ * unless the user set it (keepalives give up no sooner than lease_ms where the
+ * server lacks tcp_user_timeout). Settings not
  * the session's are SET LOCAL: nothing leaks into a pooler's server connection.
  * Those the server lacks are skipped: old servers work. Returns 0 or -1.
  */

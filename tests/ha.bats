@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: ISC
 # Never on a standby: a streaming standby of the suite's server, a host
-# list that names it first, and a failover of a pair the test owns.
+# list that names it first, and a failover of a pair the test owns; a
+# standby promoted while pglock retries, and a synchronous standby promoted
+# while the old primary serves on.
 
 load helper
 
@@ -93,6 +95,41 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	[ "$bg_status" -eq 0 ]
 	[ "$(cat "$BATS_TEST_TMPDIR/next.out")" = "f|1" ]
 	PGHOST=$s PGPORT=$sport free "$id"
+}
+
+@test "a synchronous standby promoted while the old primary stays up: the old primary's allocations are never confirmed" {
+	p=$PGLOCK_TEST_DIR/sync-primary s=$PGLOCK_TEST_DIR/sync-standby
+	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
+	# pg.sh's servers commit with synchronous_commit = off: pglock's
+	# allocations must not.
+	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
+	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
+	pg_on "$p" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
+	pg_on "$p" sql "SELECT pg_reload_conf()" >/dev/null
+	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT sync_state FROM pg_stat_replication\")\" = sync ]"
+	run -0 pg_on "$p" "$PGLOCK" --version-counter sync-t
+	assert_output 1
+	run -0 pg_on "$p" "$PGLOCK" --fence sync-k sh -c 'echo "$PGLOCK_FENCE"'
+	assert_output 1
+	wait_until 10 bash -c ". '$s/env'; [ \"\$(psql -XAtc \"SELECT count(*) FROM pglock_versions WHERE version = 1\")\" = 2 ]"
+	# The old primary keeps serving, cut off from its synchronous standby.
+	pg_ctl -D "$s/data" -w promote >/dev/null
+	bg counter env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --version-counter sync-t' "$p" "$PGLOCK"
+	bg fence env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --fence sync-k touch "$2"' "$p" "$PGLOCK" "$BATS_TEST_TMPDIR/ran"
+	bgwait counter 30
+	[ "$bg_status" -eq 75 ]
+	run cat "$BATS_TEST_TMPDIR/counter.err"
+	assert_output "pglock: sync-t: the commit of version 2 is not confirmed (the server did not answer within 10 s): check with --peek"
+	bgwait fence 30
+	[ "$bg_status" -eq 69 ]
+	run cat "$BATS_TEST_TMPDIR/fence.err"
+	assert_output "pglock: sync-k: fence: the server did not answer within 10 s"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	# The new primary hands out 2, once.
+	run -0 pg_on "$s" "$PGLOCK" --version-counter sync-t
+	assert_output 2
+	run -0 pg_on "$s" "$PGLOCK" --fence sync-k sh -c 'echo "$PGLOCK_FENCE"'
+	assert_output 2
 }
 
 @test "PgBouncer over a primary,standby host list never grants two exclusive holders" {
