@@ -97,7 +97,7 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	PGHOST=$s PGPORT=$sport free "$id"
 }
 
-@test "a synchronous standby promoted while the old primary stays up: the old primary's allocations are never confirmed" {
+@test "a synchronous standby promoted while the old primary stays up: its holder is stopped, it grants no lock, its allocations are never confirmed" {
 	p=$PGLOCK_TEST_DIR/sync-primary s=$PGLOCK_TEST_DIR/sync-standby
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
 	# pg.sh's servers commit with synchronous_commit = off: pglock's
@@ -112,8 +112,20 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	run -0 pg_on "$p" "$PGLOCK" --fence sync-k sh -c 'echo "$PGLOCK_FENCE"'
 	assert_output 1
 	wait_until 10 bash -c ". '$s/env'; [ \"\$(psql -XAtc \"SELECT count(*) FROM pglock_versions WHERE version = 1\")\" = 2 ]"
+	# A holder, its lease renewed every second by a synchronous commit.
+	bg holder env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --check-interval 1 sync-h sleep 60' "$p" "$PGLOCK"
+	pg_on "$p" wait_until 10 held "$(sha_id sync-h)"
 	# The old primary keeps serving, cut off from its synchronous standby.
 	pg_ctl -D "$s/data" -w promote >/dev/null
+	bgwait holder 15
+	[ "$bg_status" -eq 75 ]
+	run cat "$BATS_TEST_TMPDIR/holder.err"
+	assert_output "pglock: sync-h: lock lost while the command ran (the server did not answer the lock check within 1 s); the command was stopped"
+	# Over TCP the grant is checked in its round trip: the check, not
+	# answered there, keeps the command from running (-w bounds it).
+	pport=$(pg_on "$p" printenv PGPORT)
+	run -69 --separate-stderr timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$pport" -w 2 sync-g touch "$BATS_TEST_TMPDIR/ran"
+	[ "$stderr" = "pglock: sync-g: the server did not answer within 2s" ]
 	bg counter env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --version-counter sync-t' "$p" "$PGLOCK"
 	bg fence env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --fence sync-k touch "$2"' "$p" "$PGLOCK" "$BATS_TEST_TMPDIR/ran"
 	bgwait counter 30
