@@ -97,53 +97,6 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	PGHOST=$s PGPORT=$sport free "$id"
 }
 
-@test "a synchronous standby promoted while the old primary stays up: its holder is stopped, it grants no lock, its allocations are never confirmed" {
-	p=$PGLOCK_TEST_DIR/sync-primary s=$PGLOCK_TEST_DIR/sync-standby
-	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
-	# pg.sh's servers commit with synchronous_commit = off: pglock's
-	# allocations must not.
-	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
-	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
-	pg_on "$p" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
-	pg_on "$p" sql "SELECT pg_reload_conf()" >/dev/null
-	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT sync_state FROM pg_stat_replication\")\" = sync ]"
-	run -0 pg_on "$p" "$PGLOCK" --version-counter sync-t
-	assert_output 1
-	run -0 pg_on "$p" "$PGLOCK" --fence sync-k sh -c 'echo "$PGLOCK_FENCE"'
-	assert_output 1
-	wait_until 10 bash -c ". '$s/env'; [ \"\$(psql -XAtc \"SELECT count(*) FROM pglock_versions WHERE version = 1\")\" = 2 ]"
-	# A holder, its lease renewed every second by a synchronous commit.
-	bg holder env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --check-interval 1 sync-h sleep 60' "$p" "$PGLOCK"
-	pg_on "$p" wait_until 10 held "$(sha_id sync-h)"
-	# The old primary keeps serving, cut off from its synchronous standby.
-	pg_ctl -D "$s/data" -w promote >/dev/null
-	bgwait holder 15
-	[ "$bg_status" -eq 75 ]
-	run cat "$BATS_TEST_TMPDIR/holder.err"
-	assert_output "pglock: sync-h: lock lost while the command ran (the server did not answer the lock check within 1 s); the command was stopped"
-	# Over TCP the grant is checked in its round trip: the check, not
-	# answered there, keeps the command from running (-w bounds it).
-	pport=$(pg_on "$p" printenv PGPORT)
-	run -69 --separate-stderr timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$pport" -w 2 sync-g touch "$BATS_TEST_TMPDIR/ran"
-	[ "$stderr" = "pglock: sync-g: the server did not answer within 2s" ]
-	bg counter env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --version-counter sync-t' "$p" "$PGLOCK"
-	bg fence env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --fence sync-k touch "$2"' "$p" "$PGLOCK" "$BATS_TEST_TMPDIR/ran"
-	bgwait counter 30
-	[ "$bg_status" -eq 75 ]
-	run cat "$BATS_TEST_TMPDIR/counter.err"
-	assert_output "pglock: sync-t: the commit of version 2 is not confirmed (the server did not answer within 10 s): check with --peek"
-	bgwait fence 30
-	[ "$bg_status" -eq 69 ]
-	run cat "$BATS_TEST_TMPDIR/fence.err"
-	assert_output "pglock: sync-k: fence: the server did not answer within 10 s"
-	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
-	# The new primary hands out 2, once.
-	run -0 pg_on "$s" "$PGLOCK" --version-counter sync-t
-	assert_output 2
-	run -0 pg_on "$s" "$PGLOCK" --fence sync-k sh -c 'echo "$PGLOCK_FENCE"'
-	assert_output 2
-}
-
 @test "PgBouncer over a primary,standby host list never grants two exclusive holders" {
 	# PgBouncer takes one port for its host list: a standby of the
 	# primary's port number, in a socket directory of its own.
@@ -195,4 +148,53 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	# The load may have ended already (its -T).
 	kill -TERM "$(bgpid load)" 2>/dev/null || true
 	stop_pgbouncer
+}
+
+@test "a synchronous standby promoted while the old primary stays up: its holder is stopped, it grants no lock, its allocations are never confirmed" {
+	p=$PGLOCK_TEST_DIR/sync-primary s=$PGLOCK_TEST_DIR/sync-standby
+	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
+	# pg.sh's servers commit with synchronous_commit = off: pglock's
+	# allocations must not.
+	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
+	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
+	pg_on "$p" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
+	pg_on "$p" sql "SELECT pg_reload_conf()" >/dev/null
+	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT sync_state FROM pg_stat_replication\")\" = sync ]"
+	run -0 pg_on "$p" "$PGLOCK" --version-counter sync-t
+	assert_output 1
+	# A short lease throughout, should a server start's or a promotion's
+	# lock-delay keep a new holder waiting for it.
+	run -0 pg_on "$p" "$PGLOCK" --check-interval 0.2 --fence sync-k sh -c 'echo "$PGLOCK_FENCE"'
+	assert_output 1
+	wait_until 10 bash -c ". '$s/env'; [ \"\$(psql -XAtc \"SELECT count(*) FROM pglock_versions WHERE version = 1\")\" = 2 ]"
+	# A holder, its lease renewed every second by a synchronous commit.
+	bg holder env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --check-interval 1 sync-h sh -c "touch \"\$0\"; sleep 60" "$2"' "$p" "$PGLOCK" "$BATS_TEST_TMPDIR/held"
+	wait_until 15 test -e "$BATS_TEST_TMPDIR/held"
+	# The old primary keeps serving, cut off from its synchronous standby.
+	pg_ctl -D "$s/data" -w promote >/dev/null
+	bgwait holder 15
+	[ "$bg_status" -eq 75 ]
+	run cat "$BATS_TEST_TMPDIR/holder.err"
+	assert_output "pglock: sync-h: lock lost while the command ran (the server did not answer the lock check within 1 s); the command was stopped"
+	# Over TCP the grant is checked in its round trip: the check, not
+	# answered there, keeps the command from running (-w bounds it).
+	pport=$(pg_on "$p" printenv PGPORT)
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --check-interval 0.2 -h 127.0.0.1 -p "$pport" -w 2 sync-g touch "$BATS_TEST_TMPDIR/ran"
+	[ "$stderr" = "pglock: sync-g: the server did not answer within 2s" ]
+	bg counter env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --version-counter sync-t' "$p" "$PGLOCK"
+	bg fence env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --check-interval 0.2 --fence sync-k touch "$2"' "$p" "$PGLOCK" "$BATS_TEST_TMPDIR/ran"
+	bgwait counter 30
+	[ "$bg_status" -eq 75 ]
+	run cat "$BATS_TEST_TMPDIR/counter.err"
+	assert_output "pglock: sync-t: the commit of version 2 is not confirmed (the server did not answer within 10 s): check with --peek"
+	bgwait fence 30
+	[ "$bg_status" -eq 69 ]
+	run cat "$BATS_TEST_TMPDIR/fence.err"
+	assert_output "pglock: sync-k: fence: the server did not answer within 10 s"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	# The new primary hands out 2, once.
+	run -0 pg_on "$s" "$PGLOCK" --version-counter sync-t
+	assert_output 2
+	run -0 pg_on "$s" "$PGLOCK" --check-interval 0.2 --fence sync-k sh -c 'echo "$PGLOCK_FENCE"'
+	assert_output 2
 }
