@@ -8,6 +8,7 @@
  * of the ISC licence in COPYING.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "lib/runs.h"
 #include "lib/slots.h"
 #include "inspect.h"
+#include "out.h"
 #include "pglock.h"
 
 /*
@@ -169,54 +171,88 @@ locks_or_err(const char *what, PGconn *c, const struct key *k,
 	return n;
 }
 
-/* One lock for --status, as a line or (--json) an object after sep. */
+/*
+ * The KEY a lock is for: the one asked about, else what a pglock's fallback
+ * application_name says ("pglock: KEY"), unless the server may have cut it (63
+ * bytes) or changed it ('?' for a byte not printable ASCII): NULL, unknown.
+ */
+static const char *
+row_key(const struct lock_row *r, const char *asked)
+{
+	if (asked != NULL)
+		return asked;
+	if (strncmp(r->app, "pglock: ", 8) != 0 || strlen(r->app) >= 63 ||
+	    strchr(r->app, '?') != NULL || r->app[8] == '\0')
+		return NULL;
+	return r->app + 8;
+}
+
+/*
+ * One lock for --status, to f as a line or (--json) an object after sep; key
+ * is what row_key() says of it.
+ */
 static void
-print_lock(const struct opts *o, const struct lock_row *r, const char *sep)
+print_lock(FILE *f, const struct opts *o, const struct lock_row *r,
+    const char *key, const char *sep)
 {
 	const char *mode = r->shared ? "shared" : "exclusive";
 	const char *state = r->held ? "held" : "waiting";
 	const char *scope = r->xact < 0 ? "?" : r->xact ? "transaction" :
 	    "session";
-	char user[256], app[256];
+	char user[256], app[256], *shown;
+	size_t len = key != NULL ? 4 * strlen(key) + 1 : 2;
 
 	if (!o->json) {
-		printf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r->id, mode,
-		    state, r->pid, field(r->user, user, sizeof(user)),
+		if ((shown = malloc(len)) == NULL)
+			die_errno(EXIT_OSERR, "malloc");
+		fprintf(f, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r->id,
+		    mode, state, r->pid, field(r->user, user, sizeof(user)),
 		    r->client, field(r->app, app, sizeof(app)), r->since,
-		    scope);
+		    scope, key != NULL ? field(key, shown, len) : "?");
+		free(shown);
 		return;
 	}
-	printf("%s{\"id\": \"%s\", \"mode\": \"%s\", \"state\": \"%s\", "
-	    "\"pid\": %d, \"user\": ", sep, r->id, mode, state, r->pid);
-	json_str(r->user);
-	printf(", \"client\": ");
-	if (r->hidden)
-		printf("null");		/* unknown, not "local" */
+	fprintf(f, "%s{\"id\": \"%s\", \"key\": ", sep, r->id);
+	if (key != NULL)
+		json_put(f, key);
 	else
-		json_str(r->client);
-	printf(", \"application_name\": ");
-	json_str(r->app);
+		fprintf(f, "null");
+	fprintf(f, ", \"mode\": \"%s\", \"state\": \"%s\", \"pid\": %d, "
+	    "\"user\": ", mode, state, r->pid);
+	json_put(f, r->user);
+	fprintf(f, ", \"client\": ");
 	if (r->hidden)
-		printf(", \"since\": null, \"seconds\": null, \"scope\": null}");
+		fprintf(f, "null");		/* unknown, not "local" */
 	else
-		printf(", \"since\": \"%s\", \"seconds\": %ld, \"scope\": "
+		json_put(f, r->client);
+	fprintf(f, ", \"application_name\": ");
+	json_put(f, r->app);
+	if (r->hidden)
+		fprintf(f, ", \"since\": null, \"seconds\": null, \"scope\": "
+		    "null}");
+	else
+		fprintf(f, ", \"since\": \"%s\", \"seconds\": %ld, \"scope\": "
 		    "\"%s\"}", r->since, r->seconds, scope);
 }
 
 /* Did --status print a row the server hid from this role? */
 static int hidden;
 
-/* Print the locks on k (all locks when NULL); is any of them held? */
+/*
+ * Print n rows to f (they are for key, NULL: each says), freeing them; is any
+ * held, but the lock whose id is queue (--slots' waiters, or NULL)?
+ */
 static int
-print_locks(const struct opts *o, PGconn *c, const struct key *k, int *printed)
+print_rows(FILE *f, const struct opts *o, struct lock_row *rows, int n,
+    const char *key, const char *queue, int *printed)
 {
-	struct lock_row *rows;
-	int i, n, held = 0;
+	int i, held = 0;
 
-	n = locks_or_err("--status", c, k, &rows);
 	for (i = 0; i < n; i++, (*printed)++) {
-		print_lock(o, &rows[i], *printed > 0 ? ",\n  " : "\n  ");
-		held |= rows[i].held;
+		print_lock(f, o, &rows[i], row_key(&rows[i], key),
+		    *printed > 0 ? ",\n  " : "\n  ");
+		if (queue == NULL || strcmp(rows[i].id, queue) != 0)
+			held |= rows[i].held;
 		hidden |= rows[i].hidden;
 	}
 	free(rows);
@@ -224,19 +260,76 @@ print_locks(const struct opts *o, PGconn *c, const struct key *k, int *printed)
 }
 
 /*
- * KEY's runs, after its locks: a line for its last success, one for its last
- * failure (--json: a "runs" object); did it succeed within --ok-within?
+ * Print the locks of KEY text (k), and of its slots whatever N its holders
+ * were given (--slots); all locks when text is NULL. Is KEY held?
  */
 static int
-print_runs(const struct opts *o, PGconn *c, const char *key, int n)
+print_locks(FILE *f, const struct opts *o, PGconn *c, const char *text,
+    const struct key *k, int *printed)
+{
+	struct lock_row *rows;
+	struct key queue;
+	struct err why;
+	char id[48];
+	int n, held;
+
+	n = locks_or_err("--status", c, k, &rows);
+	held = print_rows(f, o, rows, n, text, NULL, printed);
+	if (k == NULL)
+		return held;
+	if ((n = slots_status(c, k, &rows, &why)) == -1)
+		die(EXIT_UNAVAILABLE, "--status: %s", why.msg);
+	slots_key(k, 0, &queue);
+	key_format(&queue, id, sizeof(id));
+	return print_rows(f, o, rows, n, text, id, printed) | held;
+}
+
+/* Open a record's object: "at" (null for no finite time), then "host". */
+static void
+put_at(FILE *f, const char *at)
+{
+	if (*at != '\0')
+		fprintf(f, "{\"at\": \"%s\", \"host\": ", at);
+	else
+		fprintf(f, "{\"at\": null, \"host\": ");
+}
+
+/* A number, or null: JSON has no NaN or Infinity (a table may hold them). */
+static void
+put_number(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%.3f", v);
+	else
+		fprintf(f, "null");
+}
+
+/* The server's now: a dead-man check that host clocks cannot fool. */
+static int
+runs_recent(const struct opts *o, const struct runs_row *r)
+{
+	return r->has_ok && r->ok_ms >= r->now_ms - (double)o->ok_within_ms;
+}
+
+/*
+ * KEY's runs, after its locks, to f: a line for its last success, one for its
+ * last failure (--json: a "runs" object; "hidden" when this role may not read
+ * them); did it succeed within --ok-within?
+ */
+static int
+print_runs(FILE *f, const struct opts *o, PGconn *c, const char *key, int n)
 {
 	struct runs_row r;
 	struct err why;
 	char k[1024], host[512], *name = record_key(o, key);
 
+	/* A name not UTF-8 is never recorded (pglock refuses it): none. */
+	memset(&r, 0, sizeof(r));
+	if (key_utf8_ok(name, strlen(name)) &&
+	    runs_read(c, o->runs_sql, name, &r, &why) == -1)
+		die(EXIT_UNAVAILABLE, "--status: %s", why.msg);
 	/* Another role's table this one may not read: no record shown. */
-	if (runs_read(c, o->runs_sql, name, &r, &why) == -1 ||
-	    (r.denied && o->ok_within_ms >= 0))
+	if (r.denied && o->ok_within_ms >= 0)
 		die(EXIT_UNAVAILABLE, "--status: %s", why.msg);
 	free(name);
 	if (r.denied && n == 0 && !o->quiet)
@@ -244,71 +337,144 @@ print_runs(const struct opts *o, PGconn *c, const char *key, int n)
 		    "none is shown", why.msg);
 	if (!o->json) {
 		if (r.has_ok)
-			printf("%s	last_ok	%s	%s	%.3f\n", field(key, k,
+			fprintf(f, "%s\tlast_ok\t%s\t%s\t%.3f\n", field(key, k,
 			    sizeof(k)), r.ok_at, field(r.ok_host, host,
 			    sizeof(host)), r.ok_seconds);
 		if (r.has_failed)
-			printf("%s	last_failed	%s	%s	%d\n", field(key, k,
-			    sizeof(k)), r.failed_at, field(r.failed_host, host,
-			    sizeof(host)), r.failed_status);
-	} else {
-		printf("%s{\"key\": ", n > 0 ? ",\n  " : "\n  ");
-		json_str(key);
-		printf(", \"last_ok\": ");
-		if (r.has_ok) {
-			printf("{\"at\": \"%s\", \"host\": ", r.ok_at);
-			json_str(r.ok_host);
-			printf(", \"seconds\": %.3f}", r.ok_seconds);
-		} else {
-			printf("null");
-		}
-		printf(", \"last_failed\": ");
-		if (r.has_failed) {
-			printf("{\"at\": \"%s\", \"host\": ", r.failed_at);
-			json_str(r.failed_host);
-			printf(", \"status\": %d}}", r.failed_status);
-		} else {
-			printf("null}");
-		}
+			fprintf(f, "%s\tlast_failed\t%s\t%s\t%d\n", field(key,
+			    k, sizeof(k)), r.failed_at, field(r.failed_host,
+			    host, sizeof(host)), r.failed_status);
+		return runs_recent(o, &r);
 	}
-	/* The server's now: a dead-man check that host clocks cannot fool. */
-	return r.has_ok && r.ok_ms >= r.now_ms - (double)o->ok_within_ms;
+	fprintf(f, "%s{\"key\": ", n > 0 ? ",\n  " : "\n  ");
+	json_put(f, key);
+	/* Hidden is not never: no last_ok, rather than a null. */
+	if (r.denied) {
+		fprintf(f, ", \"hidden\": true}");
+		return 0;
+	}
+	fprintf(f, ", \"last_ok\": ");
+	if (r.has_ok) {
+		put_at(f, r.ok_at);
+		json_put(f, r.ok_host);
+		fprintf(f, ", \"seconds\": ");
+		put_number(f, r.ok_seconds);
+		fprintf(f, "}");
+	} else {
+		fprintf(f, "null");
+	}
+	fprintf(f, ", \"last_failed\": ");
+	if (r.has_failed) {
+		put_at(f, r.failed_at);
+		json_put(f, r.failed_host);
+		fprintf(f, ", \"status\": %d}}", r.failed_status);
+	} else {
+		fprintf(f, "null}");
+	}
+	return runs_recent(o, &r);
+}
+/* ms as a person reads a span: 2d3h, 1h, 5m12s, 42s (rounded down). */
+static const char *
+span(double ms, char *buf, size_t len)
+{
+	long long t = ms > 0 ? (long long)(ms / 1000) : 0;
+
+	static const struct {
+		long long s;
+		char unit;
+	} units[] = { { 86400, 'd' }, { 3600, 'h' }, { 60, 'm' }, { 1, 's' } };
+	size_t i = 0, n;
+
+	while (i < 3 && t < units[i].s)
+		i++;
+	n = (size_t)snprintf(buf, len, "%lld%c", t / units[i].s, units[i].unit);
+	/* The next unit too, unless it is 0: 1h, 3h12m. */
+	if (i < 3 && t % units[i].s / units[i + 1].s > 0 && n < len)
+		snprintf(buf + n, len - n, "%lld%c", t % units[i].s /
+		    units[i + 1].s, units[i + 1].unit);
+	return buf;
 }
 
-/* A header, a line a lock (--json: an object, its array "locks"), runs. */
+/*
+ * --status --ok-within D KEY, the dead-man check: a recent success is one
+ * line on stdout (when, where, how long ago); none, one on stderr saying so.
+ * Nothing with -q: the exit status, 0 or 1, is the answer.
+ */
+static int
+ok_within(const struct opts *o, PGconn *c)
+{
+	struct runs_row r;
+	struct err why;
+	const char *key = o->keys[0];
+	char host[512], shown[1024], ago[32], within[32];
+	char *name = record_key(o, key);
+
+	memset(&r, 0, sizeof(r));
+	if (key_utf8_ok(name, strlen(name)) &&
+	    runs_read(c, o->runs_sql, name, &r, &why) == -1)
+		die(EXIT_UNAVAILABLE, "--status: %s", why.msg);
+	free(name);
+	if (r.denied)
+		die(EXIT_UNAVAILABLE, "--status: %s", why.msg);
+	(void)span(r.now_ms - r.ok_ms, ago, sizeof(ago));
+	(void)span((double)o->ok_within_ms, within, sizeof(within));
+	if (runs_recent(o, &r)) {
+		if (!o->quiet)
+			printf("%s: last succeeded at %s on %s, %s ago (within "
+			    "%s)\n", field(key, shown, sizeof(shown)), r.ok_at,
+			    field(r.ok_host, host, sizeof(host)), ago, within);
+		flush_stdout_or_err();
+		return 0;
+	}
+	if (o->quiet)
+		return 1;
+	if (!r.has_ok)
+		say("%s: never succeeded (--ok-within %s)", key, within);
+	else
+		say("%s: last succeeded at %s on %s, %s ago: longer ago than "
+		    "%s", key, r.ok_at, r.ok_host, ago, within);
+	return 1;
+}
+
+/*
+ * A header, a line a lock (--json: an object, its array "locks"), runs: all
+ * built first, then written at once, so that an error midway prints nothing.
+ */
 int
 show_status(const struct opts *o, PGconn *c)
 {
-	struct key k, slot;
-	int i, j, held, all_held = 1, printed = 0, ok = 0;
+	struct key k;
+	char *doc = NULL;
+	size_t len = 0;
+	FILE *f;
+	int i, all_held = 1, printed = 0, ok = 0;
 
+	if (o->ok_within_ms >= 0 && !o->json)
+		return ok_within(o, c);
+	if ((f = open_memstream(&doc, &len)) == NULL)
+		die_errno(EXIT_OSERR, "open_memstream");
 	if (o->json)
-		printf("{\"locks\": [");
+		fprintf(f, "{\"locks\": [");
 	else
-		puts("id\tmode\tstate\tpid\tuser\tclient\tapplication_name"
-		    "\tsince\tscope");
+		fprintf(f, "id\tmode\tstate\tpid\tuser\tclient\tapplication_name"
+		    "\tsince\tscope\tkey\n");
 	if (o->keys[0] == NULL)
-		(void)print_locks(o, c, NULL, &printed);
+		(void)print_locks(f, o, c, NULL, NULL, &printed);
 	for (i = 0; o->keys[i] != NULL; i++) {
 		resolve_key_or_err(o, o->keys[i], &k);
-		if (o->lock.slots == 0) {
-			all_held &= print_locks(o, c, &k, &printed);
-			continue;
-		}
-		/* --slots N: KEY is held when one of its slots is. */
-		for (j = 1, held = 0; j <= o->lock.slots; j++) {
-			slots_key(&k, j, &slot);
-			held |= print_locks(o, c, &slot, &printed);
-		}
-		all_held &= held;
+		all_held &= print_locks(f, o, c, o->keys[i], &k, &printed);
 	}
 	if (o->json)
-		printf("%s]%s", printed > 0 ? "\n" : "", o->keys[0] != NULL ?
-		    ", \"runs\": [" : "}\n");
+		fprintf(f, "%s]%s", printed > 0 ? "\n" : "", o->keys[0] !=
+		    NULL ? ", \"runs\": [" : "}\n");
 	for (i = 0; o->keys[i] != NULL; i++)
-		ok = print_runs(o, c, o->keys[i], i);
+		ok = print_runs(f, o, c, o->keys[i], i);
 	if (o->json && o->keys[0] != NULL)
-		printf("\n]}\n");
+		fprintf(f, "\n]}\n");
+	if (fclose(f) == EOF)
+		die_errno(EXIT_OSERR, "open_memstream");
+	(void)fwrite(doc, 1, len, stdout);
+	free(doc);
 	flush_stdout_or_err();
 	if (hidden && !o->quiet)
 		say("--status: the server hides some sessions' client, start "
@@ -383,7 +549,9 @@ forget(const struct opts *o, PGconn *c)
 {
 	struct err why;
 	char *name = record_key(o, o->key);
-	int rc = runs_forget(c, o->runs_sql, name, &why);
+	/* A name not UTF-8 is never recorded (pglock refuses it): none. */
+	int rc = key_utf8_ok(name, strlen(name)) ? runs_forget(c, o->runs_sql,
+	    name, &why) : 0;
 
 	free(name);
 	if (rc == -1)

@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +38,9 @@
 #include "lib/lock.h"
 #include "lib/runs.h"
 #include "lib/sig.h"
+#include "lib/slots.h"
 #include "inspect.h"
+#include "out.h"
 #include "pglock.h"
 #include "run.h"
 
@@ -47,9 +48,6 @@
 
 const char *const scope_names[3] = { "auto", "session", "transaction" };
 
-/* A usage error: one line on stderr, exit 64. */
-static void usage_err(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
 
 static const char usage_text[] =
     "usage: pglock [options] KEY COMMAND [ARG ...]\n"
@@ -169,129 +167,6 @@ usage(FILE *f)
 	    "/not found.\nSee pglock(1).\n", f);
 }
 
-/* A C1 control, or a bidi mark or override: steers a terminal or a reader. */
-static int
-steers(unsigned long cp)
-{
-	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e ||
-	    cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
-	    (cp >= 0x2066 && cp <= 0x2069);
-}
-
-/*
- * Copy s into out (len bytes, cut between characters) as one line a terminal
- * shows as it is: control bytes as \n, \t, \r or \xHH, bytes of a non-UTF-8
- * string as \xHH, what steers() as \uHHHH. All text pglock prints from the user
- * or the server goes through here (JSON has its own escapes). A field (tsv)
- * also doubles a backslash, as COPY's text format does, so its reader can undo
- * the escapes: a key holding "\t" is not one holding a tab.
- */
-static const char *
-escape(const char *s, char *out, size_t len, int tsv)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	int utf8 = key_utf8_ok(s, strlen(s));
-	unsigned long cp;
-	size_t n = 0, k, m;
-	char e[8];
-
-	while (*u != '\0') {
-		k = 1;
-		e[0] = '\0';
-		if (*u == '\\' && tsv) {
-			snprintf(e, sizeof(e), "\\\\");
-		} else if (*u < 0x20 || *u == 0x7f || (*u >= 0x80 && !utf8)) {
-			snprintf(e, sizeof(e), *u == '\n' ? "\\n" : *u == '\t' ?
-			    "\\t" : *u == '\r' ? "\\r" : "\\x%02x", *u);
-		} else if (*u >= 0xc0 && *u < 0xf0) {
-			/* Two or three bytes: C1 and the marks are there. */
-			k = *u < 0xe0 ? 2 : 3;
-			cp = k == 2 ? (*u & 0x1fUL) << 6 | (u[1] & 0x3fUL) :
-			    (*u & 0x0fUL) << 12 | (u[1] & 0x3fUL) << 6 |
-			    (u[2] & 0x3fUL);
-			if (steers(cp))
-				snprintf(e, sizeof(e), "\\u%04lx", cp);
-		} else if (*u >= 0xf0) {
-			k = 4;
-		}
-		m = e[0] == '\0' ? k : strlen(e);
-		if (n + m >= len)
-			break;
-		memcpy(out + n, e[0] == '\0' ? (const char *)u : e, m);
-		n += m;
-		u += k;
-	}
-	out[n] = '\0';
-	return out;
-}
-
-/*
- * "pglock: " fmt, errnum's reason unless 0, then end ("\n", or "" for the live
- * line) in one write(2), not err(3)'s three: no spliced lines in a shared log.
- */
-static void vline(const char *lead, const char *fmt, va_list ap, int errnum,
-    const char *end) __attribute__((format(printf, 2, 0)));
-
-static void
-vline(const char *lead, const char *fmt, va_list ap, int errnum,
-    const char *end)
-{
-	char msg[1024], shown[2048], buf[2200];
-	int n;
-
-	/* Cut at 1023 bytes, the message leaves room for the rest. */
-	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
-	n = snprintf(buf, sizeof(buf), "%spglock: %s%s%s%s", lead,
-	    escape(msg, shown, sizeof(shown), 0),
-	    errnum != 0 ? ": " : "", errnum != 0 ? strerror(errnum) : "", end);
-	if (n > 0)
-		(void)!write(STDERR_FILENO, buf, (size_t)n < sizeof(buf) ?
-		    (size_t)n : sizeof(buf) - 1);
-}
-
-void
-say(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vline("", fmt, ap, 0, "\n");
-	va_end(ap);
-}
-
-void
-live_line(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vline("\r", fmt, ap, 0, "");
-	va_end(ap);
-}
-
-void
-die(int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vline("", fmt, ap, 0, "\n");
-	va_end(ap);
-	exit(status);
-}
-
-void
-die_errno(int status, const char *fmt, ...)
-{
-	va_list ap;
-	int e = errno;
-
-	va_start(ap, fmt);
-	vline("", fmt, ap, e, "\n");
-	va_end(ap);
-	exit(status);
-}
-
 /*
  * --lost-signal must end the command: not a stop signal (the command would wait
  * for KILL; a CONT could wake it unlocked), nor CONT, whose default is to do
@@ -312,53 +187,6 @@ lost_signal_or_err(const char *arg, int sig)
 		    arg);
 }
 
-/* KEY (or an option's value) as messages show it: escape()d, kept. */
-static const char *
-printable(const char *s)
-{
-	size_t len = 6 * strlen(s) + 1;
-	char *out = malloc(len);
-
-	if (out == NULL)
-		die_errno(EXIT_OSERR, "malloc");
-	return escape(s, out, len, 0);
-}
-
-const char *
-field(const char *s, char *buf, size_t len)
-{
-	return escape(s, buf, len, 1);
-}
-
-/* Bytes not UTF-8 (a KEY may hold any) go out as code points of that value. */
-void
-json_str(const char *s)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	int utf8 = key_utf8_ok(s, strlen(s));
-
-	putchar('"');
-	for (; *u != '\0'; u++) {
-		if (*u == '"' || *u == '\\')
-			printf("\\%c", *u);
-		else if (*u < 0x20 || *u == 0x7f || (*u >= 0x80 && !utf8))
-			printf("\\u%04x", *u);
-		else
-			putchar(*u);
-	}
-	putchar('"');
-}
-
-static void
-usage_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vline("", fmt, ap, 0, " (see pglock --help)\n");
-	va_end(ap);
-	exit(EXIT_USAGE);
-}
 
 /* The long options without a letter; a mode's is OPT_MODE + its mode. */
 enum {
@@ -414,13 +242,6 @@ static const struct option longopts[] = {
 	{ "ok-within", required_argument, NULL, OPT_OK_WITHIN },
 	{ NULL, 0, NULL, 0 }
 };
-
-void
-flush_stdout_or_err(void)
-{
-	if (fflush(stdout) == EOF || ferror(stdout))
-		die_errno(EXIT_OSERR, "stdout");
-}
 
 static long
 duration_or_err(const char *opt, const char *s)
@@ -541,7 +362,7 @@ lock_option_or_err(struct opts *o, int c, char *arg)
 		o->scope = (int)n;
 		break;
 	case OPT_SLOTS:
-		if (arg_long(arg, 2, 1000, &n, &why) == -1)
+		if (arg_long(arg, 2, SLOTS_MAX, &n, &why) == -1)
 			usage_err("--slots: %s", why.msg);
 		o->lock.slots = (int)n;
 		break;
@@ -865,13 +686,6 @@ parse_or_err(int argc, char **argv, struct opts *o)
 	check_or_err(o, argc - optind, argv + optind);
 }
 
-void
-setenv_or_err(const char *name, const char *value)
-{
-	if (setenv(name, value, 1) == -1)
-		die_errno(EXIT_OSERR, "setenv");
-}
-
 /*
  * PGLOCK_* variables come from pglock alone: a caller's PGLOCK_FENCE or
  * PGLOCK_VERSION would be a forged or stale token. Cut from environ itself:
@@ -926,6 +740,13 @@ record_fits_or_err(const struct opts *o)
 	char *name = record_key(o, o->key);
 	size_t n = strlen(name);
 
+	/*
+	 * A UTF8 database would refuse it, and only after COMMAND ran:
+	 * whatever the database, refuse it first.
+	 */
+	if (!key_utf8_ok(name, n))
+		usage_err("%s: not valid UTF-8, which a record of runs "
+		    "(--once, --once-per, --record) needs", o->label);
 	free(name);
 	if (n > RUNS_NAME_MAX)
 		usage_err("KEY's record name is %zu bytes: a record of runs "
@@ -1059,6 +880,9 @@ main(int argc, char **argv)
 	o.conn.appname = appname;
 	/* -w bounds all that comes before the command: connecting too. */
 	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
+	/* -n: a server that does not answer is given up as a query would be. */
+	if (o.lock.wait_ms == 0)
+		o.conn.attempt_ms = CONN_ANSWER_MS;
 	if (o.verbose || (!o.quiet && isatty(STDERR_FILENO)))
 		o.conn.retrying = say_retrying;
 	c = connect_or_err(&o);

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * pglock.h: what pglock.c shares with run.c and inspect.c, the modes: the
- * parsed options, and how to print and exit; only these three do either.
+ * parsed options and the KEY's resolution. How to print and exit is out.h's.
  */
 #ifndef PGLOCK_H
 #define PGLOCK_H
 
-#include <stddef.h>
 #include <sys/types.h>
 
 #include "lib/conn.h"
@@ -57,32 +56,6 @@ struct opts {
 	long long ok_within_ms;	/* --status --ok-within; -1: none */
 	pid_t caller;		/* parent at start: --hold's script; 0: init */
 };
-
-/* A diagnostic line on stderr, as "pglock: ...", written at once. */
-void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* A diagnostic line, then exit with status. */
-void die(int status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3), noreturn));
-
-/* The same, with errno's reason, as err(3). */
-void die_errno(int status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3), noreturn));
-
-/* s as a tab-separated field, escaped into buf (len bytes). */
-const char *field(const char *s, char *buf, size_t len);
-
-/* Print s as a JSON string, valid even where s is not UTF-8. */
-void json_str(const char *s);
-
-/* The terminal's live line: rewritten in place, ended by the next say(). */
-void live_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* setenv(3), or exit 71. */
-void setenv_or_err(const char *name, const char *value);
-
-/* Flush stdout; a write error exits 71, as in flock(1). */
-void flush_stdout_or_err(void);
 
 /* KEY -> lock id under --id, --namespace or --hash; bad input exits 64. */
 void resolve_key_or_err(const struct opts *o, const char *text, struct key *k);

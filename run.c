@@ -34,6 +34,7 @@
 #include "lib/lock.h"
 #include "lib/runs.h"
 #include "lib/slots.h"
+#include "out.h"
 #include "pglock.h"
 #include "run.h"
 
@@ -57,6 +58,7 @@ struct run {
 	double t0;		/* mono_seconds() when the wait began */
 	long since;		/* mono_ms() the lease runs from */
 	long long slot;		/* --once*: the slot a success counts for */
+	long sent;		/* mono_ms() a success's record was sent; 0: none */
 };
 
 /*
@@ -92,23 +94,38 @@ lease_ms(const struct opts *o)
 
 /* ---- acquire ----------------------------------------------------------- */
 
+static int again_or_err(const struct run *, const char *);
+
+/* --scope session on a path not proven direct: 69, before anything runs. */
+static int
+unproven_or_err(const struct run *r)
+{
+	return again_or_err(r, "--scope session: the connection is not "
+	    "proven to reach the server directly (a pooler between?): use "
+	    "--scope auto or transaction");
+}
+
 /*
- * A session lock only where no pooler can hand the session on. Only auto
- * proves TCP, by the server in the lock's pipeline (--slots: a round trip
- * first); --scope session takes the user's word, and the lock's check
- * proves the lock held.
+ * A session lock only where no pooler can hand the session on: auto and
+ * session prove the path, over TCP by the server in the lock's pipeline
+ * (--slots: a round trip first); where that fails, auto takes a transaction's
+ * lock and session none. 0, or RUN_AGAIN; dies when session is unproven.
  */
-static void
+static int
 choose_scope(struct run *r)
 {
 	const struct opts *o = r->o;
 	enum conn_path path = o->scope == SCOPE_TRANSACTION ? CONN_UNPROVEN :
-	    conn_direct(r->c, o->scope == SCOPE_AUTO && r->lk.slots > 0);
+	    conn_direct(r->c, r->lk.slots > 0);
 
-	r->lk.prove = o->scope == SCOPE_AUTO && path == CONN_TCP;
+	r->lk.prove = o->scope != SCOPE_TRANSACTION && path == CONN_TCP;
+	r->lk.prove_only = o->scope == SCOPE_SESSION;
 	r->lk.xact = o->scope == SCOPE_TRANSACTION ||
 	    (o->scope == SCOPE_AUTO && path == CONN_UNPROVEN);
 	r->lk.local = path == CONN_DIRECT_LOCAL;
+	if (r->lk.prove_only && path == CONN_UNPROVEN)
+		return unproven_or_err(r);
+	return 0;
 }
 
 /* -v on a terminal: a live "waiting Ns" line, rewritten every second. */
@@ -121,7 +138,7 @@ show_waiting(void *arg)
 	r->shown = 1;
 }
 
-/* k's holder, "pid N (app, client, user U, for Ns)", or "" (none, error). */
+/* k's holder, "server pid N (app, client, user U, for Ns)", or "" (none). */
 static const char *
 holder(PGconn *c, const struct key *k, char *buf, size_t len)
 {
@@ -136,11 +153,11 @@ holder(PGconn *c, const struct key *k, char *buf, size_t len)
 	for (i = 0; i < n && !rows[i].held; i++)
 		;
 	if (i < n && rows[i].hidden)
-		snprintf(buf, len, "pid %d (%s, user %s; the server hides the "
-		    "rest from this role)", rows[i].pid, rows[i].app,
+		snprintf(buf, len, "server pid %d (%s, user %s; the server "
+		    "hides the rest from this role)", rows[i].pid, rows[i].app,
 		    rows[i].user);
 	else if (i < n)
-		snprintf(buf, len, "pid %d (%s, %s, user %s, for %lds)",
+		snprintf(buf, len, "server pid %d (%s, %s, user %s, for %lds)",
 		    rows[i].pid, rows[i].app, rows[i].client, rows[i].user,
 		    rows[i].seconds);
 	free(rows);
@@ -296,11 +313,12 @@ acquire_or_err(struct run *r)
 		if (o->verbose)
 			say("%s: wait cancelled by signal %d", o->label, sig);
 		return 128 + sig;
+	case LOCK_UNPROVEN:
+		return unproven_or_err(r);
 	case LOCK_NOT_REAL:
 		die(EXIT_UNAVAILABLE, "%s: the server granted the lock but "
-		    "this session does not hold it (advisory locks that are "
-		    "not real, or --scope session through a pooler): use "
-		    "--scope auto or transaction", o->label);
+		    "this session does not hold it: advisory locks that are "
+		    "not real", o->label);
 	case LOCK_ERROR:
 		break;
 	}
@@ -394,7 +412,7 @@ fence_or_err(const struct run *r)
 
 /*
  * --once*, lock held: has KEY succeeded in this slot of the server's clock
- * (floor(now / period); --once: 0)? r->slot: the slot this run counts for.
+ * (runs_slot())? r->slot: the slot this run counts for.
  */
 static int
 once_done_or_err(struct run *r)
@@ -414,9 +432,8 @@ once_done_or_err(struct run *r)
 		die(EXIT_UNAVAILABLE, "%s: table %s went away", o->label,
 		    o->runs_sql);
 	free(name);
-	r->slot = o->period_ms > 0 ? (long long)(row.now_ms /
-	    (double)o->period_ms) : 0;
-	if (!row.has_ok || row.ok_slot != r->slot)
+	r->slot = runs_slot(row.now_ms, o->period_ms);
+	if (!runs_done(&row, o->period_ms))
 		return 0;
 	if (o->verbose)
 		say("%s: succeeded %s already (at %s on %s): not run again",
@@ -452,7 +469,7 @@ hold_line_or_err(struct run *r)
 static void
 say_exec_error(const struct opts *o, const char *msg, int status)
 {
-	if (status == EXIT_NOTFOUND && o->argv[0][0] == '-')
+	if (status == EXIT_NOTFOUND && o->argv != NULL && o->argv[0][0] == '-')
 		say("%s (options go before %s)", msg,
 		    o->mode == MODE_COUNTER ? "TENANT" : "KEY");
 	else
@@ -575,23 +592,67 @@ watch_or_err(struct run *r)
 /* ---- record ------------------------------------------------------------ */
 
 /*
+ * A success's record (or the commit that makes it) was sent and its answer
+ * lost (why): ask a new session whether it landed, and return if it did; else
+ * it may be done or not, which no "not done" may hide: exit 75, saying so.
+ */
+static void
+landed_or_err(const struct run *r, const char *why)
+{
+	const struct opts *o = r->o;
+	char *name = record_key(o, o->key);
+	struct runs_outcome out = { .key = name, .slot = r->slot };
+	struct conn_opts co = o->conn;
+	struct err how;
+	int rc;
+
+	co.deadline_ms = -1;	/* -w was for the wait */
+	rc = runs_landed(&co, o->runs_sql, &out, r->sent, &how);
+	free(name);
+	if (rc == 1) {
+		if (!o->quiet)
+			say("%s: the answer to the success's record was lost "
+			    "(%s); a new session finds it recorded", o->label,
+			    why);
+		return;
+	}
+	if (rc == 0)
+		die(EXIT_LOST, "%s: the command succeeded, but the answer to "
+		    "its record was lost (%s) and a new session does not find "
+		    "it: the outcome is unknown (the record may still land)",
+		    o->label, why);
+	die(EXIT_LOST, "%s: the command succeeded, but the answer to its "
+	    "record was lost (%s) and a new session could not look (%s): the "
+	    "outcome is unknown", o->label, why, how.msg);
+}
+
+/*
  * Record KEY's outcome (status, after seconds; a success counts for r->slot)
- * before the release, in the lock's transaction if it has one. Not recorded,
- * a success counts as not done (exit 75); a failure is said, -1 returned.
+ * before the release, in the lock's transaction if it has one. A success
+ * refused counts as not done (exit 75); one unanswered is looked for (1: it
+ * landed, the session is gone). A failure not recorded is said, -1 returned.
  */
 static int
-record_or_err(const struct run *r, int status, double seconds)
+record_or_err(struct run *r, int status, double seconds)
 {
 	const struct opts *o = r->o;
 	char *name = record_key(o, o->key);
 	struct runs_outcome out = { .key = name, .id = r->id, .status = status,
 	    .seconds = seconds, .slot = r->slot };
 	struct err why;
-	int rc = runs_write(r->c, o->runs_sql, &out, &why);
+	int rc;
 
+	if (status == 0)
+		r->sent = mono_ms();
+	rc = runs_write(r->c, o->runs_sql, &out, &why);
 	free(name);
 	if (rc == 0)
 		return 0;
+	/* In the lock's transaction, it lands only with its commit. */
+	if (status == 0 && rc == RUNS_UNCONFIRMED && !r->lk.xact) {
+		landed_or_err(r, why.msg);
+		return 1;
+	}
 	if (status == 0)
 		die(EXIT_LOST, "%s: the command succeeded, but its success "
 		    "could not be recorded (%s): it counts as not done",
@@ -612,14 +673,16 @@ take_or_err(struct run *r)
 	char who[512];
 	int status;
 
-	choose_scope(r);
+	if ((status = choose_scope(r)) != 0)
+		return status;
 	/*
 	 * The record's table before the lock: a transaction's lock cannot
 	 * create it in its own transaction. Under a session's lock, --once*
 	 * creates it only when its read finds it missing: a round trip saved.
+	 * Under prove, the lock may yet be a transaction's (not under session).
 	 */
-	if (o->record && (r->lk.xact || r->lk.prove || !o->once) &&
-	    runs_table(r->c, o->runs_sql, &why) == -1)
+	if (o->record && (r->lk.xact || (r->lk.prove && !r->lk.prove_only) ||
+	    !o->once) && runs_table(r->c, o->runs_sql, &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 	if (o->verbose && r->lk.wait_ms != 0 &&
 	    *holder(r->c, &r->lk.key, who, sizeof(who)) != '\0')
@@ -671,7 +734,7 @@ run_lock(const struct opts *o, PGconn *c)
 	    .slot = -1 };
 	struct err why;
 	double ran;
-	int status, no_input = o->mode == MODE_HOLD && stdin_empty();
+	int status, rc, no_input = o->mode == MODE_HOLD && stdin_empty();
 
 	r.lk.wait_ms = wait_left(o);
 	r.lk.lease_ms = lease_ms(o);
@@ -695,19 +758,30 @@ run_lock(const struct opts *o, PGconn *c)
 		if (o->mode == MODE_HOLD && (status == 128 + SIGTERM ||
 		    status == 128 + SIGINT))
 			status = 0;
-		/* A failed write aborted a transaction's lock: roll it back. */
-		if (o->record && record_or_err(&r, status, mono_seconds() -
-		    ran) == -1 && r.lk.xact) {
-			(void)conn_end(c, 0, answer_ms(o), &why);
+		/*
+		 * A failed write aborted a transaction's lock: roll it back.
+		 * A success found landed after its answer was lost: the
+		 * session, cut or busy, is of no more use (main() closes it,
+		 * which releases the lock).
+		 */
+		rc = o->record ? record_or_err(&r, status, mono_seconds() -
+		    ran) : 0;
+		if ((rc == -1 && r.lk.xact) || rc == 1) {
+			if (rc == -1)
+				(void)conn_end(c, 0, answer_ms(o), &why);
 			child_reap(&r.ch);
 			return status;
 		}
 	}
 	/* ---- release ---- */
-	if (lock_release(c, &r.lk, answer_ms(o), &why) == -1)
-		die(EXIT_LOST, "%s: the release does not show the lock held "
-		    "to the end: it may have been lost (%s)", o->label,
-		    why.msg);
+	if (lock_release(c, &r.lk, answer_ms(o), &why) == -1) {
+		/* The commit of a success's record: did it land? */
+		if (!(r.sent > 0 && r.lk.xact && runs_unanswered(c)))
+			die(EXIT_LOST, "%s: the release does not show the "
+			    "lock held to the end: it may have been lost (%s)",
+			    o->label, why.msg);
+		landed_or_err(&r, why.msg);
+	}
 	child_reap(&r.ch);
 	if (o->verbose)
 		say("%s: released after %.2fs", o->label, mono_seconds() - r.t0);

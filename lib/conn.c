@@ -314,7 +314,7 @@ PGconn *
 conn_open(const struct conn_opts *o, struct err *err)
 {
 	const char *keys[16], *vals[16];
-	long start = mono_ms(), until = -1, pause;
+	long start = mono_ms(), until = -1, by, pause;
 	PGconn *c;
 	int n = 0, attempt, retry;
 
@@ -347,7 +347,12 @@ conn_open(const struct conn_opts *o, struct err *err)
 		until = o->deadline_ms;
 	srandom((unsigned)getpid() ^ (unsigned)start);
 	for (attempt = 0;; attempt++) {
-		c = connect_once(keys, vals, until, &retry, err);
+		/* -n: an attempt waits no longer for an answer than a query. */
+		by = until;
+		if (o->attempt_ms > 0 &&
+		    (by < 0 || by > mono_ms() + o->attempt_ms))
+			by = mono_ms() + o->attempt_ms;
+		c = connect_once(keys, vals, by, &retry, err);
 		if (c != NULL && (c = primary_only(c, &retry, err)) != NULL)
 			break;
 		if (!retry || o->connect_ms == 0)

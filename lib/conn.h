@@ -18,6 +18,8 @@ struct conn_opts {
 	const char *appname;	/* fallback application_name */
 	long connect_ms;	/* retry refusals this long; 0: one try */
 	long deadline_ms;	/* mono_ms() by which to give up; -1: none */
+	long attempt_ms;	/* an attempt unanswered this long is given
+				   up (-n); 0: none but the above */
 	/* Told once, at the first refusal retried: why, and for how long. */
 	void (*retrying)(const char *why, long left_ms);
 };
@@ -27,7 +29,8 @@ struct conn_opts {
  * user chose target_session_attrs, and refusing a standby all the same; those
  * refusals and others for load or state (too many clients, starting up,
  * refused) are retried with jittered backoff for connect_ms, no attempt
- * outliving deadline_ms. The connection, or NULL with the reason in err.
+ * outliving deadline_ms or lasting over attempt_ms. The connection, or NULL
+ * with the reason in err.
  */
 PGconn *conn_open(const struct conn_opts *o, struct err *err);
 

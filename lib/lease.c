@@ -44,7 +44,8 @@ take_answer(struct lease_check *k, struct err *err)
 	}
 	if (PQisBusy(k->conn) || k->sent < 0)
 		return 1;
-	if (lock_check_read(k->conn, NULL, err) != 1)
+	if (lock_check_read(k->conn, k->sent + k->lease.answer_ms, NULL,
+	    err) != 1)
 		return 0;
 	/* The lease runs from the answered check's sending. */
 	k->answered = k->sent;
@@ -78,7 +79,7 @@ lease_fresh(PGconn *c, const struct lock_req *lk, long check_ms, long *since,
 	case CONN_READY:
 		break;
 	}
-	if (lock_check_read(c, NULL, err) != 1)
+	if (lock_check_read(c, sent + l.answer_ms, NULL, err) != 1)
 		return 0;
 	/* pglock itself may have been stopped since the answer came. */
 	if (mono_ms() - sent >= l.answer_ms) {
@@ -139,5 +140,6 @@ lease_finish(void *arg, struct err *err)
 	case CONN_READY:
 		break;
 	}
-	return lock_check_read(k->conn, NULL, err) == 1;
+	return lock_check_read(k->conn, k->sent + k->lease.answer_ms, NULL,
+	    err) == 1;
 }

@@ -176,20 +176,30 @@ check_result(PGresult *res, int *pid, struct err *err)
 }
 
 int
-lock_check_read(PGconn *c, int *pid, struct err *err)
+lock_check_read(PGconn *c, long by, int *pid, struct err *err)
 {
 	PGresult *res;
+	enum conn_ready ready;
 	int held = -1, n = 0;
 
 	for (;;) {
-		if ((res = PQgetResult(c)) == NULL) {
-			if (PQstatus(c) != CONNECTION_BAD)
-				continue;	/* the end of one statement */
+		/* A result, a statement's end, the sync: each may come later. */
+		if ((ready = conn_await(c, by)) == CONN_LATE) {
+			err_set(err, "the server did not answer the lock check "
+			    "in time");
+			held = -1;
+			break;
+		}
+		res = ready == CONN_READY ? PQgetResult(c) : NULL;
+		if (res == NULL && (ready == CONN_BROKEN ||
+		    PQstatus(c) == CONNECTION_BAD)) {
 			if (n == 0 || held != -1)
 				conn_reason(c, err);
 			held = -1;
 			break;
 		}
+		if (res == NULL)
+			continue;	/* the end of one statement */
 		if (PQresultStatus(res) == PGRES_PIPELINE_SYNC) {
 			PQclear(res);
 			break;
@@ -202,15 +212,27 @@ lock_check_read(PGconn *c, int *pid, struct err *err)
 	return held;
 }
 
-/* A pooler may run this check on a server process other than the lock's. */
+/*
+ * A pooler may run this check on a server process other than the lock's.
+ * Read as the lock's answer: -w bounds it, a forwarded signal cancels it.
+ */
 enum lock_result
-lock_recheck(PGconn *c, const struct lock_req *r, int pid, struct err *err)
+lock_recheck(PGconn *c, const struct lock_req *r, int pid, int *sig,
+    struct err *err)
 {
+	PGresult *res;
 	int held, pid2 = 0;
 
 	if (lock_check_send(c, r, err) == -1)
 		return LOCK_ERROR;
-	held = lock_check_read(c, &pid2, err);
+	if ((res = conn_pipe_next(c, sig, NULL, NULL, err)) == NULL)
+		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
+	held = check_result(res, &pid2, err);
+	PQclear(res);
+	if (conn_pipe_end(c, sig, held == -1 ? NULL : err) == -1)
+		held = -1;
+	if (*sig != 0)
+		return LOCK_INTERRUPTED;
 	if (held == -1)
 		return LOCK_ERROR;
 	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
@@ -372,6 +394,8 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 		return LOCK_INTERRUPTED;
 	if (!unproven)
 		return out;
+	if (r->prove_only)
+		return LOCK_UNPROVEN;
 	/* Maybe a pooler: a transaction's lock, asked for now. */
 	r->prove = 0;
 	r->xact = 1;
@@ -406,7 +430,7 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 		return LOCK_INTERRUPTED;
 	/* A transaction's lock stays on its server connection, pooled or not. */
 	if (out == LOCK_ACQUIRED && !r->xact && backend_pid != PQbackendPID(c))
-		out = lock_recheck(c, r, backend_pid, err);
+		out = lock_recheck(c, r, backend_pid, sig, err);
 	return out;
 }
 
@@ -443,21 +467,17 @@ lock_release(PGconn *c, const struct lock_req *r, long ms, struct err *err)
 #define SINCE_12 "CASE WHEN l.granted THEN a.backend_start" \
 	" ELSE a.query_start END"
 
-int
-lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
-    struct err *err)
+/* lock_status() of the locks that tag (alias l) matches, with params. */
+static int
+status_rows(PGconn *c, const char *tag, const char *const *params,
+    struct lock_row **rows, struct err *err)
 {
-	char sql[2048], tag[512] = "true";
+	char sql[2048];
 	const char *since = PQserverVersion(c) >= 140000 ? SINCE_14 : SINCE_12;
 	struct lock_row *r;
-	struct args a = { .n = 0 };
 	PGresult *res;
 	int i, n;
 
-	if (k != NULL) {
-		key_args(k, &a);
-		tag_sql(&a, tag, sizeof(tag));
-	}
 	/* Ids as PGLOCK_ID shows them: pairs as signed int4s. */
 	snprintf(sql, sizeof(sql), "SELECT CASE l.objsubid WHEN 1 THEN"
 	    " ((l.classid::bigint << 32) | l.objid::bigint)::text"
@@ -474,7 +494,7 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	    " coalesce(a.usename::text, ''),"
 	    " coalesce(pg_catalog.host(a.client_addr), 'local'),"
 	    " coalesce(a.application_name, ''),"
-	    " coalesce(pg_catalog.to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSOF'),"
+	    " coalesce(pg_catalog.to_char(%s, 'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM'),"
 	    " '') AS since,"
 	    /* What a role without pg_read_all_stats may not see. */
 	    " a.backend_start IS NULL"
@@ -484,7 +504,7 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	    " AND l.database = (SELECT oid FROM pg_catalog.pg_database"
 	    " WHERE datname = pg_catalog.current_database()) AND %s"
 	    " ORDER BY 1, l.granted DESC, since, l.pid", since, since, tag);
-	if ((res = conn_exec(c, sql, a.params, CONN_ANSWER_MS, err)) == NULL)
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 11) {
 		conn_result_error(res, err);
@@ -519,4 +539,28 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 	}
 	PQclear(res);
 	return n;
+}
+
+int
+lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
+    struct err *err)
+{
+	char tag[512] = "true";
+	struct args a = { .n = 0 };
+
+	if (k != NULL) {
+		key_args(k, &a);
+		tag_sql(&a, tag, sizeof(tag));
+	}
+	return status_rows(c, tag, a.params, rows, err);
+}
+
+int
+lock_status_ids(PGconn *c, const char *ids, struct lock_row **rows,
+    struct err *err)
+{
+	const char *params[2] = { ids, NULL };
+
+	return status_rows(c, "l.objsubid = 1 AND ((l.classid::bigint << 32)"
+	    " | l.objid::bigint) = ANY ($1::bigint[])", params, rows, err);
 }

@@ -18,6 +18,8 @@ struct lock_req {
 	int prove;		/* over TCP: the session's if the server proves
 				   it direct in the lock's own pipeline, else
 				   lock_wait() sets xact and asks again */
+	int prove_only;		/* under prove, not proven is LOCK_UNPROVEN:
+				   a session's lock or none (--scope session) */
 	int local;		/* the backend is proven the server's own child */
 	long wait_ms;		/* -1: wait for ever; 0: try once; >0: bound */
 	long lease_ms;		/* the server ends a holder silent this long
@@ -33,6 +35,8 @@ enum lock_result {
 	LOCK_BUSY,		/* held by another session (-n) or timed out */
 	LOCK_INTERRUPTED,	/* a signal cancelled the wait */
 	LOCK_NOT_REAL,		/* granted, but not held by this session */
+	LOCK_UNPROVEN,		/* prove_only, and the path is not proven
+				   direct: nothing was taken */
 	LOCK_ERROR		/* the server or the connection failed */
 };
 
@@ -47,8 +51,10 @@ int lock_send(PGconn *c, const struct lock_req *r, struct err *err);
 /*
  * Wait for the lock call's answer. LOCK_ACQUIRED: granted to server process
  * *backend_pid, r->key the id the server computed; lock_verify() reads the
- * check (the caller may get the command ready first). A forwarded signal
- * (sig.h) cancels the wait on the server; *sig tells which.
+ * check (the caller may get the command ready first). Under r->prove, a path
+ * not proven direct gets a transaction's lock, or under r->prove_only none:
+ * LOCK_UNPROVEN. A forwarded signal (sig.h) cancels the wait on the server;
+ * *sig tells which.
  */
 enum lock_result lock_wait(PGconn *c, struct lock_req *r, int *backend_pid,
     int *sig, struct err *err);
@@ -65,10 +71,11 @@ enum lock_result lock_verify(PGconn *c, const struct lock_req *r,
 int lock_check_send(PGconn *c, const struct lock_req *r, struct err *err);
 
 /*
- * Read lock_check_send's answer once PQisBusy() is false, the backend's pid
- * into *pid unless NULL: 1 still held, 0 gone, -1 error; the reason in err.
+ * Read lock_check_send's answer, each part awaited until by (mono_ms(); -1:
+ * no bound), the backend's pid into *pid unless NULL: 1 still held, 0 gone,
+ * -1 error or late; the reason in err.
  */
-int lock_check_read(PGconn *c, int *pid, struct err *err);
+int lock_check_read(PGconn *c, long by, int *pid, struct err *err);
 
 /*
  * Release the lock (unlock, or COMMIT its transaction), answered within ms: 0,
@@ -87,10 +94,12 @@ int lock_result_pid(PGresult *res, int col, int *pid, struct err *err);
 
 /*
  * Through a pooler, PQbackendPID() is the pooler's invention: check again,
- * in a transaction of its own, that backend pid holds r's lock.
+ * in a transaction of its own, that backend pid holds r's lock; read as
+ * lock_wait() reads (conn_pipe_next()), so a forwarded signal cancels it
+ * (LOCK_INTERRUPTED, *sig, which must be 0 on entry) and -w bounds it.
  */
 enum lock_result lock_recheck(PGconn *c, const struct lock_req *r, int pid,
-    struct err *err);
+    int *sig, struct err *err);
 
 /* The reason given when the server is a standby. */
 extern const char lock_standby_said[];
@@ -117,6 +126,10 @@ struct lock_row {
  * caller frees them), or -1, the reason in err.
  */
 int lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
+    struct err *err);
+
+/* lock_status() of the bigint ids of the array literal ids, "{1,2}". */
+int lock_status_ids(PGconn *c, const char *ids, struct lock_row **rows,
     struct err *err);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "runs.h"
 #include "table.h"
@@ -18,7 +19,7 @@
 	"ok_slot bigint, failed_at timestamptz, failed_host text, " \
 	"failed_status integer)"
 
-#define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSOF'"
+#define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM'"
 
 int
 runs_table(PGconn *c, const char *table, struct err *err)
@@ -35,6 +36,38 @@ runs_table(PGconn *c, const char *table, struct err *err)
 	PQclear(res);
 	return there ? 0 : table_create(c, table, COLUMNS,
 	    "SELECT, INSERT, UPDATE, DELETE", err);
+}
+
+/*
+ * 2^62 | bits(length) << 56 | index << bits(length) | length: exact, as the
+ * length (at most 2147483.647 days) is below 2^48 and the index below
+ * 2^(56 - bits(length)) until 2^55 ms (the year 1,140,000); the clock is past
+ * the epoch, so the cast is floor(). A column of its own would need ALTER
+ * TABLE, which a role that may only write the table cannot run.
+ */
+long long
+runs_slot(double now_ms, long long period_ms)
+{
+	long long index;
+	int bits = 0;
+
+	if (period_ms <= 0)
+		return 0;
+	while (bits < 48 && period_ms >> bits != 0)
+		bits++;
+	index = (long long)(now_ms / (double)period_ms);
+	return (1LL << 62) | (long long)bits << 56 | index << bits | period_ms;
+}
+
+int
+runs_done(const struct runs_row *row, long long period_ms)
+{
+	if (!row->has_ok)
+		return 0;
+	if (row->ok_slot >= 0 && row->ok_slot < 1LL << 62 && period_ms > 0)
+		return row->ok_slot == (long long)(row->now_ms /
+		    (double)period_ms);
+	return row->ok_slot == runs_slot(row->now_ms, period_ms);
 }
 
 int
@@ -105,6 +138,11 @@ runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
 	PGresult *res;
 	int rc = -1;
 
+	/* A session known to be gone sends nothing: nothing can land. */
+	if (PQstatus(c) != CONNECTION_OK) {
+		conn_reason(c, err);
+		return -1;
+	}
 	if (gethostname(host, sizeof(host)) == -1)
 		snprintf(host, sizeof(host), "?");
 	host[sizeof(host) - 1] = '\0';
@@ -131,20 +169,64 @@ runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
 		    " EXCLUDED.failed_status", table);
 	}
 	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
-		return -1;
+		return runs_unanswered(c) ? RUNS_UNCONFIRMED : -1;
 	/* First use, outside a transaction: create the table, write again. */
 	if (conn_is_state(res, "42P01") && PQtransactionStatus(c) == PQTRANS_IDLE) {
 		PQclear(res);
-		if (runs_table(c, table, err) == -1 || (res = conn_exec(c, sql,
-		    params, CONN_ANSWER_MS, err)) == NULL)
+		if (runs_table(c, table, err) == -1)
 			return -1;
+		if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
+			return runs_unanswered(c) ? RUNS_UNCONFIRMED : -1;
 	}
-	if (PQresultStatus(res) == PGRES_COMMAND_OK)
-		rc = 0;
-	else
+	/*
+	 * Done is the end of the exchange, after the commit, not the INSERT's
+	 * own answer, which comes before it: a session ended in between (by a
+	 * synchronous standby's wait cut short, say) may have written it.
+	 */
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		conn_result_error(res, err);
+	} else if (runs_unanswered(c)) {
+		conn_reason(c, err);
+		rc = RUNS_UNCONFIRMED;
+	} else {
+		rc = 0;
+	}
 	PQclear(res);
 	return rc;
+}
+
+int
+runs_unanswered(PGconn *c)
+{
+	switch (PQtransactionStatus(c)) {
+	case PQTRANS_IDLE:
+	case PQTRANS_INTRANS:
+	case PQTRANS_INERROR:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+int
+runs_landed(const struct conn_opts *co, const char *table,
+    const struct runs_outcome *o, long since, struct err *err)
+{
+	struct runs_row row;
+	PGconn *c;
+	int rc;
+
+	if ((c = conn_open(co, err)) == NULL)
+		return -1;
+	rc = runs_read(c, table, o->key, &row, err);
+	PQfinish(c);
+	if (rc == -1 || row.denied)
+		return -1;
+	if (o->slot != -1)
+		return row.has_ok && row.ok_slot == o->slot;
+	/* The write's own clock is at least the server's now less our wait. */
+	return row.has_ok && row.ok_ms >= row.now_ms - (double)(mono_ms() -
+	    since);
 }
 
 int

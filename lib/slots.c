@@ -167,22 +167,22 @@ leave_queue(PGconn *c, const struct lock_req *r, const char *qparams[])
 	    qparams, CONN_ANSWER_MS, &why));
 }
 
-/* The ids of slots 1..n of base as an array literal, {id1,id2,...}. */
+/* The ids of slots from..n of base as an array literal, {id1,id2,...}. */
 static char *
-slot_array(const struct key *base, int n)
+slot_array(const struct key *base, int from, int n)
 {
-	size_t len = (size_t)n * 24 + 3, used = 0;
+	size_t len = (size_t)(n - from + 1) * 24 + 3, used = 0;
 	char ids[2][24], *list;
 	struct key k;
 	int i;
 
 	if ((list = malloc(len)) == NULL)
 		return NULL;
-	for (i = 1; i <= n; i++) {
+	for (i = from; i <= n; i++) {
 		slots_key(base, i, &k);
 		(void)key_params(&k, ids);
 		used += (size_t)snprintf(list + used, len - used, "%c%s",
-		    i > 1 ? ',' : '{', ids[0]);
+		    i > from ? ',' : '{', ids[0]);
 	}
 	snprintf(list + used, len - used, "}");
 	return list;
@@ -203,7 +203,7 @@ slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	*sig = 0;
 	slots_key(&r->key, 0, &k);
 	(void)key_params(&k, ids);
-	if ((list = slot_array(&r->key, r->slots)) == NULL) {
+	if ((list = slot_array(&r->key, 1, r->slots)) == NULL) {
 		err_set(err, "malloc: %s", strerror(errno));
 		return LOCK_ERROR;
 	}
@@ -248,5 +248,21 @@ slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	if (r->local && !r->xact)
 		return *backend_pid == PQbackendPID(c) ? LOCK_ACQUIRED :
 		    LOCK_NOT_REAL;
-	return lock_recheck(c, r, *backend_pid, err);
+	return lock_recheck(c, r, *backend_pid, sig, err);
+}
+
+int
+slots_status(PGconn *c, const struct key *base, struct lock_row **rows,
+    struct err *err)
+{
+	char *list = slot_array(base, 0, SLOTS_MAX);
+	int n;
+
+	if (list == NULL) {
+		err_set(err, "malloc: %s", strerror(errno));
+		return -1;
+	}
+	n = lock_status_ids(c, list, rows, err);
+	free(list);
+	return n;
 }

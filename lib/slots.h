@@ -21,6 +21,16 @@
 enum lock_result slots_take(PGconn *c, struct lock_req *r, int *backend_pid,
     int *sig, struct err *err);
 
+/* The most slots a KEY may have (--slots N). */
+#define SLOTS_MAX 1000
+
+/*
+ * lock_status() of every slot of base, whatever N its holders were given, and
+ * of the queue of its waiters (slot 0): how many rows, or -1 (err).
+ */
+int slots_status(PGconn *c, const struct key *base, struct lock_row **rows,
+    struct err *err);
+
 /* The key of slot i (1..N) of base; i = 0: the queue of its waiters. */
 void slots_key(const struct key *base, int i, struct key *out);
 

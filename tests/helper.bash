@@ -130,9 +130,10 @@ bgwait() {
 	wait "$pid" || bg_status=$?
 }
 
-# start_pgbouncer MODE [LISTEN [SERVERS]]: PgBouncer on LISTEN (default
-# loopback) in front of SERVERS ([databases]' host and port, default the
-# test server), with every pool setting left at its default.
+# start_pgbouncer MODE [LISTEN [SERVERS [SOCKET]]]: PgBouncer on LISTEN
+# (default loopback), and on a Unix socket in $PGB_DIR if SOCKET is set, in
+# front of SERVERS ([databases]' host and port, default the test server),
+# with every pool setting left at its default.
 start_pgbouncer() {
 	PGB_DIR=$PGLOCK_TEST_DIR/pgb-$BATS_TEST_NUMBER
 	local d=$PGB_DIR
@@ -146,7 +147,7 @@ start_pgbouncer() {
 	[pgbouncer]
 	listen_addr = ${2:-127.0.0.1}
 	listen_port = $PGB_PORT
-	unix_socket_dir =
+	unix_socket_dir = ${4:+$d}
 	auth_type = trust
 	auth_file = $d/users.txt
 	pool_mode = $1

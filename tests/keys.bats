@@ -158,6 +158,30 @@ flyway|flyway lockNum for \"public\".\"flyway_schema_history\"|77433833903597"
 	run -1 pglock -n --hash hashtextextended deploy true
 }
 
+@test "--status names the KEY of every lock a pglock holds (JSON \"key\"); unknown (? / null) where application_name may be cut, or for another client's lock; times are RFC 3339" {
+	long=$(printf 'k%.0s' $(seq 60))
+	bg holder pglock 'json key' sleep 60
+	bg holder2 pglock "$long" sleep 60
+	wait_until 10 held "$(sha_id 'json key')"
+	wait_until 10 held "$(sha_id "$long")"
+	bg other psql -XAtc "SELECT pg_advisory_lock(4242), pg_sleep(60)"
+	wait_until 10 held 4242
+	run -0 --separate-stderr pglock --status --json
+	"$PYTHON" -c '
+import json, re, sys
+locks = {l["id"]: l for l in json.loads(sys.argv[1])["locks"]}
+assert locks[sys.argv[2]]["key"] == "json key", locks
+assert locks[sys.argv[3]]["key"] is None, locks
+assert locks["4242"]["key"] is None, locks
+for l in locks.values():
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)", l["since"]), l' "$output" "$(sha_id 'json key')" "$(sha_id "$long")"
+	# Asked by name, the KEY is known, however long.
+	run -0 --separate-stderr pglock --status "$long"
+	[ "$(echo "$output" | tail -n 1 | cut -f10)" = "$long" ]
+	run -0 --separate-stderr pglock --status
+	[ "$(echo "$output" | awk -F'\t' '$1 == "4242" { print $10 }')" = "?" ]
+}
+
 @test "--status lists a holder with its key in application_name and a waiter as waiting" {
 	id=$(sha_id 'status k')
 	bg holder pglock 'status k' sleep 60
@@ -165,12 +189,12 @@ flyway|flyway lockNum for \"public\".\"flyway_schema_history\"|77433833903597"
 	bg waiter pglock 'status k' true
 	wait_until 10 waiting "$id"
 	run -0 pglock --status
-	assert_line --index 0 $'id\tmode\tstate\tpid\tuser\tclient\tapplication_name\tsince\tscope'
+	assert_line --index 0 $'id\tmode\tstate\tpid\tuser\tclient\tapplication_name\tsince\tscope\tkey'
 	holder=$(locks_on "$id" | sed -n 's/^t://p')
 	waiter=$(locks_on "$id" | sed -n 's/^f://p')
-	assert_line --regexp "^$id"$'\texclusive\theld\t'"$holder"$'\tpostgres\tlocal\tpglock: status k\t[0-9]{4}-[^\t]*\tsession$'
-	assert_line --regexp "^$id"$'\texclusive\twaiting\t'"$waiter"$'\tpostgres\tlocal\tpglock: status k\t[0-9]{4}-[^\t]*\tsession$'
-	[ "$(echo "$output" | awk -F'\t' 'NR > 1 && NF != 9' | wc -l)" -eq 0 ]
+	assert_line --regexp "^$id"$'\texclusive\theld\t'"$holder"$'\tpostgres\tlocal\tpglock: status k\t[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9]{2}:[0-9]{2}\tsession\tstatus k$'
+	assert_line --regexp "^$id"$'\texclusive\twaiting\t'"$waiter"$'\tpostgres\tlocal\tpglock: status k\t[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9]{2}:[0-9]{2}\tsession\tstatus k$'
+	[ "$(echo "$output" | awk -F'\t' 'NR > 1 && NF != 10' | wc -l)" -eq 0 ]
 }
 
 @test "--status KEY exits 0 when KEY is held and 1 when it is not" {
@@ -190,7 +214,7 @@ flyway|flyway lockNum for \"public\".\"flyway_schema_history\"|77433833903597"
 	wait_until 10 held "$id"
 	holder=$(locks_on "$id" | sed -n 's/^t://p')
 	run -1 --separate-stderr pglock -v -w 2 verbose-wait true
-	[[ "${stderr_lines[0]}" == "pglock: verbose-wait: held by pid $holder (pglock: verbose-wait, local, user postgres, for "*"s); waiting" ]]
+	[[ "${stderr_lines[0]}" == "pglock: verbose-wait: held by server pid $holder (pglock: verbose-wait, local, user postgres, for "*"s); waiting" ]]
 }
 
 @test "an unknown --hash scheme is a usage error naming the schemes" {

@@ -135,6 +135,49 @@ frozen_waiter() {
 	stop_pgbouncer
 }
 
+# frozen_recheck ARGS...: pglock ARGS --slots 2 --scope transaction, through
+# a relay (tests/holdback.py) that holds back the check that follows the
+# slot's grant until the test has frozen (SIGSTOP) the waiter's backend;
+# then lets it go on. $start: when pglock started (ms).
+frozen_recheck() {
+	local d=$BATS_TEST_TMPDIR/relay pid
+	mkdir "$d"
+	bg relay "$PYTHON" "$BATS_TEST_DIRNAME/holdback.py" "$d" "$PGHOST/.s.PGSQL.$PGPORT" pg_lock_status
+	wait_until 10 test -s "$d/port"
+	start=$(now_ms)
+	bg waiter pglock "$@" --slots 2 --scope transaction -h 127.0.0.1 -p "$(cat "$d/port")" rechk-k touch "$BATS_TEST_TMPDIR/ran"
+	wait_until 10 test -e "$d/held"
+	pid=$(sql "SELECT pid FROM pg_stat_activity WHERE application_name = 'pglock: rechk-k'")
+	CLEANUP="kill -CONT $pid"
+	kill -STOP "$pid"
+	touch "$d/go"
+}
+
+@test "-w $w with --slots 2 --scope transaction whose backend freezes at the check after the grant: 69 within a few seconds of $w" {
+	frozen_recheck -w "$w"
+	bgwait waiter 30
+	elapsed=$(( $(now_ms) - start ))
+	echo "-w $w ended after $elapsed ms" >&3
+	[ "$bg_status" -eq 69 ]
+	[ "$elapsed" -lt $((w * 1000 + 4000 + slack)) ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	run cat "$BATS_TEST_TMPDIR/waiter.err"
+	assert_output "pglock: rechk-k: the server did not answer within ${w}s"
+}
+
+@test "SIGTERM to a --slots 2 --scope transaction waiter whose backend freezes at the check after the grant: 143 within seconds" {
+	frozen_recheck
+	kill -TERM "$(bgpid waiter)"
+	termed=$(now_ms)
+	bgwait waiter 30
+	elapsed=$(( $(now_ms) - termed ))
+	echo "exit $bg_status $elapsed ms after TERM" >&3
+	[ "$bg_status" -eq 143 ]
+	# The cancel reaches a frozen backend: its answer is waited for 5 s.
+	[ "$elapsed" -lt $((8000 + slack)) ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
 @test "-w 2 waiting on a link that is cut: 69 within a few seconds of 2, the cancel bounded too" {
 	netns_up
 	id=$(sha_id cutwait-k)
@@ -156,7 +199,7 @@ frozen_waiter() {
 	bg holder pglock busyw-k sleep 60
 	wait_until 10 held "$(sha_id busyw-k)"
 	run -1 --separate-stderr timeout 20 "$PGLOCK" -w 2 busyw-k true
-	[[ "$stderr" == "pglock: busyw-k: timed out after 2s waiting for the lock, held by pid "* ]]
+	[[ "$stderr" == "pglock: busyw-k: timed out after 2s waiting for the lock, held by server pid "* ]]
 }
 
 @test "--hold killed by SIGKILL: the watchdog signals the script that holds through it" {

@@ -35,7 +35,7 @@ load helper
 	fifo_go "$BATS_TEST_TMPDIR/fifo"
 	wait
 	[ "$(wc -l <"$log")" -eq 60 ]
-	run grep -Ev '^pglock: share-k: (held by pid [0-9]+ \(.*\); waiting|acquired after [0-9.]+s \(server pid [0-9]+, session lock\)|released after [0-9.]+s)$' "$log"
+	run grep -Ev '^pglock: share-k: (held by server pid [0-9]+ \(.*\); waiting|acquired after [0-9.]+s \(server pid [0-9]+, session lock\)|released after [0-9.]+s)$' "$log"
 	assert_output ''
 }
 
@@ -151,7 +151,7 @@ raw_free() {
 	bg holder pglock $'k\e[31m\xc2\x9b' sleep 60
 	wait_until 10 held "$(sha_id $'k\e[31m\xc2\x9b')"
 	run -1 --separate-stderr timeout 20 "$PGLOCK" -n $'k\e[31m\xc2\x9b' true
-	[[ "$stderr" == 'pglock: k\x1b[31m\u009b: the lock is held by pid '* ]]
+	[[ "$stderr" == 'pglock: k\x1b[31m\u009b: the lock is held by server pid '* ]]
 }
 
 @test "--explain escapes control bytes in KEY, and its SQL, an escape string, still takes the same lock" {
@@ -188,7 +188,7 @@ raw_free() {
 	bg holder pglock 'C:\jobs' sleep 60
 	wait_until 10 held "$(sha_id 'C:\jobs')"
 	run -1 --separate-stderr pglock -n 'C:\jobs' true
-	[[ "$stderr" == 'pglock: C:\jobs: the lock is held by pid '*' (pglock: C:\jobs, '* ]]
+	[[ "$stderr" == 'pglock: C:\jobs: the lock is held by server pid '*' (pglock: C:\jobs, '* ]]
 }
 
 # frozen_server CMD...: CMD while the server's backends take 15 s over

@@ -14,6 +14,15 @@ runs() { [ -e "$1" ] && wc -l <"$1" || echo 0; }
 w=1
 [ -z "${PGLOCK_VG_DIR:-}" ] || w=5
 
+# slot_code MS: how a record keeps the --once-per MS slot of the server's
+# now, its start and its length: 2^62 | bits(MS) << 56 | index << bits(MS) | MS.
+slot_code() {
+	local ms=$1 bits=0 now
+	while (( ms >> bits )); do bits=$((bits + 1)); done
+	now=$(sql "SELECT floor(extract(epoch FROM now()) * 1000)::bigint")
+	echo $(( (1 << 62) | (bits << 56) | ((now / ms) << bits) | ms ))
+}
+
 # The record of KEY, as the table has it.
 record() {
 	sql "SELECT coalesce(ok_slot::text, '-') || ' ' || coalesce(failed_status::text, '-')
@@ -44,7 +53,7 @@ record() {
 		assert_equal "$stderr" ''
 	done
 	[ "$(runs "$log")" -eq 1 ]
-	[ "$(record cron-n)" = "$(sql "SELECT floor(extract(epoch FROM now()) / 86400000)::bigint") -" ]
+	[ "$(record cron-n)" = "$(slot_code 86400000000) -" ]
 }
 
 # first_run KEY: a --once run of KEY that logs "first" to $d/log and then
@@ -69,7 +78,7 @@ finish_first() {
 	first_run busy-k
 	run -1 --separate-stderr timeout 20 "$PGLOCK" -w "$w" --once busy-k sh -c 'echo w >>"$0/log"' "$d"
 	assert_output ''
-	[[ "$stderr" =~ ^"pglock: busy-k: timed out after ${w}s waiting for the lock, held by pid "[0-9]+" (pglock: busy-k, local, user "[^,]+", for "[0-9]+"s)"$ ]]
+	[[ "$stderr" =~ ^"pglock: busy-k: timed out after ${w}s waiting for the lock, held by server pid "[0-9]+" (pglock: busy-k, local, user "[^,]+", for "[0-9]+"s)"$ ]]
 	[ "$(sql "SELECT count(*) FROM pglock_runs WHERE key = 'busy-k'")" -eq 0 ]
 	finish_first busy-k
 	run -0 --separate-stderr timeout 20 "$PGLOCK" -n --once busy-k sh -c 'echo n >>"$0/log"' "$d"
@@ -115,7 +124,7 @@ eight() {
 
 @test "8 concurrent blocking runs holding the lock in a transaction: one run, all exit 0" {
 	eight eight-x --scope transaction
-	[ "$(record eight-x)" = "$(sql "SELECT floor(extract(epoch FROM now()) / 86400000)::bigint") -" ]
+	[ "$(record eight-x)" = "$(slot_code 86400000000) -" ]
 }
 
 @test "8 concurrent blocking runs through PgBouncer: one run, all exit 0" {
@@ -232,9 +241,9 @@ killed_then_run() {
 	run -5 pglock --record st-k sh -c 'exit 5'
 	host=$(hostname)
 	run -1 --separate-stderr pglock --status st-k
-	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope"
-	assert_line --index 1 --regexp "^st-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]+	$host	[0-9]+\.[0-9]{3}$"
-	assert_line --index 2 --regexp "^st-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]+	$host	5$"
+	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope	key"
+	assert_line --index 1 --regexp "^st-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	[0-9]+\.[0-9]{3}$"
+	assert_line --index 2 --regexp "^st-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	5$"
 	run -1 --separate-stderr pglock --status --json st-k
 	"$PYTHON" -c '
 import json, sys
@@ -250,6 +259,25 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	[[ "$output" == *'"runs": ['*'{"key": "never-k", "last_ok": null, "last_failed": null}'* ]]
 }
 
+@test "--status --ok-within: one line on stdout when KEY succeeded within it (nothing with -q); else one line on stderr: never, or when and that it is older" {
+	run -0 pglock --record ow-k true
+	host=$(hostname)
+	run -0 --separate-stderr pglock --status --ok-within 1h ow-k
+	[[ "$output" =~ ^"ow-k: last succeeded at "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9]{2}:[0-9]{2}" on $host, "[0-9]+"s ago (within 1h)"$ ]]
+	[ "$stderr" = "" ]
+	run -0 --separate-stderr pglock -q --status --ok-within 1h ow-k
+	[ "$output" = "" ] && [ "$stderr" = "" ]
+	run -1 --separate-stderr pglock --status --ok-within 1d ow-never
+	[ "$output" = "" ]
+	[ "$stderr" = "pglock: ow-never: never succeeded (--ok-within 1d)" ]
+	sql "UPDATE pglock_runs SET ok_at = ok_at - interval '2 hours 3 minutes' WHERE key = 'ow-k'"
+	run -1 --separate-stderr pglock --status --ok-within 90m ow-k
+	[ "$output" = "" ]
+	[[ "$stderr" =~ ^"pglock: ow-k: last succeeded at "[0-9T:+-]+" on $host, 2h3m ago: longer ago than 1h30m"$ ]]
+	run -1 --separate-stderr pglock -q --status --ok-within 90m ow-k
+	[ "$output" = "" ] && [ "$stderr" = "" ]
+}
+
 @test "--runs-table in a new schema, 8 first users at once: one run, all exit 0; --status --runs-table reads it" {
 	sql "CREATE SCHEMA s_runs"
 	CLEANUP="psql -XAtqc 'DROP SCHEMA s_runs CASCADE'"
@@ -261,8 +289,8 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	[ "$(sql "SELECT key || ' ' || (ok_slot IS NOT NULL) || ' ' || (failed_at IS NULL) FROM s_runs.x")" = "rt-x true true" ]
 	run -1 --separate-stderr pglock --status --runs-table s_runs.t rt-k
 	[ "${#lines[@]}" -eq 2 ]
-	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope"
-	assert_line --index 1 --regexp "^rt-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]+	$(hostname)	[0-9]+\.[0-9]{3}$"
+	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope	key"
+	assert_line --index 1 --regexp "^rt-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$(hostname)	[0-9]+\.[0-9]{3}$"
 }
 
 @test "a role that may not create the runs table gets one line naming the statements: 69" {
@@ -367,4 +395,147 @@ colon"
 	assert_output ran
 	run -0 --separate-stderr pglock --once "$fits" sh -c 'echo ran'
 	assert_output ''
+}
+
+# sync_never: the commits of role pglock_o_sync wait for a synchronous
+# standby that never comes, as when the only standby is down (every other
+# session commits locally); teardown undoes it.
+sync_never() {
+	sql "DROP ROLE IF EXISTS pglock_o_sync; CREATE ROLE pglock_o_sync LOGIN;
+	     GRANT SELECT, INSERT, UPDATE, DELETE ON pglock_runs TO pglock_o_sync;
+	     ALTER ROLE pglock_o_sync SET synchronous_commit = on"
+	CLEANUP="psql -XAtq -c 'ALTER SYSTEM RESET synchronous_standby_names' -c 'ALTER SYSTEM RESET synchronous_commit' -c 'SELECT pg_reload_conf()'"
+	sql "ALTER SYSTEM SET synchronous_commit = local"
+	sql "ALTER SYSTEM SET synchronous_standby_names = 'pglock_nobody'"
+	sql "SELECT pg_reload_conf()" >/dev/null
+	wait_until 10 bash -c '[ "$(psql -XAtc "SHOW synchronous_standby_names")" = pglock_nobody ]'
+}
+
+sync_waiting() {
+	[ -n "$(sql "SELECT pid FROM pg_stat_activity WHERE usename = 'pglock_o_sync' AND wait_event = 'SyncRep'")" ]
+}
+
+@test "a success whose record landed but whose answer was lost (a synchronous standby's wait, then the session ended): exit 0, and the next run skips" {
+	run -0 pglock --record sync-init true
+	sync_never
+	log=$BATS_TEST_TMPDIR/log
+	for run in session:--once transaction:--once session:--record; do
+		scope=${run%:*} opt=${run#*:} key=sync-${run//[:-]/}
+		bg "$key" pglock -U pglock_o_sync --scope "$scope" "$opt" "$key" sh -c 'echo "$0" >>"$1"' "$key" "$log"
+		# Committed here, not yet answered: the server ends the session.
+		wait_until 20 sync_waiting
+		sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'pglock_o_sync' AND wait_event = 'SyncRep'" >/dev/null
+		bgwait "$key" 30
+		[ "$bg_status" -eq 0 ] || { cat "$BATS_TEST_TMPDIR/$key.err"; false; }
+		run -0 cat "$BATS_TEST_TMPDIR/$key.err"
+		[[ "$output" == "pglock: $key: the answer to the success's record was lost ("*"); a new session finds it recorded" ]]
+		[[ "$(record "$key")" == [0-]" -" ]]
+	done
+	for key in sync-sessiononce sync-transactiononce; do
+		run -0 --separate-stderr timeout 20 "$PGLOCK" --once "$key" sh -c 'echo again >>"$0"' "$log"
+	done
+	run -0 cat "$log"
+	assert_output "sync-sessiononce
+sync-transactiononce
+sync-sessionrecord"
+}
+
+@test "a success whose record is not answered (its server process frozen) and not found is an unknown outcome, not 'not done': 75; it lands later, and the next run skips" {
+	log=$BATS_TEST_TMPDIR/log
+	run -0 pglock --record freeze-init true
+	CLEANUP="[ -s '$log.pid' ] && kill -CONT \$(cat '$log.pid')"
+	# The command's last act freezes the session's server process: the
+	# record is sent to it and not answered within 10 s. A --check-interval
+	# of 10 s keeps the server from ending the session meanwhile.
+	run -75 --separate-stderr timeout 60 "$PGLOCK" --check-interval 10 --once freeze-k sh -c 'echo run >>"$0"; echo "$PGLOCK_BACKEND_PID" >"$0.pid"; kill -STOP "$PGLOCK_BACKEND_PID"' "$log"
+	assert_equal "$stderr" "pglock: freeze-k: the command succeeded, but the answer to its record was lost (the server did not answer within 10 s) and a new session does not find it: the outcome is unknown (the record may still land)"
+	kill -CONT "$(cat "$log.pid")"
+	wait_until 20 free "$(sha_id freeze-k)"
+	[ "$(record freeze-k)" = "0 -" ]
+	run -0 timeout 20 "$PGLOCK" --once freeze-k sh -c 'echo run >>"$0"' "$log"
+	[ "$(runs "$log")" -eq 1 ]
+}
+
+# The issue's 1d then 86401s share slot 20418 only after 05:40 UTC; these
+# share their slot number (20) until mid-2027, far from any boundary.
+@test "a slot is its start and its length: --once-per 1000d, then 24001h, then 100000d (slot 0, as --once) each run again, then skip" {
+	log=$BATS_TEST_TMPDIR/log
+	run -0 pglock --once len-k sh -c 'echo once >>"$0"' "$log"
+	for per in 1000d:86400000000 24001h:86403600000 100000d:8640000000000; do
+		ms=${per#*:} per=${per%:*}
+		run -0 timeout 20 "$PGLOCK" --once-per "$per" len-k sh -c 'echo "$0" >>"$1"' "$per" "$log"
+		[ "$(record len-k)" = "$(slot_code "$ms") -" ]
+		run -0 timeout 20 "$PGLOCK" --once-per "$per" len-k sh -c 'echo "$0 again" >>"$1"' "$per" "$log"
+	done
+	run -0 timeout 20 "$PGLOCK" --once len-k sh -c 'echo once >>"$0"' "$log"
+	run -0 cat "$log"
+	assert_output "once
+1000d
+24001h
+100000d
+once"
+}
+
+@test "a record an earlier build wrote (the slot's number, not its length) still counts: --once and --once-per skip" {
+	run -0 pglock --record old-init true
+	sql "INSERT INTO pglock_runs (key, lock_id, ok_at, ok_host, ok_seconds, ok_slot) VALUES
+	     ('old-once', '1', now(), 'h', 1, 0),
+	     ('old-per', '1', now(), 'h', 1, floor(extract(epoch FROM now()) / 86400000)::bigint)"
+	run -0 --separate-stderr pglock --once old-once touch "$BATS_TEST_TMPDIR/ran"
+	run -0 --separate-stderr pglock --once-per 1000d old-per touch "$BATS_TEST_TMPDIR/ran"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
+@test "--status --json: an error midway (a runs table without its columns) prints nothing on standard output: 69" {
+	sql "DROP TABLE IF EXISTS pglock_o_bare; CREATE TABLE pglock_o_bare (key text PRIMARY KEY)"
+	bg holder pglock bare-k sleep 60
+	wait_until 10 held "$(sha_id bare-k)"
+	for json in --json ''; do
+		# shellcheck disable=SC2086
+		run -69 --separate-stderr timeout 20 "$PGLOCK" --status $json --runs-table pglock_o_bare bare-k
+		assert_output ''
+		assert_equal "$stderr" "pglock: --status: column r.ok_at does not exist"
+	done
+}
+
+@test "--status --json: NaN and Infinity in a record (seconds, time) are null, and the document parses" {
+	run -0 pglock --record nan-k true
+	run -0 pglock --record inf-k true
+	sql "UPDATE pglock_runs SET ok_seconds = 'NaN' WHERE key = 'nan-k'"
+	sql "UPDATE pglock_runs SET ok_seconds = '-Infinity', ok_at = 'infinity' WHERE key = 'inf-k'"
+	run -1 --separate-stderr pglock --status --json nan-k inf-k
+	"$PYTHON" -c '
+import json, sys
+def refuse(c):
+    raise ValueError("not JSON: " + c)
+runs = json.loads(sys.argv[1], parse_constant=refuse)["runs"]
+assert runs[0]["last_ok"]["seconds"] is None and runs[0]["last_ok"]["at"] is not None, runs
+assert runs[1]["last_ok"]["seconds"] is None and runs[1]["last_ok"]["at"] is None, runs' "$output"
+}
+
+@test "--status --json: a record this role may not read says \"hidden\": true, not null (never)" {
+	run -0 pglock --record hidden-k true
+	sql "DROP ROLE IF EXISTS pglock_o_blind; CREATE ROLE pglock_o_blind LOGIN"
+	run -1 --separate-stderr pglock -U pglock_o_blind --status --json hidden-k
+	"$PYTHON" -c '
+import json, sys
+runs = json.loads(sys.argv[1])["runs"]
+assert runs == [{"key": "hidden-k", "hidden": True}], runs' "$output"
+	assert_equal "$stderr" "pglock: --status: this role may not read the record of runs (permission denied for table pglock_runs): none is shown"
+}
+
+@test "a KEY that is not UTF-8 cannot be recorded: --once, --once-per and --record refuse it before COMMAND runs: 64; --status and --forget find no record" {
+	for opt in --once --record "--once-per 1h"; do
+		# shellcheck disable=SC2086
+		run -64 --separate-stderr timeout 20 "$PGLOCK" $opt $'a\xffb' touch "$BATS_TEST_TMPDIR/ran"
+		[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+		assert_output ''
+		assert_equal "$stderr" 'pglock: a\xffb: not valid UTF-8, which a record of runs (--once, --once-per, --record) needs (see pglock --help)'
+	done
+	run -0 timeout 20 "$PGLOCK" $'a\xffb' touch "$BATS_TEST_TMPDIR/ran"
+	[ -e "$BATS_TEST_TMPDIR/ran" ]
+	run -1 --separate-stderr pglock --status $'a\xffb'
+	assert_output "id	mode	state	pid	user	client	application_name	since	scope	key"
+	run -1 --separate-stderr pglock --forget $'a\xffb'
+	assert_equal "$stderr" 'pglock: a\xffb: no record to forget'
 }

@@ -61,7 +61,7 @@ after: 0"
 }
 
 @test "--hold --fence: the line carries the fencing token" {
-	run -0 timeout 30 "$PGLOCK" --hold --fence hold-f </dev/null
+	run -0 --separate-stderr timeout 30 "$PGLOCK" --hold --fence hold-f </dev/null
 	[[ "$output" =~ ^hold-f$'\t'"$(sha_id hold-f)"$'\t'[1-9][0-9]*$ ]]
 }
 
@@ -187,6 +187,26 @@ after: 0"
 	[ "${lines[1]}" != "${lines[2]}" ]
 }
 
+@test "--status KEY finds a --slots KEY's holders and waiters without being told N: 2 held, the waiters too, exit 0" {
+	bg a pglock --slots 2 slot-s sleep 30
+	bg b pglock --slots 2 slot-s sleep 30
+	wait_until 10 bash -c "[ \$($PGLOCK --status slot-s | grep -c '	held	') -eq 2 ]"
+	bg w1 pglock --slots 2 slot-s true
+	bg w2 pglock --slots 2 slot-s true
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pglock: slot-s'\") -eq 4 ]"
+	# The first waiter holds the queue (slot 0) while it waits: not KEY.
+	wait_until 10 bash -c "[ \$($PGLOCK --status slot-s | grep -c '	waiting	') -ge 1 ]"
+	run -0 --separate-stderr pglock --status slot-s
+	[ "$(echo "$output" | tail -n +2 | awk -F'\t' '$10 == "slot-s"' | wc -l)" -eq "$(( ${#lines[@]} - 1 ))" ]
+	[ "$(echo "$output" | grep -c '	held	')" -ge 2 ]
+	kill -TERM "$(bgpid a)" "$(bgpid b)"
+	bgwait w1 20
+	bgwait w2 20
+	wait_until 10 bash -c "[ \$($PGLOCK --status slot-s | wc -l) -eq 1 ]"
+	run -1 pglock --status slot-s
+	assert_output "id	mode	state	pid	user	client	application_name	since	scope	key"
+}
+
 @test "--slots: waiters come in arrival order, and -w bounds the wait" {
 	bg a pglock --slots 2 slot-o sleep 30
 	bg b pglock --slots 2 slot-o sleep 30
@@ -266,7 +286,7 @@ import json, sys
 doc = json.load(sys.stdin)
 for l in doc["locks"]:
     print("\t".join(str(l[k]) for k in ("id", "mode", "state", "pid", "user",
-          "client", "application_name", "since", "scope")))'
+          "client", "application_name", "since", "scope", "key")))'
 }
 
 @test "--status --json parses and matches the columns" {
@@ -379,8 +399,8 @@ queue_id() {
 	wait_until 10 held "$id"
 	pid=$(locks_on "$id" | cut -d: -f2)
 	run -0 --separate-stderr pglock -U pglock_blind --status hid-k
-	assert_output "id	mode	state	pid	user	client	application_name	since	scope
-$id	exclusive	held	$pid	postgres	?	pglock: hid-k	?	?"
+	assert_output "id	mode	state	pid	user	client	application_name	since	scope	key
+$id	exclusive	held	$pid	postgres	?	pglock: hid-k	?	?	hid-k"
 	assert_equal "$stderr" "pglock: --status: this role may not read the record of runs (permission denied for table pglock_runs): none is shown
 pglock: --status: the server hides some sessions' client, start and scope from this role (shown as ?): grant it pg_read_all_stats to see them"
 	run -0 --separate-stderr pglock -U pglock_blind --status --json hid-k
@@ -390,10 +410,10 @@ row = json.loads(sys.argv[1])["locks"][0]
 assert [row[k] for k in ("client", "since", "seconds", "scope")] == [None] * 4, row
 assert row["user"] == "postgres" and row["application_name"] == "pglock: hid-k", row' "$output"
 	run -1 --separate-stderr pglock -U pglock_blind -n hid-k true
-	assert_equal "$stderr" "pglock: hid-k: the lock is held by pid $pid (pglock: hid-k, user postgres; the server hides the rest from this role)"
+	assert_equal "$stderr" "pglock: hid-k: the lock is held by server pid $pid (pglock: hid-k, user postgres; the server hides the rest from this role)"
 	# A role that may see them sees them.
 	sql "GRANT pg_read_all_stats TO pglock_blind"
 	run -0 --separate-stderr pglock -U pglock_blind --status hid-k
-	[[ "${lines[1]}" == *$'\tlocal\tpglock: hid-k\t'*$'\tsession' ]]
+	[[ "${lines[1]}" == *$'\tlocal\tpglock: hid-k\t'*$'\tsession\thid-k' ]]
 	assert_equal "$stderr" "pglock: --status: this role may not read the record of runs (permission denied for table pglock_runs): none is shown"
 }

@@ -66,6 +66,55 @@ b end"
 	stop_pgbouncer
 }
 
+# session_refused HOST: --scope session through the pool at HOST (an address
+# or PgBouncer's socket directory) exits 69 before COMMAND runs, --slots
+# (whose proof is a round trip of its own) too, and takes nothing.
+session_refused() {
+	local why='pglock: sess-k: --scope session: the connection is not proven to reach the server directly (a pooler between?): use --scope auto or transaction'
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --scope session -h "$1" -p "$PGB_PORT" sess-k touch "$BATS_TEST_TMPDIR/ran"
+	[ "$stderr" = "$why" ]
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --scope session --slots 2 -h "$1" -p "$PGB_PORT" sess-k touch "$BATS_TEST_TMPDIR/ran"
+	[ "$stderr" = "$why" ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	[ "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")" -eq 0 ]
+}
+
+@test "--scope session through a transaction pool exits 69 before the command runs" {
+	start_pgbouncer transaction
+	session_refused 127.0.0.1
+	stop_pgbouncer
+}
+
+@test "--scope session through a statement pool exits 69 before the command runs" {
+	start_pgbouncer statement
+	session_refused 127.0.0.1
+	stop_pgbouncer
+}
+
+@test "--scope session on PgBouncer's Unix socket exits 69 before the command runs" {
+	start_pgbouncer transaction 127.0.0.1 "" unix
+	session_refused "$PGB_DIR"
+	stop_pgbouncer
+}
+
+@test "--scope session through a session pool: two holders never run together, whatever the proof says" {
+	start_pgbouncer session
+	d=$BATS_TEST_TMPDIR
+	# Each holder, if it runs, is alone for a second; or exits 69.
+	for h in a b c; do
+		bg "$h" pglock --scope session -h 127.0.0.1 -p "$PGB_PORT" pair-k sh -c '
+		    mkdir "$0/in" || echo overlap >>"$0/bad"
+		    sleep 1; rmdir "$0/in"' "$d"
+	done
+	for h in a b c; do
+		bgwait "$h" 20
+		[ "$bg_status" -eq 0 ] || [ "$bg_status" -eq 69 ]
+	done
+	[ ! -e "$d/bad" ]
+	free "$(sha_id pair-k)"
+	stop_pgbouncer
+}
+
 @test "a pooled hold outlives idle_in_transaction_session_timeout = 1s and keeps no snapshot" {
 	sql "DROP DATABASE IF EXISTS pglock_iit"
 	sql "CREATE DATABASE pglock_iit"

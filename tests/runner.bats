@@ -27,7 +27,7 @@ load helper
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	assert_output ''
 	holder=$(locks_on "$(sha_id busy)" | cut -d: -f2)
-	[[ "$stderr" =~ ^"pglock: busy: the lock is held by pid $holder (pglock: busy, local, user postgres, for "[0-9]+"s)"$ ]]
+	[[ "$stderr" =~ ^"pglock: busy: the lock is held by server pid $holder (pglock: busy, local, user postgres, for "[0-9]+"s)"$ ]]
 }
 
 @test "-E 42 sets the conflict exit code" {
@@ -50,7 +50,7 @@ load helper
 	run -1 --separate-stderr pglock -w 0.5 busy touch "$BATS_TEST_TMPDIR/ran"
 	ms=$(( ($(date +%s%N) - start) / 1000000 ))
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
-	[[ "$stderr" =~ ^"pglock: busy: timed out after 0.5s waiting for the lock, held by pid "[0-9]+" (pglock: busy, local, user postgres, for "[0-9]+"s)"$ ]]
+	[[ "$stderr" =~ ^"pglock: busy: timed out after 0.5s waiting for the lock, held by server pid "[0-9]+" (pglock: busy, local, user postgres, for "[0-9]+"s)"$ ]]
 	[ "$ms" -ge 500 ]
 	# Under valgrind (make valgrind) start-up alone takes seconds.
 	limit=2000
@@ -64,7 +64,7 @@ load helper
 	bg holder pglock busy sleep 60
 	wait_until 10 held "$(sha_id busy)"
 	run -1 --separate-stderr pglock -w 0 busy true
-	[[ "$stderr" == "pglock: busy: the lock is held by pid "*" (pglock: busy, local, user postgres, for "*"s)" ]]
+	[[ "$stderr" == "pglock: busy: the lock is held by server pid "*" (pglock: busy, local, user postgres, for "*"s)" ]]
 }
 
 @test "-w 5 succeeds once the holder releases" {
@@ -256,6 +256,17 @@ idle in transaction"
 	assert_line $'scope\ttransaction: held by a transaction left open'
 }
 
+@test "--scope session on a direct connection is proven and held by the session, over a Unix socket or TCP, --slots too" {
+	for host in "$PGHOST" 127.0.0.1; do
+		for slots in "" "--slots 2"; do
+			# shellcheck disable=SC2086
+			run -0 --separate-stderr timeout 20 "$PGLOCK" -v --scope session $slots -h "$host" sess-d sh -c 'echo "$PGLOCK_SCOPE"'
+			assert_output session
+			[[ "${stderr_lines[0]}" == *", session lock)" ]]
+		done
+	done
+}
+
 @test "over IPv6 link-local, whose address names a zone (fe80::1%veth), the path is proven direct too" {
 	netns_up
 	ip -6 addr add fe80::213:1/64 dev "$host" nodad ||
@@ -335,5 +346,5 @@ idle in transaction"
 	[ "$bg_status" -eq 0 ]
 	mapfile -t err <"$BATS_TEST_TMPDIR/waiter.err"
 	[ "${#err[@]}" -eq 3 ]
-	[[ "${err[0]}" =~ ^"pglock: verbose-k: held by pid "[0-9]+" (pglock: verbose-k, local, user postgres, for "[0-9]+"s); waiting"$ ]]
+	[[ "${err[0]}" =~ ^"pglock: verbose-k: held by server pid "[0-9]+" (pglock: verbose-k, local, user postgres, for "[0-9]+"s); waiting"$ ]]
 }

@@ -80,6 +80,21 @@ storm() {
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 }
 
+@test "a frozen server with -n: exit 69 after 10 s, not --connect-timeout's 30, saying it did not answer" {
+	pm=$(head -n 1 "$STORM/data/postmaster.pid")
+	CLEANUP="kill -CONT $pm"
+	kill -STOP "$pm"
+	start=$(now_ms)
+	run -69 --separate-stderr pg_on "$STORM" timeout 60 "$PGLOCK" -n frozen-k touch "$BATS_TEST_TMPDIR/ran"
+	elapsed=$(( $(now_ms) - start ))
+	kill -CONT "$pm"
+	echo "exit after $elapsed ms" >&3
+	[ "$elapsed" -ge 9500 ]
+	[ "$elapsed" -lt 20000 ]
+	[ "$stderr" = "pglock: server $STORM port $(pg_on "$STORM" printenv PGPORT) did not answer in time (timeout expired)" ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
 @test "a refused connection is retried until --connect-timeout, then 69 with the reason" {
 	start=$(now_ms)
 	run -69 --separate-stderr timeout 20 "$PGLOCK" --connect-timeout 1.5 -h 127.0.0.1 -p 1 k true
