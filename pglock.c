@@ -927,7 +927,7 @@ say_retrying(const char *why, long left_ms)
 	    (double)left_ms / 1000.0);
 }
 
-/* Connect, and refuse a standby; exits 69 when that fails. */
+/* Connect to a primary (conn_open() refuses a standby); exits 69 if not. */
 static PGconn *
 connect_or_err(const struct opts *o)
 {
@@ -936,15 +936,36 @@ connect_or_err(const struct opts *o)
 
 	if ((c = conn_open(&o->conn, &why)) == NULL)
 		die(EXIT_UNAVAILABLE, "%s", why.msg);
-	switch (conn_standby(c, &why)) {
-	case 0:
-		return c;
-	case 1:
-		die(EXIT_UNAVAILABLE, "%s:%s: %s", PQhost(c), PQport(c),
-		    lock_standby_said);
-	default:
-		die(EXIT_UNAVAILABLE, "%s", why.msg);
+	return c;
+}
+
+/* As say_retrying(), where the time is what is left of -w. */
+static void
+say_retrying_w(const char *why, long left_ms)
+{
+	say("%s; retrying for up to %.1fs (-w)", why, (double)left_ms / 1000.0);
+}
+
+/*
+ * A run cut before it held the lock connects again, its budget running from
+ * the loss: a waiter keeps waiting to -w's end (without -w, --connect-timeout
+ * from now), whatever it waited already. Exits 69 when that fails.
+ */
+static PGconn *
+reconnect_or_err(const struct opts *o)
+{
+	struct opts again = *o;
+	long left = o->conn.deadline_ms - mono_ms();
+	PGconn *c;
+
+	if (o->lock.wait_ms > 0) {
+		again.conn.connect_ms = left > 1 ? left : 1;
+		if (o->conn.retrying != NULL)
+			again.conn.retrying = say_retrying_w;
 	}
+	c = connect_or_err(&again);
+	bound_wait(o);
+	return c;
 }
 
 /* Every option's default, as the man page gives it; the rest is 0. */
@@ -1017,7 +1038,6 @@ main(int argc, char **argv)
 	/* -n: a server that does not answer is given up as a query would be. */
 	if (o.lock.wait_ms == 0)
 		o.conn.attempt_ms = CONN_ANSWER_MS;
-	o.retry_until = start + o.conn.connect_ms;
 	if (o.verbose || (!o.quiet && isatty(STDERR_FILENO)))
 		o.conn.retrying = say_retrying;
 	c = connect_or_err(&o);
@@ -1048,9 +1068,7 @@ main(int argc, char **argv)
 	default:
 		while ((status = run_lock(&o, c)) == RUN_AGAIN) {
 			PQfinish(c);
-			o.conn.connect_ms = o.retry_until - mono_ms();
-			c = connect_or_err(&o);
-			bound_wait(&o);
+			c = reconnect_or_err(&o);
 		}
 	}
 	/* Closing the session releases whatever is still held. */

@@ -44,7 +44,6 @@ struct opts {
 	int lost_sig;
 	long kill_after_ms;
 	long max_ms;		/* --max-time; 0: none */
-	long retry_until;	/* mono_ms(): --connect-timeout's end */
 	int json;
 	int peek;
 	int fence;

@@ -198,8 +198,11 @@ report_busy(const struct run *r)
 
 /*
  * The session failed before anything ran (why): if the server cut it (a
- * restart) and --connect-timeout and -w leave time, say so under -v and
- * return RUN_AGAIN, to be tried again as a refused connection; else die.
+ * restart) or answered as a standby (a pooler's other server, a role about
+ * to change), --connect-timeout is not 0 and -w leaves time, say so under
+ * -v and return RUN_AGAIN, for main() to connect again with a budget that
+ * runs from this loss (a waiter may have waited longer than
+ * --connect-timeout); else die.
  */
 static int
 again_or_err(const struct run *r, const char *why)
@@ -209,7 +212,8 @@ again_or_err(const struct run *r, const char *why)
 	/* Read what came last (a FATAL, or end of file) to know. */
 	if (PQconsumeInput(r->c))
 		(void)PQisBusy(r->c);
-	if (!conn_cut(r->c) || mono_ms() >= o->retry_until ||
+	if ((!conn_cut(r->c) && strcmp(why, lock_standby_said) != 0) ||
+	    o->conn.connect_ms == 0 ||
 	    (o->conn.deadline_ms >= 0 && mono_ms() >= o->conn.deadline_ms))
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
 	if (o->verbose)

@@ -101,8 +101,9 @@ conn_oneline(const char *msg, struct err *err)
 
 /*
  * Can a later attempt win: the server is full (53300), starting or stopping
- * (57P03, or 57P01 and a closed connection: a restart caught it), a pooler is
- * full, or nobody listens yet (refused, or no Unix socket during a restart)?
+ * (57P03, or 57P01 and a closed connection: a restart caught it), a standby, a
+ * pooler is full, or nobody listens yet (refused, or no Unix socket during a
+ * restart)?
  * pglock runs in the C locale, so libpq's words are English; the server's may
  * not be, hence its SQLSTATE, which the verbose error form carries.
  */
@@ -133,7 +134,13 @@ retryable(const char *msg)
 	/* libpq's "connection to server ... failed: <strerror>" */
 	snprintf(refused, sizeof(refused), "failed: %s", strerror(ECONNREFUSED));
 	snprintf(absent, sizeof(absent), "failed: %s", strerror(ENOENT));
+	/*
+	 * A standby where target_session_attrs asks for a primary (or for
+	 * read-write): a promotion, or a proxy's next route, may end it.
+	 */
 	return strstr(msg, ":  53300: ") != NULL ||
+	    strstr(msg, "failed: server is in hot standby mode") != NULL ||
+	    strstr(msg, "failed: session is read-only") != NULL ||
 	    strstr(msg, ":  57P03: ") != NULL ||
 	    strstr(msg, ":  57P01: ") != NULL ||
 	    strstr(msg, "server closed the connection unexpectedly") != NULL ||
@@ -262,6 +269,29 @@ connect_once(const char *const *keys, const char *const *vals,
 	return c;
 }
 
+/*
+ * c, or NULL (c finished, the reason in err) if it is a standby, which libpq
+ * lets through under target_session_attrs=any, or a pooler from another
+ * server: *retry set, as for libpq's "server is in hot standby mode".
+ */
+static PGconn *
+primary_only(PGconn *c, int *retry, struct err *err)
+{
+	switch (conn_standby(c, err)) {
+	case 0:
+		return c;
+	case 1:
+		err_set(err, "%s:%s: %s", PQhost(c), PQport(c),
+		    CONN_STANDBY_SAID);
+		*retry = 1;
+		break;
+	default:
+		*retry = 0;
+	}
+	PQfinish(c);
+	return NULL;
+}
+
 void
 conn_result_error(const PGresult *res, struct err *err)
 {
@@ -323,7 +353,7 @@ conn_open(const struct conn_opts *o, struct err *err)
 		    (by < 0 || by > mono_ms() + o->attempt_ms))
 			by = mono_ms() + o->attempt_ms;
 		c = connect_once(keys, vals, by, &retry, err);
-		if (c != NULL)
+		if (c != NULL && (c = primary_only(c, &retry, err)) != NULL)
 			break;
 		if (!retry || o->connect_ms == 0)
 			return NULL;
@@ -370,7 +400,7 @@ setup_params(char val[4][32], long wait_ms, long lease_ms)
 /*
  * Timeouts are forced: lock_timeout is -w's; the lease's (idle timeouts and
  * tcp_user_timeout, after which the server ends a silent holder's session or
- * transaction) must not be shortened. Other dead-peer settings yield to the
+ * transaction) must not be shortened; so is synchronous_commit, on at least. Other dead-peer settings yield to the
  * user's options=-c ... or PGOPTIONS. Settings old servers lack, and TCP ones
  * on a Unix socket, are left out here, not by a join with pg_settings: a few
  * set_config() calls are cheap for a fresh backend.
@@ -392,6 +422,14 @@ static const struct setting {
 	{ "tcp_keepalives_interval", "'" STR(KA_INTERVAL) "'", 0, 0, 1 },
 	{ "tcp_keepalives_count", "'" STR(KA_COUNT) "'", 0, 0, 1 },
 	{ "tcp_user_timeout", "$3::text", 120000, 1, 1 },
+	/*
+	 * A number or a record committed is kept: flushed, and where there
+	 * are synchronous standbys, on one of them, so that a primary cut off
+	 * from them (a stale one, after a failover) cannot confirm it.
+	 */
+	{ "synchronous_commit", "CASE pg_catalog.current_setting("
+	    "'synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' "
+	    "ELSE 'on' END", 0, 1, 0 },
 };
 
 int

@@ -25,13 +25,18 @@ struct conn_opts {
 };
 
 /*
- * Connect (no password prompt), asking for a primary unless the user chose
- * target_session_attrs; refusals for load or state (too many clients, starting
- * up, refused) are retried with jittered backoff for connect_ms, no attempt
+ * Connect (no password prompt) to a primary, asking libpq for one unless the
+ * user chose target_session_attrs, and refusing a standby all the same; those
+ * refusals and others for load or state (too many clients, starting up,
+ * refused) are retried with jittered backoff for connect_ms, no attempt
  * outliving deadline_ms or lasting over attempt_ms. The connection, or NULL
- * with libpq's reason in err.
+ * with the reason in err.
  */
 PGconn *conn_open(const struct conn_opts *o, struct err *err);
+
+/* Why a standby is refused, as conn_open() and the lock's check say it. */
+#define CONN_STANDBY_SAID "the server is a standby (in recovery), where an " \
+	"advisory lock excludes nobody"
 
 /* Whose the lock's settings are: see conn_send_setup(). */
 enum conn_scope {
@@ -47,8 +52,9 @@ enum conn_scope {
  * server is a standby (see conn_setup_standby()) and sets statement_timeout
  * off, lock_timeout to wait_ms (none unless over 0), the idle timeouts to
  * lease_ms (0: off), the server's tcp_user_timeout to lease_ms (10 s without
- * one) and dead-peer detection unless the user set it (keepalives give up no
- * sooner than lease_ms where the server lacks tcp_user_timeout). Settings not
+ * one), synchronous_commit to on (unless remote_apply) and dead-peer detection
+ * unless the user set it (keepalives give up no sooner than lease_ms where the
+ * server lacks tcp_user_timeout). Settings not
  * the session's are SET LOCAL: nothing leaks into a pooler's server connection.
  * Those the server lacks are skipped: old servers work. Returns 0 or -1.
  */

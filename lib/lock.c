@@ -83,6 +83,21 @@ send_portal_closer(PGconn *c, const struct lock_req *r)
 	return !r->xact || conn_queue(c, sql, 0, NULL) == 0;
 }
 
+/*
+ * Where the server has synchronous standbys, a session's lock is renewed only
+ * by a commit one of them confirmed (synchronous_commit is on: conn.h): a
+ * transactional logical message, no table, an xid and a few dozen bytes of
+ * WAL. It commits at the pipeline's sync, before which the server sends no
+ * answer: a primary cut off from its synchronous standbys (a stale one, after
+ * a failover) leaves the check unanswered, and the lease ends. Not under a
+ * transaction's lock, which keeps no xid; nor where the role may not call it.
+ */
+#define RENEW_SQL " FROM (SELECT CASE WHEN" \
+	" pg_catalog.current_setting('synchronous_standby_names') <> '' AND" \
+	" pg_catalog.has_function_privilege(" \
+	"'pg_catalog.pg_logical_emit_message(boolean, text, text)', 'EXECUTE')" \
+	" THEN pg_catalog.pg_logical_emit_message(true, 'pglock', '') END) renew"
+
 /* Queue the check's query on a connection in pipeline mode. */
 static int
 send_check(PGconn *c, const struct lock_req *r, struct err *err)
@@ -99,8 +114,9 @@ send_check(PGconn *c, const struct lock_req *r, struct err *err)
 	snprintf(sql, sizeof(sql), "SELECT pg_catalog.pg_backend_pid(),"
 	    " EXISTS (SELECT FROM pg_catalog.pg_lock_status() l WHERE"
 	    " l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()"
-	    " AND l.granted AND l.mode = '%s' AND %s)",
-	    r->shared ? "ShareLock" : "ExclusiveLock", tag);
+	    " AND l.granted AND l.mode = '%s' AND %s)%s",
+	    r->shared ? "ShareLock" : "ExclusiveLock", tag, r->xact ? "" :
+	    RENEW_SQL);
 	if (conn_queue(c, sql, a.n, a.params) == -1 ||
 	    !send_portal_closer(c, r)) {
 		conn_oneline(PQerrorMessage(c), err);
@@ -222,8 +238,7 @@ lock_recheck(PGconn *c, const struct lock_req *r, int pid, int *sig,
 	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
 }
 
-const char lock_standby_said[] = "the server is a standby (in recovery), "
-    "where an advisory lock excludes nobody";
+const char lock_standby_said[] = CONN_STANDBY_SAID;
 
 /* [xact][try][shared] */
 static const char *const lock_fns[2][2][2] = {

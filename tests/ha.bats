@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: ISC
 # Never on a standby: a streaming standby of the suite's server, a host
-# list that names it first, and a failover of a pair the test owns.
+# list that names it first, and a failover of a pair the test owns; a
+# standby promoted while pglock retries, and a synchronous standby promoted
+# while the old primary serves on.
 
 load helper
 
@@ -22,12 +24,45 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	run -69 --separate-stderr timeout 20 "$PGLOCK" --connect-timeout 0 -h "$SB" -p "$sport" sb-k touch "$BATS_TEST_TMPDIR/ran"
 	[ "$stderr" = "pglock: connection to server on socket \"$SB/.s.PGSQL.$sport\" failed: server is in hot standby mode" ]
 	# Where the user asks libpq for any server, pglock still refuses.
-	PGTARGETSESSIONATTRS=any run -69 --separate-stderr timeout 20 "$PGLOCK" -h "$SB" -p "$sport" sb-k touch "$BATS_TEST_TMPDIR/ran"
+	PGTARGETSESSIONATTRS=any run -69 --separate-stderr timeout 20 "$PGLOCK" --connect-timeout 0 -h "$SB" -p "$sport" sb-k touch "$BATS_TEST_TMPDIR/ran"
 	[ "$stderr" = "pglock: $SB:$sport: the server is a standby (in recovery), where an advisory lock excludes nobody" ]
-	run -69 --separate-stderr timeout 20 "$PGLOCK" -d "host=$SB port=$sport target_session_attrs=any" sb-k touch "$BATS_TEST_TMPDIR/ran"
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --connect-timeout 0 -d "host=$SB port=$sport target_session_attrs=any" sb-k touch "$BATS_TEST_TMPDIR/ran"
 	[ "$stderr" = "pglock: $SB:$sport: the server is a standby (in recovery), where an advisory lock excludes nobody" ]
+	# A standby is retried as a refusal, within --connect-timeout.
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --connect-timeout 0.5 -d "host=$SB port=$sport target_session_attrs=any" sb-k touch "$BATS_TEST_TMPDIR/ran"
+	[[ "$stderr" =~ ^"pglock: $SB:$sport: the server is a standby (in recovery), where an advisory lock excludes nobody (gave up after "[0-9]+" attempts in "[0-9.]+"s)"$ ]]
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	[ -z "$(pg_on "$SB" sql "SELECT 1 FROM pg_locks WHERE locktype = 'advisory'")" ]
+}
+
+@test "a standby promoted while pglock retries: the command runs once, on the promoted server, exit 0" {
+	s=$PGLOCK_TEST_DIR/promoted
+	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'"
+	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$PGHOST"
+	sport=$(pg_on "$s" printenv PGPORT)
+	# The command says where it holds the lock: recovery, and its lock.
+	# shellcheck disable=SC2016
+	cmd='echo ran >>"$0"; psql -h "$1" -p "$2" -XAtc "SELECT pg_is_in_recovery(), count(*) FROM pg_locks WHERE locktype = '\''advisory'\'' AND granted AND pid = $PGLOCK_BACKEND_PID"'
+	# libpq's refusal (target_session_attrs=primary), and pglock's own
+	# of a session libpq let through (any): both are retried. A short
+	# lease, should a promotion's lock-delay keep them waiting for it.
+	bg libpq pglock -v --check-interval 0.2 -h "$s" -p "$sport" pr-k sh -c "$cmd" "$BATS_TEST_TMPDIR/libpq.ran" "$s" "$sport"
+	bg any pglock -v --check-interval 0.2 -d "host=$s port=$sport target_session_attrs=any" pr-k2 sh -c "$cmd" "$BATS_TEST_TMPDIR/any.ran" "$s" "$sport"
+	wait_until 10 grep -q 'retrying for up to' "$BATS_TEST_TMPDIR/libpq.err"
+	wait_until 10 grep -q 'retrying for up to' "$BATS_TEST_TMPDIR/any.err"
+	pg_ctl -D "$s/data" -w promote >/dev/null
+	bgwait libpq 30
+	[ "$bg_status" -eq 0 ]
+	bgwait any 30
+	[ "$bg_status" -eq 0 ]
+	for j in libpq any; do
+		[ "$(cat "$BATS_TEST_TMPDIR/$j.out")" = "f|1" ]
+		[ "$(cat "$BATS_TEST_TMPDIR/$j.ran")" = ran ]
+	done
+	run cat "$BATS_TEST_TMPDIR/libpq.err"
+	assert_line --index 0 "pglock: connection to server on socket \"$s/.s.PGSQL.$sport\" failed: server is in hot standby mode; retrying for up to 30.0s (--connect-timeout)"
+	run cat "$BATS_TEST_TMPDIR/any.err"
+	assert_line --index 0 "pglock: $s:$sport: the server is a standby (in recovery), where an advisory lock excludes nobody; retrying for up to 30.0s (--connect-timeout)"
 }
 
 @test "a host list with the standby first locks on the primary" {
@@ -115,7 +150,8 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	[ -z "${PGLOCK_VG_DIR:-}" ] || runs=10
 	for i in $(seq "$runs"); do
 		rc=0
-		timeout 20 "$PGLOCK" -q -h 127.0.0.1 -p "$PGB_PORT" -n twice-k touch "$BATS_TEST_TMPDIR/ran.$i" 2>"$BATS_TEST_TMPDIR/err.$i" || rc=$?
+		# One try: a standby's answer is otherwise retried (below).
+		timeout 20 "$PGLOCK" -q --connect-timeout 0 -h 127.0.0.1 -p "$PGB_PORT" -n twice-k touch "$BATS_TEST_TMPDIR/ran.$i" 2>"$BATS_TEST_TMPDIR/err.$i" || rc=$?
 		echo "$rc" >>"$BATS_TEST_TMPDIR/rcs"
 		# A 69 is the standby's refusal, not any other failure.
 		[ "$rc" -ne 69 ] || grep -q 'the server is a standby (in recovery)' "$BATS_TEST_TMPDIR/err.$i" ||
@@ -128,7 +164,71 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	assert_output 0
 	# Some runs did reach the standby, and were refused there.
 	[ "$(grep -c '^69$' "$BATS_TEST_TMPDIR/rcs")" -ge 1 ]
+	# Retried (--connect-timeout's default), a run that reaches the
+	# standby connects again until it reaches the primary: the key is
+	# held there, so every run ends 1.
+	for i in $(seq 8); do
+		rc=0
+		timeout 60 "$PGLOCK" -v -h 127.0.0.1 -p "$PGB_PORT" -n twice-k touch "$BATS_TEST_TMPDIR/ran.$i" 2>>"$BATS_TEST_TMPDIR/retried.err" || rc=$?
+		echo "$rc" >>"$BATS_TEST_TMPDIR/retried"
+	done
+	run cat "$BATS_TEST_TMPDIR/retried"
+	assert_output "$(printf '1\n%.0s' $(seq 8))"
+	# Each -v says it connects again (or, the standby's answer coming at
+	# connection, that it retries), and nothing ran.
+	grep -qE 'the server is a standby \(in recovery\), where an advisory lock excludes nobody(; connecting again|; retrying for up to)' "$BATS_TEST_TMPDIR/retried.err"
+	run ls "$BATS_TEST_TMPDIR"
+	refute_output --partial ran.
 	# The load may have ended already (its -T).
 	kill -TERM "$(bgpid load)" 2>/dev/null || true
 	stop_pgbouncer
+}
+
+@test "a synchronous standby promoted while the old primary stays up: its holder is stopped, it grants no lock, its allocations are never confirmed" {
+	p=$PGLOCK_TEST_DIR/sync-primary s=$PGLOCK_TEST_DIR/sync-standby
+	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
+	# pg.sh's servers commit with synchronous_commit = off: pglock's
+	# allocations must not.
+	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
+	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
+	pg_on "$p" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
+	pg_on "$p" sql "SELECT pg_reload_conf()" >/dev/null
+	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT sync_state FROM pg_stat_replication\")\" = sync ]"
+	run -0 pg_on "$p" "$PGLOCK" --version-counter sync-t
+	assert_output 1
+	# A short lease throughout, should a server start's or a promotion's
+	# lock-delay keep a new holder waiting for it.
+	run -0 pg_on "$p" "$PGLOCK" --check-interval 0.2 --fence sync-k sh -c 'echo "$PGLOCK_FENCE"'
+	assert_output 1
+	wait_until 10 bash -c ". '$s/env'; [ \"\$(psql -XAtc \"SELECT count(*) FROM pglock_versions WHERE version = 1\")\" = 2 ]"
+	# A holder, its lease renewed every second by a synchronous commit.
+	bg holder env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --check-interval 1 sync-h sh -c "touch \"\$0\"; sleep 60" "$2"' "$p" "$PGLOCK" "$BATS_TEST_TMPDIR/held"
+	wait_until 15 test -e "$BATS_TEST_TMPDIR/held"
+	# The old primary keeps serving, cut off from its synchronous standby.
+	pg_ctl -D "$s/data" -w promote >/dev/null
+	bgwait holder 15
+	[ "$bg_status" -eq 75 ]
+	run cat "$BATS_TEST_TMPDIR/holder.err"
+	assert_output "pglock: sync-h: lock lost while the command ran (the server did not answer the lock check within 1 s); the command was stopped"
+	# Over TCP the grant is checked in its round trip: the check, not
+	# answered there, keeps the command from running (-w bounds it).
+	pport=$(pg_on "$p" printenv PGPORT)
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --check-interval 0.2 -h 127.0.0.1 -p "$pport" -w 2 sync-g touch "$BATS_TEST_TMPDIR/ran"
+	[ "$stderr" = "pglock: sync-g: the server did not answer within 2s" ]
+	bg counter env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --version-counter sync-t' "$p" "$PGLOCK"
+	bg fence env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --check-interval 0.2 --fence sync-k touch "$2"' "$p" "$PGLOCK" "$BATS_TEST_TMPDIR/ran"
+	bgwait counter 30
+	[ "$bg_status" -eq 75 ]
+	run cat "$BATS_TEST_TMPDIR/counter.err"
+	assert_output "pglock: sync-t: the commit of version 2 is not confirmed (the server did not answer within 10 s): check with --peek"
+	bgwait fence 30
+	[ "$bg_status" -eq 69 ]
+	run cat "$BATS_TEST_TMPDIR/fence.err"
+	assert_output "pglock: sync-k: fence: the server did not answer within 10 s"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	# The new primary hands out 2, once.
+	run -0 pg_on "$s" "$PGLOCK" --version-counter sync-t
+	assert_output 2
+	run -0 pg_on "$s" "$PGLOCK" --check-interval 0.2 --fence sync-k sh -c 'echo "$PGLOCK_FENCE"'
+	assert_output 2
 }

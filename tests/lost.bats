@@ -189,6 +189,37 @@ crash_it() {
 	grep -q "^pglock: fault-k: lock-delay: the server ended crash recovery .*; waiting [0-9.]*s more, to the end of the lease of --check-interval 0.5s (3.5s)$" "$d/new.err"
 }
 
+@test "waiters that waited longer than --connect-timeout ride out a restart: each connects again, acquires and runs once" {
+	id=$(sha_id ride-k)
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	# --check-interval 1: a short lease, should a restart's lock-delay
+	# keep the next holder waiting for it.
+	bg holder pglock --check-interval 1 ride-k sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 held "$id"
+	start=$(now_ms)
+	# With -w, the rest of -w; without, --connect-timeout from the loss.
+	bg waiter pglock -v --check-interval 1 -w 60 --connect-timeout 3 ride-k sh -c 'echo w >>"$0"' "$BATS_TEST_TMPDIR/ran"
+	bg forever pglock -v --check-interval 1 --connect-timeout 4 ride-k sh -c 'echo f >>"$0"' "$BATS_TEST_TMPDIR/ran"
+	wait_until 10 waiting "$id" 2
+	# Not to synchronise: the wait must outlast --connect-timeout.
+	wait_until 10 bash -c "[ \$(( \$(date +%s%N) / 1000000 )) -ge $((start + 4500)) ]"
+	"$BATS_TEST_DIRNAME/pg.sh" restart "$PGLOCK_TEST_DIR/pg"
+	# The holder's lock is lost: 75, as ever.
+	bgwait holder 10
+	[ "$bg_status" -eq 75 ]
+	bgwait waiter 60
+	[ "$bg_status" -eq 0 ]
+	bgwait forever 60
+	[ "$bg_status" -eq 0 ]
+	[ "$(sort "$BATS_TEST_TMPDIR/ran" | tr -d '\n')" = fw ]
+	for j in waiter forever; do
+		run cat "$BATS_TEST_TMPDIR/$j.err"
+		assert_line "pglock: ride-k: terminating connection due to administrator command; connecting again"
+		assert_line --partial "pglock: ride-k: acquired after"
+	done
+	free "$id"
+}
+
 @test "a command that ignores TERM is KILLed after --kill-after 1; exit 75" {
 	id=$(sha_id stubborn-k)
 	bg runner pglock --kill-after 1 stubborn-k sh -c 'trap "" TERM; echo $$ >"$0"; while :; do sleep 0.1; done' "$BATS_TEST_TMPDIR/cmd"
