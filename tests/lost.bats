@@ -218,6 +218,9 @@ crash_it() {
 		assert_line --partial "pglock: ride-k: acquired after"
 	done
 	free "$id"
+	# The next tests' holders, with the default lease, start once the
+	# restart's lock-delay has passed.
+	settle
 }
 
 @test "a command that ignores TERM is KILLed after --kill-after 1; exit 75" {
