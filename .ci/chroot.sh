@@ -59,12 +59,14 @@ fi
 echo "chroot: minbase tree ready after $(( $(date +%s) - start )) s"
 
 # What a booted machine has: / is a mount point (ip netns exec remounts
-# below it), /proc, /sys, /dev, /dev/pts, /run as tmpfs.
+# below it), /proc, /sys, /dev, /dev/pts, /dev/shm and /run as tmpfs
+# (libfaketime's shared memory, under tests/schedule.bats, needs /dev/shm).
 mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
 mount --bind /dev "$root/dev"
 mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"
+mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
 mount -t tmpfs -o mode=755 tmpfs "$root/run"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 # A chroot runs no services: packages (postgresql) install, start nothing.
