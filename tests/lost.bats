@@ -66,8 +66,11 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 @test "a check left unanswered when the command exits: exit 75, and not 'stopped'" {
 	id=$(sha_id late-k)
 	mkfifo "$BATS_TEST_TMPDIR/fifo"
-	bg runner pglock --check-interval 0.2 late-k sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	bg runner pglock --check-interval 0.2 late-k sh -c ': >"$0.ran"; read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
 	wait_until 10 held "$id"
+	# The command runs: the server has answered all that came before it
+	# (the lock-delay's look after the grant too).
+	wait_until 10 test -e "$BATS_TEST_TMPDIR/fifo.ran"
 	pid=$(locks_on "$id" | cut -d: -f2)
 	CLEANUP="kill -CONT $pid"
 	kill -STOP "$pid"
