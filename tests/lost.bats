@@ -50,8 +50,10 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 @test "a backend that stops answering is caught by the periodic check alone: exit 75, the check's reason" {
 	id=$(sha_id silent-k)
-	bg runner pglock --check-interval 1 silent-k sleep 60
+	bg runner pglock --check-interval 1 silent-k sh -c ': >"$0"; exec sleep 60' "$BATS_TEST_TMPDIR/ran"
 	wait_until 10 held "$id"
+	# The command runs: the lock-delay's look after the grant was answered.
+	wait_until 10 test -e "$BATS_TEST_TMPDIR/ran"
 	pid=$(locks_on "$id" | cut -d: -f2)
 	# Stopped, the backend keeps its socket open: only the check sees it.
 	CLEANUP="kill -CONT $pid"
