@@ -298,7 +298,8 @@ late_grant() {
 	else
 		[ "$bg_status" -eq 0 ]
 		run cat "$log"
-		[ "${lines[2]}" = "late${lines[2]#late}" ] && [ "${#lines[@]}" -eq 3 ]
+		[ "${lines[2]}" = "late${lines[2]#late}" ]
+		[ "${#lines[@]}" -eq 3 ]
 		run head -n 2 "$log"
 	fi
 }

@@ -266,7 +266,8 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	[[ "$output" =~ ^"ow-k: last succeeded at "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}[+-][0-9]{2}:[0-9]{2}" on $host, "[0-9]+"s ago (within 1h)"$ ]]
 	[ "$stderr" = "" ]
 	run -0 --separate-stderr pglock -q --status --ok-within 1h ow-k
-	[ "$output" = "" ] && [ "$stderr" = "" ]
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
 	run -1 --separate-stderr pglock --status --ok-within 1d ow-never
 	[ "$output" = "" ]
 	[ "$stderr" = "pglock: ow-never: never succeeded (--ok-within 1d)" ]
@@ -275,7 +276,8 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	[ "$output" = "" ]
 	[[ "$stderr" =~ ^"pglock: ow-k: last succeeded at "[0-9T:+-]+" on $host, 2h3m ago: longer ago than 1h30m"$ ]]
 	run -1 --separate-stderr pglock -q --status --ok-within 90m ow-k
-	[ "$output" = "" ] && [ "$stderr" = "" ]
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
 }
 
 @test "--runs-table in a new schema, 8 first users at once: one run, all exit 0; --status --runs-table reads it" {

@@ -195,7 +195,8 @@ time.sleep(60)' "$PGLOCK" "$d"
 	pid=$(bgpid waiter)
 	# Forked while the server took the lock: pglock's one child by now.
 	dog=$(pgrep -P "$pid")
-	[ -n "$dog" ] && [ "$(ps -o pgid= -p "$dog" | tr -d ' ')" = "$dog" ]
+	[ -n "$dog" ]
+	[ "$(ps -o pgid= -p "$dog" | tr -d ' ')" = "$dog" ]
 	kill -KILL "$pid"
 	# Gone (or a zombie for init to reap), not asleep for --kill-after.
 	wait_until 2 bash -c "! ps -o stat= -p $dog | grep -qv Z"
