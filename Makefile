@@ -98,7 +98,7 @@ bench: pglock bench/floor bench/rmw
 # Every mutant of tests/mutants.txt must fail the tests that claim its
 # promise (tests/mutants.sh); bounded, as CI runs it.
 mutants: deps-mutants pglock
-	timeout 1200 tests/mutants.sh
+	timeout 2400 tests/mutants.sh
 
 # libFuzzer (clang): every parser of user text, 300 s each, two at a time.
 fuzz:

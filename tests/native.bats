@@ -50,7 +50,7 @@ load helper
 @test "-v with stderr closed writes nowhere near the database socket" {
 	# With fd 2 closed, libpq's socket would take it: the -v lines would
 	# go to the server. (Under valgrind its log file takes fd 2 instead.)
-	run -0 bash -c '"$PGLOCK" -v closed-err true 2>&-'
+	run -0 timeout 20 bash -c '"$PGLOCK" -v closed-err true 2>&-'
 	assert_output ''
 }
 
