@@ -30,6 +30,7 @@ picked=$(selected)
 grep -v '^#' "$top/tests/mutants.txt" | grep . | while IFS="$(printf '\t')" read -r name file script tests; do
 
 	echo "$picked" | grep -qxF -- "$name" || continue
+	t0=$(date +%s)
 	rm -rf "$work/tree"
 	mkdir -p "$work/tree"
 	(cd "$top" && git ls-files -z | xargs -0 tar -cf - 2>/dev/null) | tar -xf - -C "$work/tree"
@@ -65,11 +66,11 @@ grep -v '^#' "$top/tests/mutants.txt" | grep . | while IFS="$(printf '\t')" read
 			echo "mutants: $name: no test matches $tests" >&2
 			echo broken >>"$work/tally"
 		else
-			echo "SURVIVED $name: $tests passes"
+			echo "SURVIVED $name: $tests passes ($(( $(date +%s) - t0 )) s)"
 			echo survived >>"$work/tally"
 		fi
 	else
-		echo "killed   $name by $tests"
+		echo "killed   $name by $tests ($(( $(date +%s) - t0 )) s)"
 		echo killed >>"$work/tally"
 	fi
 done

@@ -235,9 +235,17 @@ load helper
 }
 
 @test "a lock check still in flight when the command exits does not fail the release" {
-	for i in $(seq 20); do
-		run -0 timeout 20 "$PGLOCK" --check-interval 0.01 inflight-k sleep 0.05
-		run -0 timeout 20 "$PGLOCK" --scope transaction --check-interval 0.01 inflight-k sleep 0.05
+	# The command stops its server process and exits: the check sent
+	# meanwhile (every 0.05 s) is unanswered at the exit, and answered
+	# once the test lets the process go on, within the answer bound (1 s).
+	for scope in session transaction; do
+		rm -f "$BATS_TEST_TMPDIR/pid"
+		bg cont sh -c 'until [ -s "$0" ]; do sleep 0.01; done; sleep 0.4; kill -CONT "$(cat "$0")"' "$BATS_TEST_TMPDIR/pid"
+		run -0 timeout 20 "$PGLOCK" --scope "$scope" --check-interval 0.05 inflight-k \
+		    sh -c 'kill -STOP "$PGLOCK_BACKEND_PID"; echo "$PGLOCK_BACKEND_PID" >"$0.tmp"; mv "$0.tmp" "$0"; sleep 0.2' \
+		    "$BATS_TEST_TMPDIR/pid"
+		bgwait cont 10
+		[ "$bg_status" -eq 0 ]
 	done
 	free "$(sha_id inflight-k)"
 }
