@@ -223,7 +223,11 @@ granted() { [ "$(psql -XAtc "SELECT count(*) FROM pg_locks WHERE locktype = 'adv
 		# The first waiter holds the queue's lock (a third one), then TERM.
 		bg "w$round" pglock -h 127.0.0.1 -p "$PGB_PORT" --slots 2 busy-slots touch "$BATS_TEST_TMPDIR/ran"
 		wait_until 30 granted 3
-		sleep 0.3	# not to synchronise: a round of its polling begins
+		# TERM lands in its nap between two tries (the transaction the
+		# cancel leaves in error is rolled back and chained, so that the
+		# unlock runs on the same server connection).
+		timeout 10 sh -c 'until [ "$(psql -XAtc "SELECT count(*) FROM pg_stat_activity
+		    WHERE state = '\''active'\'' AND query = '\''SELECT pg_catalog.pg_sleep(0.1)'\''")" = 1 ]; do :; done'
 		kill -TERM "$(bgpid "w$round")"
 		bgwait "w$round" 30
 		[ "$bg_status" -eq 143 ]
