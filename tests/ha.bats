@@ -142,7 +142,7 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	# A busy pool, with server connections to both: a client's next
 	# transaction may land on either.
 	echo 'SELECT 1;' >"$BATS_TEST_TMPDIR/one.sql"
-	bg load timeout 120 "$PGLOCK_TEST_PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGB_PORT" -f "$BATS_TEST_TMPDIR/one.sql" -c 8 -T 110 postgres
+	bg load timeout 120 "$PGLOCK_TEST_PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGB_PORT" -f "$BATS_TEST_TMPDIR/one.sql" -c 8 -T 110 "$PGDATABASE"
 	bg holder pglock twice-k sleep 120
 	wait_until 10 held "$(sha_id twice-k)"
 	# Each run lands on the standby about 2 times in 3: 10 runs (under

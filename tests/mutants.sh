@@ -27,13 +27,20 @@ selected() {
 }
 picked=$(selected)
 
+# The tree as it is, built once: each mutant's copy rebuilds only the
+# object its sed script touches (or every one, for a header).
+mkdir -p "$work/base"
+(cd "$top" && git ls-files -z | xargs -0 tar -cf - 2>/dev/null) | tar -xf - -C "$work/base"
+make -s -C "$work/base" pglock tests/unit_arg tests/unit_key >"$work/build.log" 2>&1 ||
+	{ cat "$work/build.log"; echo "mutants: the tree itself does not build" >&2; exit 1; }
+
 grep -v '^#' "$top/tests/mutants.txt" | grep . | while IFS="$(printf '\t')" read -r name file script tests; do
 
 	echo "$picked" | grep -qxF -- "$name" || continue
 	t0=$(date +%s)
 	rm -rf "$work/tree"
-	mkdir -p "$work/tree"
-	(cd "$top" && git ls-files -z | xargs -0 tar -cf - 2>/dev/null) | tar -xf - -C "$work/tree"
+	cp -a "$work/base" "$work/tree"
+	# Written after the base was built: newer than its object.
 	sed -e "$script" "$top/$file" >"$work/tree/$file"
 	if cmp -s "$top/$file" "$work/tree/$file"; then
 		echo "mutants: $name: the sed script changes nothing in $file" >&2
@@ -67,6 +74,7 @@ grep -v '^#' "$top/tests/mutants.txt" | grep . | while IFS="$(printf '\t')" read
 			echo broken >>"$work/tally"
 		else
 			echo "SURVIVED $name: $tests passes ($(( $(date +%s) - t0 )) s)"
+			sed 's/^/    /' "$work/run.log"
 			echo survived >>"$work/tally"
 		fi
 	else

@@ -212,10 +212,11 @@ granted() { [ "$(psql -XAtc "SELECT count(*) FROM pg_locks WHERE locktype = 'adv
 
 @test "--slots through a busy transaction pool: waiters cancelled by TERM leave no advisory lock behind" {
 	start_pgbouncer transaction
-	# 40 clients on the pool (20 server connections by default): a server
-	# connection handed back is another client's at once.
+	# 40 clients on the pool (20 server connections by default), in pglock's
+	# database (a pool is a database's): a server connection handed back is
+	# another client's at once.
 	echo 'SELECT 1;' >"$BATS_TEST_TMPDIR/one.sql"
-	bg load timeout 120 "$PGLOCK_TEST_PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGB_PORT" -f "$BATS_TEST_TMPDIR/one.sql" -c 40 -T 110 postgres
+	bg load timeout 120 "$PGLOCK_TEST_PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGB_PORT" -f "$BATS_TEST_TMPDIR/one.sql" -c 40 -T 110 "$PGDATABASE"
 	bg a pglock -h 127.0.0.1 -p "$PGB_PORT" --slots 2 busy-slots sleep 120
 	bg b pglock -h 127.0.0.1 -p "$PGB_PORT" --slots 2 busy-slots sleep 120
 	wait_until 30 granted 2

@@ -238,6 +238,8 @@ load helper
 	# The command stops its server process and exits: the check sent
 	# meanwhile (every 0.05 s) is unanswered at the exit, and answered
 	# once the test lets the process go on, within the answer bound (1 s).
+	# Should the test fail first, teardown lets it go on.
+	CLEANUP="kill -CONT \$(cat '$BATS_TEST_TMPDIR/pid')"
 	for scope in session transaction; do
 		rm -f "$BATS_TEST_TMPDIR/pid"
 		bg cont sh -c 'until [ -s "$0" ]; do sleep 0.01; done; sleep 0.4; kill -CONT "$(cat "$0")"' "$BATS_TEST_TMPDIR/pid"
