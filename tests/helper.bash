@@ -86,11 +86,23 @@ gone() {
 	[ "${stat%% *}" = Z ]
 }
 
-# settle: wait until the server (libpq's environment) started longer ago
-# than the default lease, 20 s: until then, every new holder's command
-# waits out that lease first (the lock-delay after a start).
+# settle [SECONDS]: wait until the server (libpq's environment) started
+# longer ago than SECONDS, by default the default lease, 20 s, and a half:
+# until then, every new holder's command waits out its lease first (the
+# lock-delay after a start).
 settle() {
-	wait_until 40 bash -c '[ "$(psql -XAtc "SELECT now() - pg_postmaster_start_time() > interval '\''20.5 s'\''")" = t ]'
+	wait_until 40 bash -c '[ "$(psql -XAtc "SELECT now() - pg_postmaster_start_time() > interval '\''${1:-20.5} s'\''")" = t ]' settle "${1:-20.5}"
+}
+
+# own_server: a cluster of the test's own (tests/pg.sh), named by libpq's
+# environment for the rest of the test and stopped in teardown. A test
+# that restarts it leaves the next tests no lock-delay to wait out.
+own_server() {
+	OWN=$PGLOCK_TEST_DIR/own-$BATS_TEST_NUMBER
+	"$BATS_TEST_DIRNAME/pg.sh" start "$OWN"
+	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$OWN'"
+	# shellcheck disable=SC1091
+	. "$OWN/env"
 }
 
 held() { [ "$(locks_on "$1" | grep -c '^t:')" -ge "${2:-1}" ]; }
@@ -120,8 +132,10 @@ bg() {
 	[ "$1" = pglock ] && { shift; set -- "$PGLOCK" "$@"; }
 	# A shell starts background jobs with INT and QUIT ignored, which
 	# pglock (rightly) keeps: give them back their default action.
+	# Not bats's fd 3 either: a job (or what it leaves) holding it keeps
+	# bats waiting to the end of its output, past any test's bound.
 	setsid env --default-signal=INT,QUIT "$@" </dev/null >"$BATS_TEST_TMPDIR/$name.out" \
-	    2>"$BATS_TEST_TMPDIR/$name.err" &
+	    2>"$BATS_TEST_TMPDIR/$name.err" 3>&- &
 	echo $! >"$BATS_TEST_TMPDIR/$name.pid"
 	BG_PIDS="${BG_PIDS:-} $!"
 }

@@ -124,17 +124,19 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 }
 
 @test "a server restart while the command runs: exit 75 within the check interval + 2 s" {
-	bg runner pglock --check-interval 2 restart-k sleep 60
-	wait_until 10 held "$(sha_id restart-k)"
+	own_server
+	# The command runs once the new server's lock-delay (its lease, 8 s,
+	# from the start) has passed.
+	bg runner pglock --check-interval 2 restart-k sh -c 'echo >"$0"; exec sleep 60' "$BATS_TEST_TMPDIR/ran"
+	wait_until 20 test -s "$BATS_TEST_TMPDIR/ran"
+	held "$(sha_id restart-k)"
 	start=$(now_ms)
-	"$BATS_TEST_DIRNAME/pg.sh" restart "$PGLOCK_TEST_DIR/pg"
+	"$BATS_TEST_DIRNAME/pg.sh" restart "$OWN"
 	bgwait runner 10
 	elapsed=$(( $(now_ms) - start ))
 	[ "$bg_status" -eq 75 ]
 	[ "$elapsed" -lt 4000 ]
 	grep -q "lock lost while the command ran" "$BATS_TEST_TMPDIR/runner.err"
-	# The tests after this one start after the restart's lock-delay.
-	settle
 }
 
 # after_fault FAULT: on a cluster of the test's own ($p), a holder whose
@@ -195,6 +197,7 @@ crash_it() {
 }
 
 @test "waiters that waited longer than --connect-timeout ride out a restart: each connects again, acquires and runs once" {
+	own_server
 	id=$(sha_id ride-k)
 	mkfifo "$BATS_TEST_TMPDIR/fifo"
 	# --check-interval 1: a short lease, should a restart's lock-delay
@@ -208,7 +211,7 @@ crash_it() {
 	wait_until 10 waiting "$id" 2
 	# Not to synchronise: the wait must outlast --connect-timeout.
 	wait_until 10 bash -c "[ \$(( \$(date +%s%N) / 1000000 )) -ge $((start + 4500)) ]"
-	"$BATS_TEST_DIRNAME/pg.sh" restart "$PGLOCK_TEST_DIR/pg"
+	"$BATS_TEST_DIRNAME/pg.sh" restart "$OWN"
 	# The holder's lock is lost: 75, as ever.
 	bgwait holder 10
 	[ "$bg_status" -eq 75 ]
@@ -223,9 +226,6 @@ crash_it() {
 		assert_line --partial "pglock: ride-k: acquired after"
 	done
 	free "$id"
-	# The next tests' holders, with the default lease, start once the
-	# restart's lock-delay has passed.
-	settle
 }
 
 @test "a command that ignores TERM is KILLed after --kill-after 1; exit 75" {
@@ -272,6 +272,8 @@ crash_it() {
 
 @test "restarts while runs connect and ask for the lock: nothing has run, so each is retried; none exits 69; every line is pglock's" {
 	d=$BATS_TEST_TMPDIR
+	own_server
+	settle 3.2	# the start's lock-delay, as each restart's below
 	# Four loops of short runs; a run whose command ran when the restart
 	# came ends 75 (the lock was lost), one cut before is tried again
 	# (during a restart's lock-delay too: that of --check-interval 0.1).
@@ -281,7 +283,7 @@ crash_it() {
 	done
 	for r in 1 2 3; do
 		sleep 1	# not to synchronise: runs under way when it comes
-		"$BATS_TEST_DIRNAME/pg.sh" restart "$PGLOCK_TEST_DIR/pg"
+		"$BATS_TEST_DIRNAME/pg.sh" restart "$OWN"
 	done
 	for w in 1 2 3 4; do bgwait "w$w" 60; done
 	cat "$d"/rc.* | sort | uniq -c >&3
@@ -292,5 +294,4 @@ crash_it() {
 	# No line of libpq's own (its notice processor's FATAL, LOCATION).
 	run grep -hv '^pglock: ' "$d"/err.*
 	assert_output ''
-	settle
 }
