@@ -162,7 +162,11 @@ usage(FILE *f)
 	    "                             only if it exits 0\n"
 	    "      --peek                 print TENANT's current version\n"
 	    "      --counter-table NAME   where versions live"
-	    " (default pglock_versions)\n", f);
+	    " (default pglock_versions)\n"
+	    "      --require-sync         with it or --fence: refuse (69) a"
+	    " number a\n"
+	    "                             failover could repeat: standbys,"
+	    " none synchronous\n", f);
 	/* C99 compilers need take no literal over 4095 bytes: two. */
 	fputs("\nInspection:\n"
 	    "      --status [KEY ...]     list advisory locks held or awaited,"
@@ -226,7 +230,7 @@ enum {
 	OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS,
 	OPT_ONCE, OPT_ONCE_PER, OPT_RECORD, OPT_RUNS_TABLE, OPT_OK_WITHIN,
 	OPT_FOR, OPT_REASON, OPT_METRICS,
-	OPT_TZ, OPT_AFTER, OPT_SPREAD,
+	OPT_TZ, OPT_AFTER, OPT_SPREAD, OPT_REQUIRE_SYNC,
 	OPT_MODE = 512
 };
 
@@ -256,6 +260,7 @@ static const struct option longopts[] = {
 	{ "peek", no_argument, NULL, OPT_PEEK },
 	{ "counter-table", required_argument, NULL, OPT_TABLE },
 	{ "fence", no_argument, NULL, OPT_FENCE },
+	{ "require-sync", no_argument, NULL, OPT_REQUIRE_SYNC },
 	{ "hash", required_argument, NULL, OPT_HASH },
 	{ "namespace", required_argument, NULL, OPT_NAMESPACE },
 	{ "status", no_argument, NULL, OPT_MODE + MODE_STATUS },
@@ -331,7 +336,8 @@ enum {
 	A_MAX_TIME = 1 << 12, A_NO_FORK = 1 << 13, A_SLOTS = 1 << 14,
 	A_SHARED = 1 << 15, A_RECORD = 1 << 16, A_ONCE = 1 << 17,
 	A_PEEK = 1 << 18, A_FENCE = 1 << 19, A_SCOPE = 1 << 20,
-	A_COMMAND = 1 << 21	/* known once the arguments are read */
+	A_SYNC = 1 << 21,
+	A_COMMAND = 1 << 22	/* known once the arguments are read */
 };
 
 /* --hash, --id and --namespace: the last one given chooses the row. */
@@ -394,6 +400,9 @@ lock_option_or_err(struct opts *o, int c, char *arg)
 		break;
 	case OPT_FENCE:
 		o->fence = 1;
+		break;
+	case OPT_REQUIRE_SYNC:
+		o->require_sync = 1;
 		break;
 	case OPT_SCOPE:
 		for (n = 2; n >= 0 && strcmp(arg, scope_names[n]) != 0; n--)
@@ -665,7 +674,7 @@ asked(const struct opts *o)
 	    (o->lock.shared ? A_SHARED : 0) | (o->record ? A_RECORD : 0) |
 	    (o->once ? A_ONCE : 0) | (o->peek ? A_PEEK : 0) |
 	    (o->fence ? A_FENCE : 0) | (o->scope != SCOPE_AUTO ? A_SCOPE : 0) |
-	    (o->argv != NULL ? A_COMMAND : 0);
+	    (o->require_sync ? A_SYNC : 0) | (o->argv != NULL ? A_COMMAND : 0);
 }
 
 /*
@@ -696,6 +705,9 @@ static const struct rule option_rules[] = {
 	    "--version-counter" },
 	{ A_ONCE, 0, A_SHARED | A_SLOTS,
 	    "--once and --once-per run one COMMAND for KEY: no -s or --slots" },
+	{ A_SYNC, M_COUNTER | A_FENCE, A_PEEK,
+	    "--require-sync is for the numbers --version-counter and --fence "
+	    "hand out" },
 };
 
 /* Once KEY and COMMAND are known. */

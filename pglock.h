@@ -47,6 +47,7 @@ struct opts {
 	int json;
 	int peek;
 	int fence;
+	int require_sync;	/* refuse a number a failover could repeat */
 	char table_sql[300];	/* --counter-table as SQL: "schema"."table" */
 	int once;		/* --once*: skip a slot's second success */
 	long long period_ms;	/* --once-per; 0: one slot for ever (--once) */

@@ -357,9 +357,14 @@ allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
 	if (counter_lock(o->table_sql, tenant, wait_ms, r) == -1)
 		die_errno(EXIT_OSERR, "malloc");
 	r->lock.lease_ms = lease_ms(o);
+	r->require_sync = o->require_sync;
 	switch (counter_next(c, r, v, &sig, &why)) {
 	case COUNTER_OK:
 		return 0;
+	case COUNTER_UNSAFE:
+		die(EXIT_UNAVAILABLE, "%s: the server has standbys, none of them "
+		    "synchronous: a failover could hand the number out again "
+		    "(--require-sync)", o->label);
 	case COUNTER_BUSY:
 		if (!o->quiet)
 			say("%s: another allocation holds the tenant's "

@@ -8,6 +8,7 @@ _pglock_opts='-x -e --exclusive -s --shared -n --nonblock --nb
 -w --wait --timeout -E --conflict-exit-code -c --command -F --no-fork
 -v --verbose -q --quiet --id --hash --namespace --fence --check-interval
 --lost-signal --kill-after --scope --version-counter --peek --counter-table
+--require-sync
 --status --explain --hold --break --max-time --slots --json
 --once --once-per --record --forget --runs-table --ok-within
 --pause --resume --for --reason --metrics --tz --after --spread

@@ -109,6 +109,7 @@ complete -c pglock -n $nokey -l kill-after -x -d 'then KILL after SECS'
 complete -c pglock -n $nokey -l scope -x -d 'how the lock is held' -a 'auto session transaction'
 complete -c pglock -n $nokey -l version-counter -d "allocate TENANT's next version"
 complete -c pglock -n $nokey -l peek -d "print TENANT's current version"
+complete -c pglock -n $nokey -l require-sync -d 'refuse a number a failover could repeat'
 complete -c pglock -n $nokey -l counter-table -x -d 'where versions live'
 complete -c pglock -n $nokey -l status -d 'list advisory locks held or awaited'
 complete -c pglock -n $nokey -l explain -d "show KEY's id and the SQL that takes the same lock"

@@ -172,7 +172,7 @@ arg_period_ms(const char *s, long long *ms, struct err *err)
 			rc = -1;
 		*ms += rc == 0 ? part : 0;
 		if (rc == 1)
-			shown = unit >= 0 ? units[unit] : 's';
+			shown = units[unit >= 0 ? unit : 0];	/* none: seconds */
 		last = unit;
 		p += used;
 	} while (rc == 0 && *p != '\0');

@@ -130,7 +130,9 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
 /*
  * One round trip: BEGIN (first, so its isolation level holds for all that
  * follows), the settings, then one statement that takes the tenant's lock and
- * only then bumps the row; with -n a lock not got bumps nothing: no row.
+ * only then bumps the row; with -n a lock not got bumps nothing: no row. Its
+ * second column: a failover could repeat the number, as the server has
+ * standbys and none of them synchronous (asked under require_sync only).
  */
 struct bumped {
 	long long version;
@@ -142,7 +144,7 @@ static enum counter_result
 bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 {
 	const struct lock_req *lk = &r->lock;
-	char sql[1024], id[2][24];
+	char sql[1280], id[2][24];
 	const char *params[2] = { r->tenant, id[0] };
 	enum counter_result out = COUNTER_ERROR;
 	PGresult *res;
@@ -152,11 +154,13 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 	snprintf(sql, sizeof(sql), "WITH l AS (%s)"
 	    " INSERT INTO %s AS t (tenant, version) SELECT $1, 1 FROM l"
 	    " WHERE l.got ON CONFLICT (tenant) DO UPDATE"
-	    " SET version = t.version + 1 RETURNING t.version",
+	    " SET version = t.version + 1 RETURNING t.version, %s",
 	    lk->wait_ms == 0 ?
 	    "SELECT pg_catalog.pg_try_advisory_xact_lock($2::bigint) AS got" :
 	    "SELECT true AS got FROM pg_catalog.pg_advisory_xact_lock($2::bigint)",
-	    r->table);
+	    r->table, r->require_sync ? "pg_catalog.current_setting("
+	    "'synchronous_standby_names') = '' AND EXISTS (SELECT FROM "
+	    "pg_catalog.pg_stat_replication)" : "false");
 	if (!PQenterPipelineMode(c) ||
 	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, CONN_XACT, err) == -1 ||
 	    conn_queue(c, sql, 2, params) == -1 ||
@@ -179,6 +183,8 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 		} else if (step == 2 && PQresultStatus(res) == PGRES_TUPLES_OK) {
 			if (PQntuples(res) == 0) {
 				out = COUNTER_BUSY;
+			} else if (strcmp(PQgetvalue(res, 0, 1), "f") != 0) {
+				out = COUNTER_UNSAFE;
 			} else {
 				b->version = strtoll(PQgetvalue(res, 0, 0),
 				    NULL, 10);

@@ -17,6 +17,7 @@ enum counter_result {
 	COUNTER_OK,
 	COUNTER_BUSY,		/* -n / -w: the tenant's lock was held */
 	COUNTER_INTERRUPTED,	/* a signal cancelled the wait */
+	COUNTER_UNSAFE,		/* require_sync: standbys, none synchronous */
 	COUNTER_ERROR
 };
 
@@ -32,6 +33,7 @@ struct counter_req {
 	const char *table;	/* as counter_table_sql() wrote it */
 	const char *tenant;
 	struct lock_req lock;
+	int require_sync;	/* COUNTER_UNSAFE where a failover could repeat */
 };
 
 /*

@@ -77,6 +77,8 @@ MATRIX='64|-w|
 64|--version-counter|-s|t
 64|--version-counter|-F|t
 64|--version-counter|--fence|t
+64|--require-sync|k|@CMD
+64|--require-sync|--version-counter|--peek|t
 64|--status|--explain|k
 64|--explain
 64|--explain|a|b

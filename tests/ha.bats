@@ -3,7 +3,7 @@
 # Never on a standby: a streaming standby of the suite's server, a host
 # list that names it first, and a failover of a pair the test owns; a
 # standby promoted while pglock retries, and a synchronous standby promoted
-# while the old primary serves on.
+# while the old primary serves on; --require-sync's refusal without one.
 
 load helper
 
@@ -232,4 +232,39 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	assert_output 2
 	run -0 pg_on "$s" "$PGLOCK" --check-interval 0.2 --fence sync-k sh -c 'echo "$PGLOCK_FENCE"'
 	assert_output 2
+}
+
+@test "--require-sync: where the server's standbys are all asynchronous, no number is handed out (69, rolled back, nothing run); with a synchronous one, or none, it is" {
+	# SB streams from the suite's server, asynchronously.
+	wait_until 10 bash -c '[ "$(psql -XAtc "SELECT count(*) FROM pg_stat_replication")" -ge 1 ]'
+	msg="the server has standbys, none of them synchronous: a failover could hand the number out again (--require-sync)"
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --require-sync --version-counter rs-t touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" "pglock: rs-t: $msg"
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --require-sync --version-counter rs-t
+	assert_equal "$output" ""
+	run -69 --separate-stderr timeout 20 "$PGLOCK" --require-sync --fence rs-k touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" "pglock: rs-k: $msg"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	free "$(sha_id rs-k)"
+	# Nothing was allocated; without the option, the first number.
+	run -0 timeout 20 "$PGLOCK" --version-counter --peek rs-t
+	assert_output 0
+	run -0 timeout 20 "$PGLOCK" --version-counter rs-t
+	assert_output 1
+	# A synchronous standby: the next number, and a fence.
+	CLEANUP="sql 'ALTER SYSTEM RESET synchronous_standby_names'; sql 'SELECT pg_reload_conf()'"
+	sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
+	sql "SELECT pg_reload_conf()" >/dev/null
+	wait_until 10 bash -c '[ "$(psql -XAtc "SELECT sync_state FROM pg_stat_replication")" = sync ]'
+	run -0 timeout 20 "$PGLOCK" --require-sync --version-counter rs-t
+	assert_output 2
+	run -0 timeout 20 "$PGLOCK" --require-sync --fence rs-k sh -c 'echo "$PGLOCK_FENCE"'
+	assert_output 1
+	sql 'ALTER SYSTEM RESET synchronous_standby_names' >/dev/null
+	sql 'SELECT pg_reload_conf()' >/dev/null
+	wait_until 10 bash -c '[ "$(psql -XAtc "SELECT sync_state FROM pg_stat_replication")" = async ]'
+	# No standby at all: nothing a failover could promote.
+	own_server
+	run -0 timeout 20 "$PGLOCK" --require-sync --version-counter rs-t
+	assert_output 1
 }

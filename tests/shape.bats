@@ -42,5 +42,5 @@ long_functions() {
 	cd "$SRC_DIR"
 	run long_functions ./*.c lib/*.c
 	assert_success
-	assert_output './pglock.c: usage 122'
+	assert_output './pglock.c: usage 126'
 }
