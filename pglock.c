@@ -1065,7 +1065,10 @@ main(int argc, char **argv)
 		status = show_status(&o, c);
 		break;
 	case MODE_COUNTER:
-		status = run_counter(&o, c);
+		while ((status = run_counter(&o, c)) == RUN_AGAIN) {
+			PQfinish(c);
+			c = reconnect_or_err(&o);
+		}
 		break;
 	case MODE_BREAK:
 		status = break_holders(&o, c);

@@ -99,6 +99,7 @@ lease_ms(const struct opts *o)
 /* ---- acquire ----------------------------------------------------------- */
 
 static int again_or_err(const struct run *, const char *);
+static int pause_until(long);
 
 /* --scope session on a path not proven direct: 69, before anything runs. */
 static int
@@ -198,26 +199,42 @@ report_busy(const struct run *r)
 
 /*
  * The session failed before anything ran (why): if the server cut it (a
- * restart) or answered as a standby (a pooler's other server, a role about
- * to change), --connect-timeout is not 0 and -w leaves time, say so under
- * -v and return RUN_AGAIN, for main() to connect again with a budget that
- * runs from this loss (a waiter may have waited longer than
- * --connect-timeout); else die.
+ * restart) or answered as a standby or read-only (a pooler's other server,
+ * a role about to change), --connect-timeout is not 0 and -w leaves time, say
+ * so under -v and return RUN_AGAIN, for main() to connect again with a budget
+ * that runs from this loss (a waiter may have waited longer than
+ * --connect-timeout); else die. A standby's or read-only answer comes on a
+ * connection that succeeded: retried a quarter second apart, for
+ * --connect-timeout from the first (or to the end of -w). 128 + a signal that
+ * came meanwhile.
  */
 static int
 again_or_err(const struct run *r, const char *why)
 {
+	static long role_by = -1;
 	const struct opts *o = r->o;
+	int role = conn_read_only() || strcmp(why, lock_standby_said) == 0;
+	long now = mono_ms();
+	int sig;
 
 	/* Read what came last (a FATAL, or end of file) to know. */
 	if (PQconsumeInput(r->c))
 		(void)PQisBusy(r->c);
-	if ((!conn_cut(r->c) && strcmp(why, lock_standby_said) != 0) ||
-	    o->conn.connect_ms == 0 ||
-	    (o->conn.deadline_ms >= 0 && mono_ms() >= o->conn.deadline_ms))
+	if (role && role_by < 0)
+		role_by = now + o->conn.connect_ms;
+	/* -w: no time left for another try is none. */
+	if ((!conn_cut(r->c) && !role) || o->conn.connect_ms == 0 ||
+	    (o->conn.deadline_ms >= 0 && now + (role ? 250 : 0) >=
+	    o->conn.deadline_ms))
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
+	if (role && o->conn.deadline_ms < 0 && now >= role_by)
+		die(EXIT_UNAVAILABLE, "%s: %s (retried for %.1fs: "
+		    "--connect-timeout)", o->label, why,
+		    (double)o->conn.connect_ms / 1000.0);
 	if (o->verbose)
 		say("%s: %s; connecting again", o->label, why);
+	if (role && (sig = pause_until(now + 250)) != 0)
+		return 128 + sig;
 	return RUN_AGAIN;
 }
 
@@ -348,9 +365,10 @@ say_acquired(const struct run *r)
  * 128 + the signal that cancelled the wait; dies on errors.
  */
 static int
-allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
+allocate_or_err(const struct run *run, PGconn *c, const char *tenant,
     long wait_ms, struct counter_req *r, long long *v)
 {
+	const struct opts *o = run->o;
 	struct err why;
 	int sig = 0;
 
@@ -373,6 +391,9 @@ allocate_or_err(const struct opts *o, PGconn *c, const char *tenant,
 	case COUNTER_INTERRUPTED:
 		return 128 + sig;
 	case COUNTER_ERROR:
+		/* Cut, or a standby's answer, before anything ran. */
+		if (c == run->c)
+			return again_or_err(run, why.msg);
 		break;
 	}
 	die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
@@ -406,10 +427,13 @@ fence_or_err(const struct run *r)
 	fc = r->lk.xact ? conn_open(&co, &why) : r->c;
 	if (fc == NULL)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why.msg);
-	status = allocate_or_err(o, fc, tenant, -1, &cr, &v);
+	status = allocate_or_err(r, fc, tenant, -1, &cr, &v);
 	free(tenant);
-	if (status != 0)
+	if (status != 0) {
+		if (fc != r->c)
+			PQfinish(fc);
 		return status;
+	}
 	if (conn_end(fc, 1, answer_ms(o), &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why.msg);
 	if (fc != r->c)
@@ -740,13 +764,29 @@ pause_until(long t)
 	return 0;
 }
 
+/* The lock is in its lock-delay (why) to the end of -w, or -n: NOT_GOT. */
+static int
+in_delay(struct run *r, const char *why)
+{
+	const struct opts *o = r->o;
+
+	if (!o->no_fork)
+		child_abort(&r->ch);
+	if (!o->quiet)
+		say("%s: the lock is in its lock-delay (%s)%s", o->label, why,
+		    o->lock.wait_ms == 0 ? "" : ", to the end of -w");
+	return NOT_GOT;
+}
+
 /*
  * The lock-delay (lib/delay.h), after the grant, before the gate: a lock the
  * server freed early may have had a holder whose command runs on to its
  * lease's end, that of this run's --check-interval. Wait it out, looking
  * again at least every second (a transaction's lock must not idle), within
  * -w, as the wait for the lock; the lease then runs from the last look,
- * answered while holding the lock. 0, NOT_GOT, 128 + a signal or RUN_AGAIN.
+ * answered while holding the lock. A look is answered within a check's bound
+ * and -w's, but always given a second: -w may end as the grant comes. 0,
+ * NOT_GOT, 128 + a signal or RUN_AGAIN.
  */
 static int
 delay_or_err(struct run *r)
@@ -758,12 +798,11 @@ delay_or_err(struct run *r)
 	int rc, said = 0, sig;
 
 	for (;;) {
-		/* A look is answered within a check's bound, and -w's. */
 		sent = mono_ms();
 		by = sent + answer_ms(o);
 		if (o->lock.wait_ms > 0 && by > o->conn.deadline_ms)
-			by = sent < o->conn.deadline_ms ? o->conn.deadline_ms :
-			    sent + 1;
+			by = o->conn.deadline_ms > sent + 1000 ?
+			    o->conn.deadline_ms : sent + 1000;
 		rc = delay_look(r->c, r->id, lease, r->lk.xact, by - sent,
 		    &look, &why);
 		if (rc != 0 && !o->no_fork)
@@ -783,18 +822,9 @@ delay_or_err(struct run *r)
 		if (look.broken)
 			snprintf(look.why, sizeof(look.why), "a --break keeps "
 			    "it for the broken holder's lease");
-		/* Looked at again: a transaction's lock must not idle. */
-		by = look.broken ? t + 250 : until < t + 1000 ? until : t + 1000;
 		if (o->lock.wait_ms == 0 ||
-		    (o->lock.wait_ms > 0 && t >= o->conn.deadline_ms)) {
-			if (!o->no_fork)
-				child_abort(&r->ch);
-			if (!o->quiet)
-				say("%s: the lock is in its lock-delay (%s)%s",
-				    o->label, look.why, o->lock.wait_ms == 0 ?
-				    "" : ", to the end of -w");
-			return NOT_GOT;
-		}
+		    (o->lock.wait_ms > 0 && t >= o->conn.deadline_ms))
+			return in_delay(r, look.why);
 		if (o->verbose && !said && look.broken)
 			say("%s: lock-delay: %s; waiting", o->label, look.why);
 		else if (o->verbose && !said)
@@ -803,6 +833,8 @@ delay_or_err(struct run *r)
 			    o->label, look.why, (double)(until - t) / 1000.0,
 			    (double)o->check_ms / 1000.0, (double)lease / 1000.0);
 		said = 1;
+		/* Looked at again: a transaction's lock must not idle. */
+		by = look.broken ? t + 250 : until < t + 1000 ? until : t + 1000;
 		if (o->lock.wait_ms > 0 && by > o->conn.deadline_ms)
 			by = o->conn.deadline_ms;
 		if ((sig = pause_until(by)) != 0) {
@@ -813,6 +845,10 @@ delay_or_err(struct run *r)
 				    sig);
 			return 128 + sig;
 		}
+		/* -w is over: no look for it (the delay was on at the last). */
+		if (o->lock.wait_ms > 0 && mono_ms() >= o->conn.deadline_ms &&
+		    (look.broken || mono_ms() < until))
+			return in_delay(r, look.why);
 	}
 }
 
@@ -980,8 +1016,8 @@ run_counter(const struct opts *o, PGconn *c)
 	if (o->peek)
 		return peek_or_err(o, c);
 	r.since = mono_ms();	/* as run_lock(): the lock's sending */
-	if ((status = allocate_or_err(o, c, o->key, wait_left(o), &cr, &v)) !=
-	    0)
+	if ((status = allocate_or_err(&r, c, o->key, wait_left(o), &cr,
+	    &v)) != 0)
 		return step_exit(o, status);
 	if (o->argv == NULL) {
 		/* Print first: a number nobody saw must not be committed. */

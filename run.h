@@ -10,7 +10,10 @@
 
 #include "pglock.h"
 
-/* run_lock()'s answer when the session was cut before anything ran. */
+/*
+ * run_lock()'s and run_counter()'s answer when the session was cut, or a
+ * standby answered, before anything ran.
+ */
 #define RUN_AGAIN (-1)
 
 /*
@@ -23,7 +26,7 @@ int run_lock(const struct opts *o, PGconn *c);
 /*
  * --version-counter [--peek] TENANT [COMMAND ...]: print or export the
  * tenant's next version, committed once printed or once the command
- * succeeded. Returns the exit status.
+ * succeeded. Returns the exit status, or RUN_AGAIN.
  */
 int run_counter(const struct opts *o, PGconn *c);
 

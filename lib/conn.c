@@ -592,6 +592,12 @@ conn_cut(PGconn *c)
 	    strncmp(last_state, "57P0", 4) == 0);
 }
 
+int
+conn_read_only(void)
+{
+	return strcmp(last_state, "25006") == 0;
+}
+
 void
 conn_reason(PGconn *c, struct err *err)
 {

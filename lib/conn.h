@@ -145,6 +145,12 @@ int conn_ends(PGconn *c, int first, struct conn_ends *e);
  */
 int conn_cut(PGconn *c);
 
+/*
+ * Was the last error the server sent a read-only server's (25006): a standby
+ * behind a pooler or proxy, or a primary being demoted? Nothing was written.
+ */
+int conn_read_only(void);
+
 /* Why c failed, one line: why the server hung up if it said, else libpq's. */
 void conn_reason(PGconn *c, struct err *err);
 

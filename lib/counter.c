@@ -172,7 +172,11 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 	for (step = 0; step < 3; step++) {
 		if ((res = conn_pipe_next(c, &b->sig, NULL, NULL, err)) == NULL)
 			return b->sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
-		if (PQresultStatus(res) == PGRES_FATAL_ERROR && !errors++) {
+		if (step == 1 && conn_setup_standby(res) && !errors++) {
+			/* A standby (pooled): the bump fails read-only. */
+			err_set(err, "%s", CONN_STANDBY_SAID);
+		} else if (PQresultStatus(res) == PGRES_FATAL_ERROR &&
+		    !errors++) {
 			/* The first error is the one that matters. */
 			if (conn_is_state(res, "55P03"))
 				out = COUNTER_BUSY;

@@ -132,7 +132,7 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	grep -q "^pglock: pd-k: lock-delay: the server was promoted moments ago; waiting 4.0s more" "$d/new.err"
 }
 
-@test "PgBouncer over a primary,standby host list never grants two exclusive holders" {
+@test "PgBouncer over a primary,standby host list never grants two exclusive holders, nor hands out a version twice" {
 	# PgBouncer takes one port for its host list: a standby of the
 	# primary's port number, in a socket directory of its own.
 	SB2=$PGLOCK_TEST_DIR/standby2
@@ -143,6 +143,23 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	# transaction may land on either.
 	echo 'SELECT 1;' >"$BATS_TEST_TMPDIR/one.sql"
 	bg load timeout 120 "$PGLOCK_TEST_PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGB_PORT" -f "$BATS_TEST_TMPDIR/one.sql" -c 8 -T 110 "$PGDATABASE"
+	# The version counter too: an allocation the standby answers (at the
+	# settings, or read-only at the bump) allocated nothing, and is
+	# retried; each number is handed out once, in order. Allocations go
+	# on (40 at most) until three were answered by the standby.
+	said='the server is a standby \(in recovery\), where an advisory lock excludes nobody(; connecting again|; retrying for up to)'
+	n=0
+	touch "$BATS_TEST_TMPDIR/counter.err"
+	while [ "$(grep -cE "$said" "$BATS_TEST_TMPDIR/counter.err")" -lt 3 ] && [ "$n" -lt 40 ]; do
+		n=$((n + 1))
+		timeout 60 "$PGLOCK" -v -h 127.0.0.1 -p "$PGB_PORT" --version-counter pgb-t 2>>"$BATS_TEST_TMPDIR/counter.err" >>"$BATS_TEST_TMPDIR/versions" ||
+		    { cat "$BATS_TEST_TMPDIR/counter.err"; false; }
+	done
+	grep -cE "$said" "$BATS_TEST_TMPDIR/counter.err" >&3
+	[ "$(grep -cE "$said" "$BATS_TEST_TMPDIR/counter.err")" -ge 3 ]
+	run cat "$BATS_TEST_TMPDIR/versions"
+	assert_output "$(seq "$n")"
+	kill -0 "$(bgpid load)"	# all of it under load
 	bg holder pglock twice-k sleep 120
 	wait_until 10 held "$(sha_id twice-k)"
 	# Each run lands on the standby about 2 times in 3: 10 runs (under

@@ -100,6 +100,46 @@ PGLOCK_SCOPE=session"
 	grep -qx "pglock: tw2-k: terminating connection due to administrator command; connecting again" "$BATS_TEST_TMPDIR/waiter.err"
 }
 
+@test "a waiting --version-counter whose backend is terminated connects again and allocates after the holder: nothing had run" {
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	bg holder pglock --version-counter tw-t sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 bash -c '[ "$(psql -XAtc "SELECT count(*) FROM pg_locks WHERE locktype = '\''advisory'\'' AND granted")" = 1 ]'
+	bg waiter pglock -v --version-counter tw-t sh -c 'echo "$PGLOCK_VERSION" >"$0"' "$BATS_TEST_TMPDIR/ran"
+	wait_until 10 bash -c '[ -n "$(psql -XAtc "SELECT pid FROM pg_locks WHERE locktype = '\''advisory'\'' AND NOT granted")" ]'
+	old=$(sql "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+	sql "SELECT pg_terminate_backend($old)"
+	wait_until 10 bash -c "[ -n \"\$(psql -XAtc \"SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid <> $old\")\" ]"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
+	bgwait holder 20
+	[ "$bg_status" -eq 0 ]
+	bgwait waiter 20
+	[ "$bg_status" -eq 0 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/ran")" = 2 ]
+	grep -qx "pglock: tw-t: terminating connection due to administrator command; connecting again" "$BATS_TEST_TMPDIR/waiter.err"
+	run -0 timeout 20 "$PGLOCK" --version-counter --peek tw-t
+	assert_output 2
+}
+
+@test "a read-only server's refusal of an allocation is retried a quarter second apart for --connect-timeout (or to the end of -w), then 69 saying so; nothing allocated" {
+	run -0 timeout 20 "$PGLOCK" --version-counter ro-t
+	assert_output 1
+	said="pglock: ro-t: cannot execute INSERT in a read-only transaction"
+	PGOPTIONS="-c default_transaction_read_only=on" run -69 --separate-stderr timeout 20 "$PGLOCK" -v --connect-timeout 1 --version-counter ro-t
+	assert_equal "$output" ""
+	n=${#stderr_lines[@]}
+	[ "${stderr_lines[n - 1]}" = "$said (retried for 1.0s: --connect-timeout)" ]
+	[ "$n" -ge 2 ]
+	[ "$n" -le 6 ]
+	for line in "${stderr_lines[@]:0:n-1}"; do
+		[ "$line" = "$said; connecting again" ]
+	done
+	PGOPTIONS="-c default_transaction_read_only=on" run -69 --separate-stderr timeout 20 "$PGLOCK" -w 1 --version-counter ro-t
+	assert_equal "$stderr" "$said"
+	run -0 timeout 20 "$PGLOCK" --version-counter --peek ro-t
+	assert_output 1
+}
+
 @test "a key that is not UTF-8 under a server-side scheme is the caller's error: 64, escaped" {
 	run -64 --separate-stderr timeout 20 "$PGLOCK" --hash hashtext "$(printf 'a\377b')" touch "$BATS_TEST_TMPDIR/ran"
 	[ "$stderr" = 'pglock: a\xffb: not valid UTF-8, which the server-side scheme hashtext needs (see pglock --help)' ]
