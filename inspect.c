@@ -476,7 +476,7 @@ ok_within(const struct opts *o, PGconn *c)
 	struct runs_row r;
 	struct err why;
 	const char *key = o->keys[0];
-	char host[512], shown[1024], reason[4 * RUNS_REASON_MAX + 1];
+	char host[1024], shown[1024], said[6144];
 	char ago[32], within[32], *name = record_key(o, key);
 
 	memset(&r, 0, sizeof(r));
@@ -491,12 +491,9 @@ ok_within(const struct opts *o, PGconn *c)
 	/* A paused job is no alarm: say so, and until when. */
 	if (r.paused) {
 		if (!o->quiet)
-			printf("%s: paused until %s by %s%s%s\n", field(key,
-			    shown, sizeof(shown)), *r.paused_until != '\0' ?
-			    r.paused_until : "--resume", field(r.paused_host,
-			    host, sizeof(host)), *r.paused_reason != '\0' ?
-			    ": " : "", field(r.paused_reason, reason,
-			    sizeof(reason)));
+			printf("%s: %s\n", field(key, shown, sizeof(shown)),
+			    pause_said(r.paused_until, r.paused_host,
+			    r.paused_reason, said, sizeof(said)));
 		flush_stdout_or_err();
 		return 0;
 	}

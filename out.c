@@ -165,6 +165,18 @@ field(const char *s, char *buf, size_t len)
 	return escape(s, buf, len, 1);
 }
 
+const char *
+pause_said(const char *until, const char *host, const char *reason, char *buf,
+    size_t len)
+{
+	char h[1024], why[4096];
+
+	snprintf(buf, len, "paused until %s by %s%s%s", *until != '\0' ? until :
+	    "--resume", field(host, h, sizeof(h)), *reason != '\0' ? ": " : "",
+	    field(reason, why, sizeof(why)));
+	return buf;
+}
+
 /* Bytes not UTF-8 (a KEY may hold any) go out as code points of that value. */
 void
 json_put(FILE *f, const char *s)

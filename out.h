@@ -23,6 +23,13 @@ void die_errno(int status, const char *fmt, ...)
 /* s as a tab-separated field, escaped into buf (len bytes). */
 const char *field(const char *s, char *buf, size_t len);
 
+/*
+ * A pause, as --pause's runs and --status --ok-within say it: "paused until
+ * UNTIL ("": --resume) by HOST[: REASON]", host and reason escaped, into buf.
+ */
+const char *pause_said(const char *until, const char *host,
+    const char *reason, char *buf, size_t len);
+
 /* Print s as a JSON string, valid even where s is not UTF-8. */
 void json_str(const char *s);
 

@@ -459,7 +459,7 @@ once_done_or_err(struct run *r)
 	    .after_ms = (o->after_ms > 0 ? o->after_ms : 0) + spread };
 	struct runs_row row;
 	struct err why;
-	char *name = record_key(o, o->key);
+	char said[6144], *name = record_key(o, o->key);
 
 	/* First use: no table, so no server clock read yet either. */
 	if (runs_read_when(r->c, o->runs_sql, name, &w, &row, &why) == -1 ||
@@ -477,10 +477,9 @@ once_done_or_err(struct run *r)
 	r->streak = row.failures >= 0;
 	if (row.paused) {
 		if (!o->quiet)
-			say("%s is paused until %s by %s%s%s", o->label,
-			    *row.paused_until != '\0' ? row.paused_until :
-			    "--resume", row.paused_host, *row.paused_reason !=
-			    '\0' ? ": " : "", row.paused_reason);
+			say("%s is %s", o->label, pause_said(row.paused_until,
+			    row.paused_host, row.paused_reason, said,
+			    sizeof(said)));
 		return NOT_GOT;
 	}
 	setenv_or_err("PGLOCK_LAST_OK", row.last_ok);

@@ -88,6 +88,15 @@ paused_line() {
 	echo "pglock: $1 is paused until $2 by $(hostname)${3:+: $3}"
 }
 
+@test "a pause's reason reaches a paused run's line, and --ok-within's, escaped: one line, no ESC" {
+	run -0 pglock --record pe-k true
+	run -0 pglock --pause --reason $'red \e[31m\nnow' pe-k
+	run -1 --separate-stderr timeout 20 "$PGLOCK" --once pe-k true
+	assert_equal "$stderr" "$(paused_line pe-k --resume 'red \x1b[31m\nnow')"
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --status --ok-within 1h pe-k
+	assert_output "pe-k: paused until --resume by $(hostname): red \x1b[31m\nnow"
+}
+
 @test "--pause: --once, --once-per and --record runs of KEY run nothing, say so in one line and exit 1, in either scope; a plain run still runs; --resume ends it" {
 	run -0 --separate-stderr pglock --pause --reason 'disk swap, see #ops' p-k
 	assert_output ''
