@@ -601,25 +601,42 @@ put_metrics(FILE *f, const struct metric_key *keys, int n)
 	}
 }
 
-/* Count the sessions that hold and that wait for KEY (any of its slots). */
+/* Add n rows to m's holders and waiters, freeing them; queue: as print_rows. */
+static void
+count_rows(struct metric_key *m, struct lock_row *rows, int n,
+    const char *queue)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		*(rows[i].held && (queue == NULL || strcmp(rows[i].id,
+		    queue) != 0) ? &m->holders : &m->waiters) += 1;
+	free(rows);
+}
+
+/*
+ * Count the sessions that hold and that wait for KEY, and for its slots
+ * whatever N they were given (as --status KEY finds them): a session holding
+ * the slots' queue waits.
+ */
 static void
 count_sessions(const struct opts *o, PGconn *c, struct metric_key *m)
 {
-	struct key k, slot;
+	struct key k, queue;
 	struct lock_row *rows;
-	int i, j, n;
+	struct err why;
+	char id[48];
+	int n;
 
 	resolve_key_or_err(o, m->label, &k);
 	m->holders = m->waiters = 0;
-	for (j = o->lock.slots > 0 ? 1 : 0; j <= o->lock.slots; j++) {
-		if (o->lock.slots > 0)
-			slots_key(&k, j, &slot);
-		n = locks_or_err("--status --metrics", c, o->lock.slots > 0 ?
-		    &slot : &k, &rows);
-		for (i = 0; i < n; i++)
-			*(rows[i].held ? &m->holders : &m->waiters) += 1;
-		free(rows);
-	}
+	n = locks_or_err("--status --metrics", c, &k, &rows);
+	count_rows(m, rows, n, NULL);
+	if ((n = slots_status(c, &k, &rows, &why)) == -1)
+		die(EXIT_UNAVAILABLE, "--status --metrics: %s", why.msg);
+	slots_key(&k, 0, &queue);
+	key_format(&queue, id, sizeof(id));
+	count_rows(m, rows, n, id);
 }
 
 /* The named KEYs, each once, read: their count. */

@@ -389,6 +389,19 @@ pglock_paused 'held-k' 0.0"
 	bg s1 pglock --slots 3 slot-k sleep 60
 	bg s2 pglock --slots 3 slot-k sleep 60
 	wait_until 10 bash -c "[ \"\$($PGLOCK --status --metrics --slots 3 slot-k | grep '^pglock_lock_holders')\" = 'pglock_lock_holders{key=\"slot-k\"} 2' ]"
+	# Without N too, as --status KEY finds them.
+	run -0 pglock --status --metrics slot-k
+	assert_line 'pglock_lock_holders{key="slot-k"} 2'
+	assert_line 'pglock_lock_waiters{key="slot-k"} 0'
+	# Slots full: a waiter holds their queue, and waits.
+	bg s3 pglock --slots 2 full-k sleep 60
+	bg s4 pglock --slots 2 full-k sleep 60
+	wait_until 10 bash -c "$PGLOCK --status --metrics full-k | grep -qx 'pglock_lock_holders{key=\"full-k\"} 2'"
+	bg w pglock --slots 2 full-k true
+	wait_until 10 bash -c "$PGLOCK --status --metrics full-k | grep -qx 'pglock_lock_waiters{key=\"full-k\"} 1'"
+	run -0 pglock --status --metrics full-k
+	assert_line 'pglock_lock_holders{key="full-k"} 2'
+	assert_line 'pglock_lock_waiters{key="full-k"} 1'
 }
 
 @test "--metrics is for --status, without --json or --ok-within; a KEY not UTF-8 cannot be a label: 64" {
