@@ -417,7 +417,7 @@ fence_or_err(const struct run *r)
 	size_t len = sizeof("pglock-fence:") + strlen(o->key);
 	long long v;
 	PGconn *fc;
-	int status;
+	int status, seen;
 
 	if ((tenant = malloc(len)) == NULL)
 		die_errno(EXIT_OSERR, "malloc");
@@ -427,6 +427,12 @@ fence_or_err(const struct run *r)
 	fc = r->lk.xact ? conn_open(&co, &why) : r->c;
 	if (fc == NULL)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why.msg);
+	/* Its own connection must reach the lock's server, not a proxy's other. */
+	if (fc != r->c && (seen = lock_seen(fc, &r->lk, r->backend_pid,
+	    answer_ms(o), &why)) != 1)
+		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, seen == -1 ?
+		    why.msg : "its connection reached another server than the "
+		    "lock's (through a proxy?): a number there fences nothing");
 	status = allocate_or_err(r, fc, tenant, -1, &cr, &v);
 	free(tenant);
 	if (status != 0) {

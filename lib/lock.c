@@ -238,6 +238,38 @@ lock_recheck(PGconn *c, const struct lock_req *r, int pid, int *sig,
 	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
 }
 
+int
+lock_seen(PGconn *c, const struct lock_req *r, int pid, long ms,
+    struct err *err)
+{
+	char sql[768], tag[512], num[16];
+	const char *params[4];
+	struct args a;
+	PGresult *res;
+	int rc = -1;
+
+	key_args(&r->key, &a);
+	tag_sql(&a, tag, sizeof(tag));
+	memcpy(params, a.params, sizeof(a.params));
+	snprintf(num, sizeof(num), "%d", pid);
+	params[a.n] = num;
+	params[a.n + 1] = NULL;
+	snprintf(sql, sizeof(sql), "SELECT EXISTS (SELECT FROM "
+	    "pg_catalog.pg_lock_status() l WHERE l.locktype = 'advisory' AND "
+	    "l.granted AND l.pid = $%d::int4 AND %s)", a.n + 1, tag);
+	if ((res = conn_exec(c, sql, params, ms, err)) == NULL)
+		return -1;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		conn_result_error(res, err);
+	else if (PQntuples(res) != 1 || PQnfields(res) != 1)
+		err_set(err, "the server's answer to the lock's look-up is "
+		    "not PostgreSQL's");
+	else
+		rc = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	return rc;
+}
+
 const char lock_standby_said[] = CONN_STANDBY_SAID;
 
 /* [xact][try][shared] */

@@ -101,6 +101,14 @@ int lock_result_pid(PGresult *res, int col, int *pid, struct err *err);
 enum lock_result lock_recheck(PGconn *c, const struct lock_req *r, int pid,
     int *sig, struct err *err);
 
+/*
+ * Does c's server show r's lock granted to server process pid: is c on the
+ * lock's server (another connection may reach another, through a proxy)?
+ * Answered within ms: 1, 0, or -1 (err).
+ */
+int lock_seen(PGconn *c, const struct lock_req *r, int pid, long ms,
+    struct err *err);
+
 /* The reason given when the server is a standby. */
 extern const char lock_standby_said[];
 

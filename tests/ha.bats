@@ -285,3 +285,28 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	run -0 timeout 20 "$PGLOCK" --require-sync --version-counter rs-t
 	assert_output 1
 }
+
+@test "--fence under --scope transaction, its own connection routed by a proxy to another server than the lock's: 69 before COMMAND, no number there" {
+	ahost=$PGHOST aport=$PGPORT a="$PGHOST/.s.PGSQL.$PGPORT"
+	own_server
+	b="$OWN/.s.PGSQL.$PGPORT"
+	d=$BATS_TEST_TMPDIR
+	mkdir "$d/split" "$d/same"
+	# Each new connection to the next server in turn; or both to one.
+	bg split "$PYTHON" "$BATS_TEST_DIRNAME/alternate.py" "$d/split" "$a" "$b"
+	bg same "$PYTHON" "$BATS_TEST_DIRNAME/alternate.py" "$d/same" "$a" "$a"
+	wait_until 10 test -s "$d/split/port"
+	wait_until 10 test -s "$d/same/port"
+	for i in 1 2; do
+		run -69 --separate-stderr timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$(cat "$d/split/port")" --scope transaction --fence fx-k touch "$d/ran"
+		assert_equal "$stderr" "pglock: fx-k: fence: its connection reached another server than the lock's (through a proxy?): a number there fences nothing"
+	done
+	[ ! -e "$d/ran" ]
+	# The other server (libpq's environment now) got no number.
+	[ "$(sql "SELECT to_regclass('pglock_versions') IS NULL")" = t ]
+	run -0 timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$(cat "$d/same/port")" --scope transaction --fence fx-k sh -c 'echo "$PGLOCK_FENCE"'
+	fence=$output
+	[ "$fence" -ge 1 ]
+	run -0 psql -h "$ahost" -p "$aport" -XAtc "SELECT version FROM pglock_versions WHERE tenant = 'pglock-fence:fx-k'"
+	assert_output "$fence"
+}
