@@ -22,21 +22,21 @@ FUZZ_CHECK_SECONDS = 15
 
 all: pglock
 
-# Each binary is built twice: here, and under build/san/ for `make sanitize`.
-# One object a source (each depends on every header: simple, and a change
-# rebuilds only what it touches: tests/mutants.sh builds 135 mutants).
+# Each binary is built twice: here, from one object a source (each depends
+# on every header: a change rebuilds only what it touches, as each of
+# tests/mutants.sh's mutants does), and under build/san/ for `make
+# sanitize`, in one step. Objects do not follow CFLAGS: `make clean` first.
 OBJ = $(SRC:.c=.o)
 pglock: $(OBJ)
-build/san/pglock: $(SRC:%.c=build/san/%.o)
-pglock build/san/pglock:
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PQ_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJ) $(PQ_LIBS)
 
-%.o: %.c $(HDR)
+$(OBJ): $(HDR)
+.c.o:
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(PQ_CFLAGS) -c -o $@ $<
 
-build/san/%.o: %.c $(HDR)
+build/san/pglock: $(SRC) $(HDR)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(PQ_CFLAGS) -c -o $@ $<
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(PQ_CFLAGS) $(LDFLAGS) -o $@ $(SRC) $(PQ_LIBS)
 
 tests/unit_arg build/san/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h lib/err.h
 	@mkdir -p $(@D)

@@ -101,6 +101,9 @@ lease_ms(const struct opts *o)
 static int again_or_err(const struct run *, const char *);
 static int pause_until(long);
 
+/* When again_or_err() stops retrying standby or read-only answers; -1: none. */
+static long role_by = -1;
+
 /* --scope session on a path not proven direct: 69, before anything runs. */
 static int
 unproven_or_err(const struct run *r)
@@ -211,16 +214,18 @@ report_busy(const struct run *r)
 static int
 again_or_err(const struct run *r, const char *why)
 {
-	static long role_by = -1;
 	const struct opts *o = r->o;
-	int role = conn_read_only() || strcmp(why, lock_standby_said) == 0;
 	long now = mono_ms();
-	int sig;
+	int role, sig;
 
 	/* Read what came last (a FATAL, or end of file) to know. */
 	if (PQconsumeInput(r->c))
 		(void)PQisBusy(r->c);
-	if (role && role_by < 0)
+	role = conn_read_only() || strcmp(why, lock_standby_said) == 0;
+	/* A run of role answers: the first sets their bound. */
+	if (!role)
+		role_by = -1;
+	else if (role_by < 0)
 		role_by = now + o->conn.connect_ms;
 	/* -w: no time left for another try is none. */
 	if ((!conn_cut(r->c) && !role) || o->conn.connect_ms == 0 ||
@@ -326,6 +331,7 @@ acquire_or_err(struct run *r)
 		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
 	switch (got) {
 	case LOCK_ACQUIRED:
+		role_by = -1;	/* the next role answer starts anew */
 		return 0;
 	case LOCK_BUSY:
 		report_busy(r);
@@ -361,8 +367,9 @@ say_acquired(const struct run *r)
 
 /*
  * Allocate TENANT's next version into *v, in a transaction left open under
- * r's lock, for the caller to commit or roll back. Returns 0, NOT_GOT, or
- * 128 + the signal that cancelled the wait; dies on errors.
+ * r's lock, for the caller to commit or roll back. Returns 0, NOT_GOT,
+ * 128 + the signal that cancelled the wait, or RUN_AGAIN (again_or_err():
+ * on run's own session, cut or answered by a standby); dies on errors.
  */
 static int
 allocate_or_err(const struct run *run, PGconn *c, const char *tenant,
@@ -378,6 +385,7 @@ allocate_or_err(const struct run *run, PGconn *c, const char *tenant,
 	r->require_sync = o->require_sync;
 	switch (counter_next(c, r, v, &sig, &why)) {
 	case COUNTER_OK:
+		role_by = -1;
 		return 0;
 	case COUNTER_UNSAFE:
 		die(EXIT_UNAVAILABLE, "%s: the server has standbys, none of them "
@@ -404,7 +412,9 @@ allocate_or_err(const struct run *run, PGconn *c, const char *tenant,
  * of its own (sharing tenant KEY's lock would let "pglock --version-counter K
  * pglock --fence K" deadlock) and committed at once. Under a transaction's
  * lock that commit would release the lock, and the open transaction keep the
- * row locked: a connection of its own. Returns 0, or a cancelled wait's 128+N.
+ * row locked: a connection of its own, whose allocation commits only if its
+ * transaction's server shows the lock (a proxy or pooler may route it to
+ * another). Returns 0, RUN_AGAIN, or 128+N of a signal that came meanwhile.
  */
 static int
 fence_or_err(const struct run *r)
@@ -427,18 +437,20 @@ fence_or_err(const struct run *r)
 	fc = r->lk.xact ? conn_open(&co, &why) : r->c;
 	if (fc == NULL)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why.msg);
-	/* Its own connection must reach the lock's server, not a proxy's other. */
-	if (fc != r->c && (seen = lock_seen(fc, &r->lk, r->backend_pid,
-	    answer_ms(o), &why)) != 1)
-		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, seen == -1 ?
-		    why.msg : "its connection reached another server than the "
-		    "lock's (through a proxy?): a number there fences nothing");
 	status = allocate_or_err(r, fc, tenant, -1, &cr, &v);
 	free(tenant);
 	if (status != 0) {
 		if (fc != r->c)
 			PQfinish(fc);
 		return status;
+	}
+	/* In the allocation's transaction: the server it committed on. */
+	if (fc != r->c && (seen = lock_seen(fc, &r->lk, r->backend_pid,
+	    answer_ms(o), &why)) != 1) {
+		(void)conn_end(fc, 0, answer_ms(o), &why);
+		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, seen == -1 ?
+		    why.msg : "its connection reached another server than the "
+		    "lock's (through a proxy?): a number there fences nothing");
 	}
 	if (conn_end(fc, 1, answer_ms(o), &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why.msg);

@@ -132,7 +132,8 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
  * follows), the settings, then one statement that takes the tenant's lock and
  * only then bumps the row; with -n a lock not got bumps nothing: no row. Its
  * second column: a failover could repeat the number, as the server has
- * standbys and none of them synchronous (asked under require_sync only).
+ * standbys (WAL senders but logical ones) and none of them synchronous
+ * (asked under require_sync only).
  */
 struct bumped {
 	long long version;
@@ -160,7 +161,9 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 	    "SELECT true AS got FROM pg_catalog.pg_advisory_xact_lock($2::bigint)",
 	    r->table, r->require_sync ? "pg_catalog.current_setting("
 	    "'synchronous_standby_names') = '' AND EXISTS (SELECT FROM "
-	    "pg_catalog.pg_stat_replication)" : "false");
+	    "pg_catalog.pg_stat_replication w WHERE NOT EXISTS (SELECT FROM "
+	    "pg_catalog.pg_replication_slots s WHERE s.active_pid = w.pid AND "
+	    "s.slot_type = 'logical'))" : "false");
 	if (!PQenterPipelineMode(c) ||
 	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, CONN_XACT, err) == -1 ||
 	    conn_queue(c, sql, 2, params) == -1 ||
