@@ -18,7 +18,7 @@ struct proc {
 	pid_t pid, ppid, pgrp;
 	int live;		/* not exited: running, stopped, or a zombie
 				   leader whose other threads run */
-	int below;		/* below the root */
+	int below;		/* below the root: how deep (1: a child) */
 };
 
 /*
@@ -109,12 +109,15 @@ list_procs(struct proc **out)
 	return (long)n;
 }
 
-/* Mark what is below root, not spare nor below it: pass after pass, by parent. */
-static void
+/*
+ * Mark what is below root, not spare nor below it, with its depth: pass after
+ * pass, by parent. The deepest: how deep.
+ */
+static int
 mark_below(struct proc *ps, long n, pid_t root, pid_t spare)
 {
 	struct proc key = { 0, 0, 0, 0, 0 }, *parent;
-	int more = 1;
+	int more = 1, deepest = 0;
 	long i;
 
 	while (more) {
@@ -126,11 +129,18 @@ mark_below(struct proc *ps, long n, pid_t root, pid_t spare)
 			key.pid = ps[i].ppid;
 			parent = bsearch(&key, ps, (size_t)n, sizeof(*ps),
 			    by_pid);
-			if (ps[i].ppid == root || (parent != NULL &&
-			    parent->below))
-				more = ps[i].below = 1;
+			if (ps[i].ppid == root)
+				ps[i].below = 1;
+			else if (parent != NULL && parent->below)
+				ps[i].below = parent->below + 1;
+			else
+				continue;
+			more = 1;
+			if (ps[i].below > deepest)
+				deepest = ps[i].below;
 		}
 	}
+	return deepest;
 }
 
 int
@@ -138,20 +148,25 @@ tree_signal(pid_t root, int sig, pid_t pgrp, pid_t spare)
 {
 	struct proc *ps;
 	long n, i;
-	int found = 0, cont = sig != 0 && sig != SIGKILL && sig != SIGCONT &&
-	    sig != SIGUSR1 && sig != SIGUSR2;
+	int found = 0, depth, deepest, cont = sig != 0 && sig != SIGKILL &&
+	    sig != SIGCONT && sig != SIGUSR1 && sig != SIGUSR2;
 
 	if ((n = list_procs(&ps)) < 0)
 		return -1;
-	mark_below(ps, n, root, spare);
-	for (i = 0; i < n; i++) {
-		if (!ps[i].below || !ps[i].live || (pgrp != 0 &&
-		    ps[i].pgrp == pgrp))
-			continue;
-		found++;
-		if (sig != 0)
-			(void)kill(ps[i].pid, sig);
-	}
+	deepest = mark_below(ps, n, root, spare);
+	/*
+	 * A parent before its children (pids wrap: not by pid): a shell KILLed
+	 * first cannot say "Killed" of a child KILLed before it.
+	 */
+	for (depth = 1; depth <= deepest; depth++)
+		for (i = 0; i < n; i++) {
+			if (ps[i].below != depth || !ps[i].live ||
+			    (pgrp != 0 && ps[i].pgrp == pgrp))
+				continue;
+			found++;
+			if (sig != 0)
+				(void)kill(ps[i].pid, sig);
+		}
 	for (i = 0; cont && i < n; i++)
 		if (ps[i].below && ps[i].live && (pgrp == 0 ||
 		    ps[i].pgrp != pgrp))
