@@ -626,6 +626,22 @@ say_waiting(void *arg, int n)
 }
 
 /*
+ * A transaction's lock on a path that passes the session through (libpq's
+ * backend pid is the lock's server process: a TCP proxy, not a pooler) is
+ * renewed aside where the server has synchronous standbys (lease.h); into
+ * a, or NULL.
+ */
+static const struct lease_aside *
+aside_of(const struct run *r, struct lease_aside *a)
+{
+	if (!r->lk.xact || PQbackendPID(r->c) != r->backend_pid)
+		return NULL;
+	a->conn = &r->o->conn;
+	a->pid = r->backend_pid;
+	return a;
+}
+
+/*
  * The gate opens only on a lease that leaves the command its time: a grant
  * read late (pglock stopped, a slow answer) or a slow read of pglock's
  * tables is checked again first. Lost: exits 75, the command unrun.
@@ -634,9 +650,11 @@ static void
 fresh_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
+	struct lease_aside a;
 	struct err why;
 
-	if (lease_fresh(r->c, &r->lk, o->check_ms, &r->since, &why))
+	if (lease_fresh(r->c, &r->lk, aside_of(r, &a), o->check_ms, &r->since,
+	    &why))
 		return;
 	child_abort(&r->ch);
 	if (o->mode == MODE_HOLD)
@@ -656,6 +674,7 @@ watch_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
 	struct lease_check check;
+	struct lease_aside a;
 	struct child_watch w = { .fd = PQsocket(r->c), .step = lease_step,
 	    .finish = lease_finish, .arg = &check, .max_ms = o->max_ms,
 	    .waiting = o->verbose ? say_waiting : NULL, .waiting_arg = r };
@@ -668,7 +687,8 @@ watch_or_err(struct run *r)
 	fresh_or_err(r);
 	if (r->ch.pid == -1)
 		spawn_or_err(o, &r->ch);
-	lease_start(&check, r->c, &r->lk, o->check_ms, r->since);
+	lease_start(&check, r->c, &r->lk, aside_of(r, &a), o->check_ms,
+	    r->since);
 	r->ch.kill_by = lease_end(&check);
 	switch (child_open_gate(&r->ch, o->argv != NULL ? o->argv[0] :
 	    "--hold", &status, &why)) {

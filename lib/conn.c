@@ -676,8 +676,7 @@ conn_await(PGconn *c, long by)
 	return ev == EV_DEADLINE ? CONN_LATE : CONN_BROKEN;
 }
 
-/* Cancel the running query: a lock waiter leaves the queue. */
-static void
+void
 conn_cancel(PGconn *c)
 {
 	char buf[256];

@@ -89,6 +89,12 @@ enum conn_ready {
 	CONN_BROKEN		/* the connection failed */
 };
 
+/*
+ * Cancel c's running query (a lock waiter leaves the queue; a commit stops
+ * waiting for a synchronous standby), the request bounded to 2 s.
+ */
+void conn_cancel(PGconn *c);
+
 /* Wait, until mono_ms() reaches by, until an answer on c can be read. */
 enum conn_ready conn_await(PGconn *c, long by);
 

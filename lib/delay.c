@@ -3,8 +3,9 @@
  * delay: the lock-delay's SQL. --break keeps a companion lock of the broken
  * lock's, which every new holder looks at (and lets go at once) before its
  * command starts; the server's start, crash recovery and promotion are read
- * from what any role may see: pg_postmaster_start_time() and, where the role
- * may call it, pg_control_checkpoint().
+ * from what any role may see: pg_postmaster_start_time(),
+ * pg_last_xact_replay_timestamp() and, where the role may call it,
+ * pg_control_checkpoint().
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,8 +39,16 @@ companion(const char *id, char num[24], struct err *err)
  * since the end of crash recovery after the start (an end-of-recovery
  * checkpoint: a shutdown one, oldest_active_xid 0, newer than the start;
  * its time is in whole seconds: one more); a promotion whose first
- * checkpoint is not done (pg_control still on the old timeline).
+ * checkpoint is not done (pg_control still on the old timeline); ms since
+ * the last transaction replayed before a promotion (or in crash recovery).
+ * With synchronous standbys an old holder's every renewal is such a
+ * transaction (lock.c), and its lease ends at most S after the last one: a
+ * promoted server's new holders wait until then, even once the promotion's
+ * checkpoint is done. It is the old primary's clock against this one's.
  */
+#define REPLAYED_SQL "(extract(epoch FROM pg_catalog.clock_timestamp() - " \
+    "pg_catalog.pg_last_xact_replay_timestamp()) * 1000)::bigint"
+
 static const char look_sql[] = "SELECT "
     "pg_catalog.pg_try_advisory_lock_shared($1::bigint) AND "
     "pg_catalog.pg_advisory_unlock_shared($1::bigint), "
@@ -49,14 +58,15 @@ static const char look_sql[] = "SELECT "
     "pg_catalog.pg_postmaster_start_time() THEN (extract(epoch FROM "
     "pg_catalog.clock_timestamp() - k.checkpoint_time) * 1000)::bigint "
     "- 1000 END, k.timeline_id <> ('x' || left(pg_catalog.pg_walfile_name("
-    "pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::int "
-    "FROM pg_catalog.pg_control_checkpoint() k";
+    "pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::int, " REPLAYED_SQL
+    " FROM pg_catalog.pg_control_checkpoint() k";
 
 static const char look_plain_sql[] = "SELECT "
     "pg_catalog.pg_try_advisory_lock_shared($1::bigint) AND "
     "pg_catalog.pg_advisory_unlock_shared($1::bigint), "
     "(extract(epoch FROM pg_catalog.clock_timestamp() - "
-    "pg_catalog.pg_postmaster_start_time()) * 1000)::bigint, NULL, false";
+    "pg_catalog.pg_postmaster_start_time()) * 1000)::bigint, NULL, false, "
+    REPLAYED_SQL;
 
 /* An event ago_ms ago, lease_ms long: wait out the rest, if it is longer. */
 static void
@@ -88,15 +98,16 @@ static int
 read_look(PGresult *res, long lease_ms, struct delay_look *out,
     struct err *err)
 {
-	long started, recovered = 0;
+	long started, recovered = 0, replayed = 0;
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		conn_result_error(res, err);
 		return -1;
 	}
-	if (PQntuples(res) != 1 || PQnfields(res) != 4 ||
+	if (PQntuples(res) != 1 || PQnfields(res) != 5 ||
 	    number(res, 1, &started) == -1 || (!PQgetisnull(res, 0, 2) &&
-	    number(res, 2, &recovered) == -1)) {
+	    number(res, 2, &recovered) == -1) || (!PQgetisnull(res, 0, 4) &&
+	    number(res, 4, &replayed) == -1)) {
 		err_set(err, "the server's answer to the lock-delay's look is "
 		    "not PostgreSQL's");
 		return -1;
@@ -110,6 +121,9 @@ read_look(PGresult *res, long lease_ms, struct delay_look *out,
 		    recovered);
 	if (strcmp(PQgetvalue(res, 0, 3), "t") == 0)
 		event(out, lease_ms, "the server was promoted", -1);
+	if (!PQgetisnull(res, 0, 4))
+		event(out, lease_ms, "the server replayed its last transaction "
+		    "in recovery", replayed);
 	return 0;
 }
 

@@ -9,10 +9,11 @@
 
 void
 lease_start(struct lease_check *k, PGconn *c, const struct lock_req *lk,
-    long check_ms, long since)
+    const struct lease_aside *aside, long check_ms, long since)
 {
 	k->conn = c;
 	k->lock = lk;
+	k->aside = aside;
 	k->lease = lease_of(check_ms);
 	k->sent = -1;
 	k->next = since + check_ms;
@@ -32,10 +33,32 @@ unanswered(const struct lease *l, struct err *err)
 	    "within %.3g s", (double)l->answer_ms / 1000.0);
 }
 
+/*
+ * The check sent at sent found the lock held, on a server with synchronous
+ * standbys if sync: where it must (see lease_aside), renew it aside within
+ * the check's bound. 1 renewed, else 0 (err): the lock counts as lost.
+ */
+static int
+renewed(const struct lease_aside *aside, const struct lock_req *lk,
+    const struct lease *l, int sync, long sent, struct err *err)
+{
+	struct err why;
+
+	if (aside == NULL || !sync || lock_renew_aside(aside->conn, lk,
+	    aside->pid, sent + l->answer_ms, &why))
+		return 1;
+	err_set(err, "the lease was not renewed within %.3g s by a commit a "
+	    "synchronous standby confirmed: %s", (double)l->answer_ms / 1000.0,
+	    why.msg);
+	return 0;
+}
+
 /* Read what came: 1 held (an answer renews the lease), else 0. */
 static int
 take_answer(struct lease_check *k, struct err *err)
 {
+	int sync = 0;
+
 	/* PQisBusy parses what came, such as a FATAL notice. */
 	if (!PQconsumeInput(k->conn)) {
 		(void)PQisBusy(k->conn);
@@ -44,8 +67,9 @@ take_answer(struct lease_check *k, struct err *err)
 	}
 	if (PQisBusy(k->conn) || k->sent < 0)
 		return 1;
-	if (lock_check_read(k->conn, k->sent + k->lease.answer_ms, NULL,
-	    err) != 1)
+	if (lock_check_read(k->conn, k->sent + k->lease.answer_ms, NULL, &sync,
+	    err) != 1 || !renewed(k->aside, k->lock, &k->lease, sync, k->sent,
+	    err))
 		return 0;
 	/* The lease runs from the answered check's sending. */
 	k->answered = k->sent;
@@ -54,13 +78,16 @@ take_answer(struct lease_check *k, struct err *err)
 }
 
 int
-lease_fresh(PGconn *c, const struct lock_req *lk, long check_ms, long *since,
+lease_fresh(PGconn *c, const struct lock_req *lk,
+    const struct lease_aside *aside, long check_ms, long *since,
     struct err *err)
 {
 	const struct lease l = lease_of(check_ms);
 	long sent = mono_ms();
+	int sync = 0;
 
-	if (sent - *since < l.answer_ms)
+	/* Renewed aside or not, a grant's lease is the check's to say. */
+	if (sent - *since < l.answer_ms && aside == NULL)
 		return 1;
 	/* Parse what came meanwhile, such as why the server hung up. */
 	(void)PQconsumeInput(c);
@@ -79,7 +106,8 @@ lease_fresh(PGconn *c, const struct lock_req *lk, long check_ms, long *since,
 	case CONN_READY:
 		break;
 	}
-	if (lock_check_read(c, sent + l.answer_ms, NULL, err) != 1)
+	if (lock_check_read(c, sent + l.answer_ms, NULL, &sync, err) != 1 ||
+	    !renewed(aside, lk, &l, sync, sent, err))
 		return 0;
 	/* pglock itself may have been stopped since the answer came. */
 	if (mono_ms() - sent >= l.answer_ms) {
@@ -141,5 +169,5 @@ lease_finish(void *arg, struct err *err)
 		break;
 	}
 	return lock_check_read(k->conn, k->sent + k->lease.answer_ms, NULL,
-	    err) == 1;
+	    NULL, err) == 1;
 }

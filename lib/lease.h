@@ -39,20 +39,36 @@ lease_of(long check_ms)
 }
 
 /*
+ * A transaction's lock where the server has synchronous standbys keeps no xid,
+ * and its checks commit nothing a standby confirms: each is renewed on a
+ * connection of its own (lock_renew_aside), opened with conn, where the lock
+ * is held by the server process pid. Only through a path that passes the
+ * session through (a TCP proxy: libpq's backend pid is the server's); through
+ * a pooler, a connection of its own would wait for one its holders pin.
+ */
+struct lease_aside {
+	const struct conn_opts *conn;
+	int pid;
+};
+
+/*
  * Before the command's gate, on the lease of lk held on c since *since (the
  * mono_ms() the last request the server answered holding it was sent): 1 if
  * less than A has gone since, so the command starts with at least C + A left
- * before the KILL, as after any answered check; else after a check sent now
- * and answered within A, its sending in *since. 0 if that check finds the lock
+ * before the KILL, as after any answered check (with aside, never: a grant
+ * is not a renewal); else after a check sent now and answered (and renewed
+ * aside) within A, its sending in *since. 0 if that check finds the lock
  * lost or comes late (the reason in err): the command must not start.
  */
-int lease_fresh(PGconn *c, const struct lock_req *lk, long check_ms,
-    long *since, struct err *err);
+int lease_fresh(PGconn *c, const struct lock_req *lk,
+    const struct lease_aside *aside, long check_ms, long *since,
+    struct err *err);
 
 /* The checks of one held lock: what is in flight, and what is due. */
 struct lease_check {
 	PGconn *conn;			/* the session that holds the lock */
 	const struct lock_req *lock;
+	const struct lease_aside *aside;	/* NULL: renewed by the checks */
 	struct lease lease;
 	long sent;	/* mono_ms() the check in flight was sent; -1: none */
 	long next;	/* when the next check is due */
@@ -62,7 +78,7 @@ struct lease_check {
 
 /* Checks of lk, held on c since (mono_ms()), every check_ms. */
 void lease_start(struct lease_check *k, PGconn *c, const struct lock_req *lk,
-    long check_ms, long since);
+    const struct lease_aside *aside, long check_ms, long since);
 
 /* mono_ms() by which the command must be dead unless a check renews it. */
 long lease_end(const struct lease_check *k);

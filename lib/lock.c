@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "lock.h"
 
@@ -83,26 +84,32 @@ send_portal_closer(PGconn *c, const struct lock_req *r)
 	return !r->xact || conn_queue(c, sql, 0, NULL) == 0;
 }
 
+/* The server has synchronous standbys. */
+#define SYNC_SQL "pg_catalog.current_setting('synchronous_standby_names') <> ''"
+
+/* A commit that writes this, a few dozen bytes of WAL and no table, must
+ * wait for a synchronous standby (synchronous_commit on: conn.h). */
+#define EMIT_SQL "pg_catalog.pg_logical_emit_message(true, 'pglock', '')"
+#define EMIT_ALLOWED "pg_catalog.has_function_privilege(" \
+	"'pg_catalog.pg_logical_emit_message(boolean, text, text)', 'EXECUTE')"
+
 /*
  * Where the server has synchronous standbys, a session's lock is renewed only
- * by a commit one of them confirmed (synchronous_commit is on: conn.h): a
- * transactional logical message, no table, an xid and a few dozen bytes of
- * WAL. It commits at the pipeline's sync, before which the server sends no
- * answer: a primary cut off from its synchronous standbys (a stale one, after
- * a failover) leaves the check unanswered, and the lease ends. Not under a
- * transaction's lock, which keeps no xid; nor where the role may not call it.
+ * by a commit one of them confirmed. The check's implicit transaction commits
+ * at the pipeline's sync, before which the server sends no answer: a primary
+ * cut off from its synchronous standbys (a stale one, after a failover)
+ * leaves the check unanswered, and the lease ends. A transaction's lock,
+ * which keeps no xid, is renewed on a connection of its own
+ * (lock_renew_aside). Not where the role may not call it.
  */
-#define RENEW_SQL " FROM (SELECT CASE WHEN" \
-	" pg_catalog.current_setting('synchronous_standby_names') <> '' AND" \
-	" pg_catalog.has_function_privilege(" \
-	"'pg_catalog.pg_logical_emit_message(boolean, text, text)', 'EXECUTE')" \
-	" THEN pg_catalog.pg_logical_emit_message(true, 'pglock', '') END) renew"
+#define RENEW_SQL " FROM (SELECT CASE WHEN " SYNC_SQL " AND " EMIT_ALLOWED \
+	" THEN " EMIT_SQL " END) renew"
 
 /* Queue the check's query on a connection in pipeline mode. */
 static int
 send_check(PGconn *c, const struct lock_req *r, struct err *err)
 {
-	char sql[1024], tag[512];
+	char sql[1536], tag[512];
 	struct args a;
 
 	key_args(&r->key, &a);
@@ -114,7 +121,7 @@ send_check(PGconn *c, const struct lock_req *r, struct err *err)
 	snprintf(sql, sizeof(sql), "SELECT pg_catalog.pg_backend_pid(),"
 	    " EXISTS (SELECT FROM pg_catalog.pg_lock_status() l WHERE"
 	    " l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()"
-	    " AND l.granted AND l.mode = '%s' AND %s)%s",
+	    " AND l.granted AND l.mode = '%s' AND %s), " SYNC_SQL "%s",
 	    r->shared ? "ShareLock" : "ExclusiveLock", tag, r->xact ? "" :
 	    RENEW_SQL);
 	if (conn_queue(c, sql, a.n, a.params) == -1 ||
@@ -153,21 +160,26 @@ lock_result_pid(PGresult *res, int col, int *pid, struct err *err)
 	return 0;
 }
 
-/* A check's result: 1 held, 0 not, -1 error; the backend's pid unless NULL. */
+/*
+ * A check's result: 1 held, 0 not, -1 error; the backend's pid unless NULL,
+ * and whether the server has synchronous standbys unless NULL.
+ */
 static int
-check_result(PGresult *res, int *pid, struct err *err)
+check_result(PGresult *res, int *pid, int *sync, struct err *err)
 {
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		conn_result_error(res, err);
 		return -1;
 	}
-	if (PQntuples(res) != 1 || PQnfields(res) != 2) {
+	if (PQntuples(res) != 1 || PQnfields(res) != 3) {
 		err_set(err, "the server's answer to the lock check "
 		    "is not PostgreSQL's");
 		return -1;
 	}
 	if (pid != NULL && lock_result_pid(res, 0, pid, err) == -1)
 		return -1;
+	if (sync != NULL)
+		*sync = strcmp(PQgetvalue(res, 0, 2), "t") == 0;
 	if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
 		err_set(err, "the lock is not held by this session");
 		return 0;
@@ -176,7 +188,7 @@ check_result(PGresult *res, int *pid, struct err *err)
 }
 
 int
-lock_check_read(PGconn *c, long by, int *pid, struct err *err)
+lock_check_read(PGconn *c, long by, int *pid, int *sync, struct err *err)
 {
 	PGresult *res;
 	enum conn_ready ready;
@@ -205,7 +217,7 @@ lock_check_read(PGconn *c, long by, int *pid, struct err *err)
 			break;
 		}
 		if (n++ == 0)
-			held = check_result(res, pid, err);
+			held = check_result(res, pid, sync, err);
 		PQclear(res);
 	}
 	(void)PQexitPipelineMode(c);
@@ -227,7 +239,7 @@ lock_recheck(PGconn *c, const struct lock_req *r, int pid, int *sig,
 		return LOCK_ERROR;
 	if ((res = conn_pipe_next(c, sig, NULL, NULL, err)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
-	held = check_result(res, &pid2, err);
+	held = check_result(res, &pid2, NULL, err);
 	PQclear(res);
 	if (conn_pipe_end(c, sig, held == -1 ? NULL : err) == -1)
 		held = -1;
@@ -238,11 +250,12 @@ lock_recheck(PGconn *c, const struct lock_req *r, int pid, int *sig,
 	return held == 1 && pid2 == pid ? LOCK_ACQUIRED : LOCK_NOT_REAL;
 }
 
-int
-lock_seen(PGconn *c, const struct lock_req *r, int pid, long ms,
+/* lock_seen(), and under renew the synchronous commit's set-up and WAL. */
+static int
+seen(PGconn *c, const struct lock_req *r, int pid, int renew, long ms,
     struct err *err)
 {
-	char sql[768], tag[512], num[16];
+	char sql[1024], tag[512], num[16];
 	const char *params[4];
 	struct args a;
 	PGresult *res;
@@ -256,18 +269,65 @@ lock_seen(PGconn *c, const struct lock_req *r, int pid, long ms,
 	params[a.n + 1] = NULL;
 	snprintf(sql, sizeof(sql), "SELECT EXISTS (SELECT FROM "
 	    "pg_catalog.pg_lock_status() l WHERE l.locktype = 'advisory' AND "
-	    "l.granted AND l.pid = $%d::int4 AND %s)", a.n + 1, tag);
+	    "l.granted AND l.pid = $%d::int4 AND %s)%s", a.n + 1, tag, renew ?
+	    ", pg_catalog.set_config('synchronous_commit', CASE "
+	    "pg_catalog.current_setting('synchronous_commit') WHEN "
+	    "'remote_apply' THEN 'remote_apply' ELSE 'on' END, true), CASE "
+	    "WHEN " EMIT_ALLOWED " THEN " EMIT_SQL " END" : "");
 	if ((res = conn_exec(c, sql, params, ms, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		conn_result_error(res, err);
-	else if (PQntuples(res) != 1 || PQnfields(res) != 1)
+	else if (PQntuples(res) != 1 || PQnfields(res) != (renew ? 3 : 1))
 		err_set(err, "the server's answer to the lock's look-up is "
 		    "not PostgreSQL's");
 	else
 		rc = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);
 	return rc;
+}
+
+int
+lock_seen(PGconn *c, const struct lock_req *r, int pid, long ms,
+    struct err *err)
+{
+	return seen(c, r, pid, 0, ms, err);
+}
+
+int
+lock_renew_aside(const struct conn_opts *co, const struct lock_req *r,
+    int pid, long by, struct err *err)
+{
+	struct conn_opts o = *co;
+	PGresult *res;
+	PGconn *c;
+	int rc = 0;
+
+	o.connect_ms = 0;
+	o.deadline_ms = by;
+	o.attempt_ms = 0;
+	o.retrying = NULL;
+	if ((c = conn_open(&o, err)) == NULL)
+		return 0;
+	if ((res = conn_exec(c, "BEGIN", NULL, by - mono_ms(), err)) != NULL &&
+	    PQresultStatus(res) != PGRES_COMMAND_OK)
+		conn_result_error(res, err);
+	else if (res != NULL && (rc = seen(c, r, pid, 1, by - mono_ms(),
+	    err)) == 0)
+		err_set(err, "the lock's renewal reached another server than "
+		    "the lock's (through a proxy?)");
+	PQclear(res);
+	if (rc == 1 && conn_end(c, 1, by - mono_ms(), err) == -1) {
+		rc = 0;
+		/* The commit waits on: let its server process go. */
+		if (mono_ms() >= by) {
+			conn_cancel(c);
+			err_set(err, "its commit was not confirmed in time (a "
+			    "primary cut off from its synchronous standbys?)");
+		}
+	}
+	PQfinish(c);
+	return rc == 1;
 }
 
 const char lock_standby_said[] = CONN_STANDBY_SAID;
@@ -451,7 +511,7 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 	} else {
 		if ((res = conn_pipe_next(c, sig, NULL, NULL, err)) == NULL)
 			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
-		held = check_result(res, NULL, err);
+		held = check_result(res, NULL, NULL, err);
 		PQclear(res);
 	}
 	if (held != -1)

@@ -11,6 +11,8 @@
 #include "err.h"
 #include "key.h"
 
+struct conn_opts;
+
 struct lock_req {
 	struct key key;
 	int shared;		/* pg_advisory_lock_shared, not exclusive */
@@ -72,10 +74,12 @@ int lock_check_send(PGconn *c, const struct lock_req *r, struct err *err);
 
 /*
  * Read lock_check_send's answer, each part awaited until by (mono_ms(); -1:
- * no bound), the backend's pid into *pid unless NULL: 1 still held, 0 gone,
- * -1 error or late; the reason in err.
+ * no bound), the backend's pid into *pid and whether the server has
+ * synchronous standbys into *sync unless NULL: 1 still held, 0 gone, -1 error
+ * or late; the reason in err.
  */
-int lock_check_read(PGconn *c, long by, int *pid, struct err *err);
+int lock_check_read(PGconn *c, long by, int *pid, int *sync,
+    struct err *err);
 
 /*
  * Release the lock (unlock, or COMMIT its transaction), answered within ms: 0,
@@ -108,6 +112,17 @@ enum lock_result lock_recheck(PGconn *c, const struct lock_req *r, int pid,
  */
 int lock_seen(PGconn *c, const struct lock_req *r, int pid, long ms,
     struct err *err);
+
+/*
+ * A transaction's lock r, held by the server process pid, where the server
+ * has synchronous standbys: renew its lease on a connection of its own (o's,
+ * no retry, given up at by), by a commit a synchronous standby confirmed and
+ * that saw the lock on its server. 1, or 0 with the reason in err: not
+ * renewed (a stale primary's commit waits; a proxy may route the connection
+ * to the new one, where the lock is not).
+ */
+int lock_renew_aside(const struct conn_opts *o, const struct lock_req *r,
+    int pid, long by, struct err *err);
 
 /* The reason given when the server is a standby. */
 extern const char lock_standby_said[];

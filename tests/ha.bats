@@ -251,6 +251,77 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	assert_output 2
 }
 
+@test "a synchronous standby promoted while the old primary serves on: a new holder there waits out the old holder's lease from its last renewal, its checkpoint done or not" {
+	p=$PGLOCK_TEST_DIR/rp-primary s=$PGLOCK_TEST_DIR/rp-standby d=$BATS_TEST_TMPDIR
+	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
+	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
+	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
+	sport=$(pg_on "$s" printenv PGPORT)
+	pg_on "$p" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
+	pg_on "$p" sql "SELECT pg_reload_conf()" >/dev/null
+	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT sync_state FROM pg_stat_replication\")\" = sync ]"
+	old='trap "" TERM; echo $$ >"$0.pid"; while :; do echo old >>"$0"; sleep 0.05; done'
+	new='s=$(cut -d" " -f3 "/proc/$(cat "$0.pid")/stat" 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "new, old alive" >>"$0" || echo "new, old dead" >>"$0"'
+	# A lease of 4 s, renewed every second by a synchronous commit: the
+	# old command is KILLed 3 s after its last answered check.
+	bg old env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --check-interval 1 --kill-after 60 rp-k sh -c "$2" "$3"' "$p" "$PGLOCK" "$old" "$d/log"
+	wait_until 20 test -s "$d/log"
+	sleep 1.5
+	# The old primary serves on, cut off from its synchronous standby; the
+	# promoted server's first checkpoint is done at once: the promotion
+	# itself leaves no trace but the last transaction it replayed.
+	pg_ctl -D "$s/data" -w promote >/dev/null
+	PGHOST=$s PGPORT=$sport run -0 psql -XAtqc CHECKPOINT
+	PGHOST=$s PGPORT=$sport bg new pglock -v -w 30 --check-interval 1 rp-k sh -c "$new" "$d/log"
+	bgwait old 20
+	[ "$bg_status" -eq 75 ]
+	bgwait new 30
+	[ "$bg_status" -eq 0 ]
+	[ "$(tail -n 1 "$d/log")" = "new, old dead" ]
+	grep -Eq "^pglock: rp-k: lock-delay: the server replayed its last transaction in recovery [0-9.]+ s ago; waiting [0-9.]+s more" "$d/new.err"
+}
+
+@test "a transaction's lock through a TCP proxy, its synchronous standby promoted while the old primary serves on: renewed aside, the holder is stopped, a waiter granted there never runs" {
+	p=$PGLOCK_TEST_DIR/ap-primary s=$PGLOCK_TEST_DIR/ap-standby d=$BATS_TEST_TMPDIR
+	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
+	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
+	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
+	pport=$(pg_on "$p" printenv PGPORT)
+	pg_on "$p" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
+	pg_on "$p" sql "SELECT pg_reload_conf()" >/dev/null
+	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT sync_state FROM pg_stat_replication\")\" = sync ]"
+	# A TCP proxy, as HAProxy is: the path is not proven direct, so the
+	# lock is a transaction's, which commits nothing a standby confirms.
+	mkdir "$d/proxy"
+	bg proxy "$PYTHON" "$BATS_TEST_DIRNAME/alternate.py" "$d/proxy" "$p/.s.PGSQL.$pport"
+	wait_until 10 test -s "$d/proxy/port"
+	port=$(cat "$d/proxy/port")
+	bg holder "$PGLOCK" -h 127.0.0.1 -p "$port" --check-interval 1 ap-k sh -c 'echo "$PGLOCK_SCOPE" >"$0"; sleep 60' "$d/held"
+	wait_until 15 test -s "$d/held"
+	[ "$(cat "$d/held")" = transaction ]
+	bg waiter "$PGLOCK" -h 127.0.0.1 -p "$port" -w 30 --check-interval 1 ap-k touch "$d/ran"
+	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted\")\" = 1 ]"
+	# The old primary serves on, cut off from its synchronous standby.
+	pg_ctl -D "$s/data" -w promote >/dev/null
+	bgwait holder 15
+	[ "$bg_status" -eq 75 ]
+	run cat "$d/holder.err"
+	assert_output "pglock: ap-k: lock lost while the command ran (the lease was not renewed within 1 s by a commit a synchronous standby confirmed: its commit was not confirmed in time (a primary cut off from its synchronous standbys?)); the command was stopped"
+	# Granted there once the holder is gone: its gate is a renewal too.
+	bgwait waiter 30
+	[ "$bg_status" -eq 75 ]
+	run cat "$d/waiter.err"
+	assert_output "pglock: ap-k: lock lost before the command started (the lease was not renewed within 1 s by a commit a synchronous standby confirmed: its commit was not confirmed in time (a primary cut off from its synchronous standbys?)); the command did not run"
+	# Granted at once, as fresh as a grant gets, is renewed all the same
+	# (a transaction's lock by choice: auto's proof there, over TCP, asks
+	# what a session's check asks, and waits for its commit, within -w).
+	run -75 --separate-stderr timeout 20 "$PGLOCK" --scope transaction -h 127.0.0.1 -p "$port" --check-interval 1 ap-k touch "$d/ran"
+	assert_equal "$stderr" "pglock: ap-k: lock lost before the command started (the lease was not renewed within 1 s by a commit a synchronous standby confirmed: its commit was not confirmed in time (a primary cut off from its synchronous standbys?)); the command did not run"
+	[ ! -e "$d/ran" ]
+	# No renewal's server process is left waiting for the standby.
+	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'\")\" = 0 ]"
+}
+
 @test "--require-sync: where the server's standbys are all asynchronous, no number is handed out (69, rolled back, nothing run); with a synchronous one, or none, it is" {
 	# SB streams from the suite's server, asynchronously.
 	wait_until 10 bash -c '[ "$(psql -XAtc "SELECT count(*) FROM pg_stat_replication")" -ge 1 ]'
