@@ -50,7 +50,7 @@ tests/unit_key build/san/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.
 # What each target needs (tests/deps.sh: as root on Debian it installs
 # what is missing, elsewhere it names the packages). The README's set-up
 # commands run it before make, which a bare Debian lacks.
-deps-check deps-demo deps-valgrind deps-mutants deps-lint:
+deps-check deps-demo deps-valgrind deps-mutants deps-lint deps-ha:
 	tests/deps.sh $(@:deps-%=%)
 
 check: deps-check pglock $(UNIT)
@@ -106,6 +106,11 @@ bench: pglock bench/floor bench/rmw
 	bench/counter.sh
 	bench/fleet.sh
 	bench/once.sh
+
+# pglock across a Patroni cluster (tests/ha.py: etcd, three nodes, HAProxy),
+# as the README's HA section reports it; not part of check: about 40 min.
+ha: deps-ha pglock
+	timeout 5400 /usr/bin/python3 tests/ha.py
 
 # Every mutant of tests/mutants.txt must fail the tests that claim its
 # promise (tests/mutants.sh); bounded, as CI runs it.
@@ -167,4 +172,4 @@ clean:
 	rm -f pglock $(OBJ) $(UNIT)
 	rm -rf build fuzz/bin tests/.san tests/.vg bench/floor bench/rmw
 
-.PHONY: all deps-check deps-demo deps-valgrind deps-mutants deps-lint check sanitize valgrind mutants fuzz lint bench demo install uninstall deb clean
+.PHONY: all deps-check deps-demo deps-valgrind deps-mutants deps-lint deps-ha check sanitize valgrind mutants fuzz lint bench ha demo install uninstall deb clean

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: ISC
 # deps.sh [TARGET...]: make sure what `make TARGET` needs is installed, for
-# TARGET demo, check (the default), sanitize, valgrind, mutants or lint. As
+# TARGET demo, check (the default), sanitize, valgrind, mutants, lint or ha. As
 # root with apt-get (Debian, even a bare debootstrap), install what is
 # missing; elsewhere name the packages and exit 69. The README's set-up
 # commands and CI (.ci/run) install through here, and nowhere else.
@@ -49,8 +49,14 @@ for what in "$@"; do
 	valgrind) need="$need $cluster $(check_needs) valgrind:valgrind" ;;
 	mutants) need="$need $cluster $(check_needs) git:git" ;;
 	lint) need="$need mandoc:mandoc clang:clang cppcheck:cppcheck clang-tidy:clang-tidy" ;;
+	ha)
+		need="$need $cluster patroni:patroni etcd:etcd-server haproxy:haproxy setpriv:util-linux"
+		# Patroni's etcd3 client is built on python-etcd's.
+		/usr/bin/python3 -c 'import etcd' 2>/dev/null ||
+			need="$need missing-pyetcd:python3-etcd"
+		;;
 	*)
-		echo "usage: deps.sh [demo|check|sanitize|valgrind|mutants|lint]..." >&2
+		echo "usage: deps.sh [demo|check|sanitize|valgrind|mutants|lint|ha]..." >&2
 		exit 64
 		;;
 	esac
