@@ -157,9 +157,15 @@ Europe/Paris
 none"
 }
 
-@test "--tz with a zone the server does not know: 64, nothing run, nothing recorded" {
+@test "--tz with a zone the server does not know, or reads as an abbreviation (CEST, IST, CET: a fixed offset): 64, nothing run, nothing recorded" {
 	run -64 --separate-stderr pglock --once-per 1h --tz Mars/Olympus_Mons mars-k touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" 'pglock: --tz: time zone "Mars/Olympus_Mons" not recognized'
+	# AT TIME ZONE would take CEST for +02:00 all year, IST for Israel's,
+	# CET (a zone name too) for +01:00 all year.
+	for tz in CEST IST CET cest; do
+		run -64 --separate-stderr pglock --once-per 1h --tz "$tz" mars-k touch "$BATS_TEST_TMPDIR/ran"
+		assert_equal "$stderr" "pglock: --tz: the server reads '$tz' as an abbreviation (a fixed offset), not as a time zone name (as Europe/Berlin)"
+	done
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	[ "$(sql "SELECT count(*) FROM pglock_runs WHERE key = 'mars-k'")" = 0 ]
 }
