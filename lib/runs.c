@@ -113,8 +113,8 @@ runs_done(const struct runs_row *row, long long period_ms)
 	" (x.j ->> 'paused_until')::timestamptz AS until) p"
 
 /*
- * SQL text s in lower case, as the server matches abbreviations: ASCII's (a
- * Turkish locale's lower('I') is not 'i').
+ * SQL text s in lower case, as the server matches zone names and
+ * abbreviations: ASCII's (a Turkish locale's lower('I') is not 'i').
  */
 #define LOWER(s) "pg_catalog.lower(" s " COLLATE \"C\")"
 
@@ -182,8 +182,9 @@ rfc3339_sql(char *buf, size_t len, const char *t)
  * UTC: the epoch's without a zone) is cut into period_ms from ZONE's local
  * midnight (1w: from Monday's, 4 days after the epoch's Thursday); the slot
  * is due once after_ms of its wall clock have passed; its identity for a
- * zone is a digest of zone, length and wall-clock start. Last, whether ZONE
- * is one AT TIME ZONE reads as an abbreviation (see ABBREV).
+ * zone is a digest of zone (in lower case: the server finds Europe/Berlin as
+ * europe/berlin, one zone, one slot), length and wall-clock start. Last,
+ * whether ZONE is one AT TIME ZONE reads as an abbreviation (see ABBREV).
  */
 static void
 read_sql(char *sql, size_t len, const char *table)
@@ -203,7 +204,8 @@ read_sql(char *sql, size_t len, const char *table)
 	    " 'UTF8')), 'hex'), 16))::bit(64)::bigint, %s, %s, n2.due, %s,"
 	    " n0.ab"
 	    " FROM (SELECT pg_catalog.statement_timestamp() AS t,"
-	    " nullif($2::bigint, 0) AS p, nullif($3::text, '') AS tz,"
+	    " nullif($2::bigint, 0) AS p, " LOWER("nullif($3::text, '')")
+	    " AS tz,"
 	    " coalesce(nullif($3::text, ''), 'UTC') AS z, $4::bigint AS a,"
 	    " " ABBREV("$3::text") " AS ab) n0"
 	    " CROSS JOIN LATERAL (SELECT extract(epoch FROM n0.t AT TIME ZONE"

@@ -170,6 +170,13 @@ none"
 	[ "$(sql "SELECT count(*) FROM pglock_runs WHERE key = 'mars-k'")" = 0 ]
 }
 
+@test "--tz: a zone's name is one slot however its case is spelled, as the server finds the zone" {
+	at "2026-10-24 22:30:00"	# 00:30 on the 25th, in Berlin
+	run -0 dst --once-per 1d --tz Europe/Berlin case-k true
+	run -0 dst --once-per 1d --tz europe/BERLIN case-k touch "$BATS_TEST_TMPDIR/ran"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+}
+
 @test "every bad combination of --tz, --after and --spread is a usage error: 64, its reason, nothing run" {
 	none='shapes the slots of --once-per DURATION: none given'
 	while IFS='|' read -r args says; do
