@@ -256,6 +256,18 @@ spread_of() {
 	assert_line "spread	995s of --spread 1000s: ((id % s) + s) % s, added to --after"
 }
 
+@test "the length is part of a slot: at 00:30 in Berlin, --once-per 1d then 6h (both from midnight) each run, 6h again does not" {
+	log=$BATS_TEST_TMPDIR/log
+	at "2026-10-24 22:30:00"	# 00:30 on the 25th, in Berlin
+	for per in 1d 6h 6h; do
+		run -0 dst --once-per "$per" --tz Europe/Berlin length-k sh -c 'echo "$1 $PGLOCK_SLOT_START $PGLOCK_SLOT_END" >>"$0"' "$log" "$per"
+	done
+	run -0 cat "$log"
+	# 6h from midnight ends at 06:00 CET: 7 hours, the clocks go back.
+	assert_output "1d 2026-10-25T00:00:00+02:00 2026-10-26T00:00:00+01:00
+6h 2026-10-25T00:00:00+02:00 2026-10-25T06:00:00+01:00"
+}
+
 @test "Europe/Berlin's October change: --once-per 1d --tz is one slot of 25 hours, from midnight at +02:00 to midnight at +01:00" {
 	f=$BATS_TEST_TMPDIR/facts
 	at "2026-10-24 22:30:00"	# 00:30 on the 25th, in Berlin
