@@ -268,6 +268,31 @@ spread_of() {
 6h 2026-10-25T00:00:00+02:00 2026-10-25T06:00:00+01:00"
 }
 
+# zoned ARGS...: ARGS with the client's time zone settings set, each to
+# another zone, and German dates.
+zoned() {
+	TZ=America/New_York PGTZ=Asia/Kolkata PGOPTIONS='-c TimeZone=America/Los_Angeles -c DateStyle=German' "$@"
+}
+
+@test "the client's time zone settings (TZ, PGTZ, PGOPTIONS' TimeZone and DateStyle) change no slot fact and no slot's identity" {
+	d=$BATS_TEST_TMPDIR
+	at "2026-10-24 22:45:00"	# 00:45 on the 25th, in Berlin
+	run -0 dst --once-per 1d --tz Europe/Berlin client-tz-k true
+	# Failures, which record no success: the same record for both.
+	at "2026-10-25 10:00:00"	# 11:00 CET
+	run -3 dst --once-per 6h --tz Europe/Berlin client-tz-k sh -c "$FACTS; exit 3" "$d/plain"
+	run -3 zoned dst --once-per 6h --tz Europe/Berlin client-tz-k sh -c "$FACTS; exit 3" "$d/zoned"
+	run -0 cat "$d/zoned"
+	assert_output "$(cat "$d/plain")"
+	[ "$(fact start "$d/plain") $(fact end "$d/plain")" = "2026-10-25T06:00:00+01:00 2026-10-25T12:00:00+01:00" ]
+	[[ $(fact last "$d/plain") == 2026-10-25T00:45:0*+02:00 ]]
+	# The slots the first run and a zoned one record are the plain ones.
+	run -0 zoned dst --once-per 1d --tz Europe/Berlin client-tz-k touch "$d/ran"
+	run -0 zoned dst --once-per 6h --tz Europe/Berlin client-tz-k true
+	run -0 dst --once-per 6h --tz Europe/Berlin client-tz-k touch "$d/ran"
+	[ ! -e "$d/ran" ]
+}
+
 @test "Europe/Berlin's October change: --once-per 1d --tz is one slot of 25 hours, from midnight at +02:00 to midnight at +01:00" {
 	f=$BATS_TEST_TMPDIR/facts
 	at "2026-10-24 22:30:00"	# 00:30 on the 25th, in Berlin
