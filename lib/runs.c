@@ -113,6 +113,26 @@ runs_done(const struct runs_row *row, long long period_ms)
 	" (x.j ->> 'paused_until')::timestamptz AS until) p"
 
 /*
+ * SQL text s in lower case, as the server matches zone names and
+ * abbreviations: ASCII's (a Turkish locale's lower('I') is not 'i').
+ */
+#define LOWER(s) "pg_catalog.lower(" s " COLLATE \"C\")"
+
+/*
+ * Is zone (SQL text; '': none) a name AT TIME ZONE reads as an abbreviation,
+ * a fixed offset? It looks among the abbreviations first (SET TimeZone does
+ * not look there at all): CEST is +02:00 all year, IST is Israel's, and CET,
+ * a zone name too, loses its zone's clock changes. The view lists what it
+ * looks among (since PostgreSQL 18, the session zone's own too); a new
+ * session reads it in some 3 ms, so not for an Area/Location name: no
+ * abbreviation has a '/'. UTC alone means the same either way.
+ */
+#define ABBREV(zone) "CASE WHEN " LOWER(zone) " IN ('', 'utc') OR" \
+	" pg_catalog.strpos(" zone ", '/') > 0 THEN false ELSE EXISTS (SELECT" \
+	" FROM pg_catalog.pg_timezone_abbrevs v WHERE " LOWER("v.abbrev") " = " \
+	LOWER(zone) ") END"
+
+/*
  * The instant of the slot's wall-clock time wall (ms, as if UTC) in zone
  * n0.z: of a time the clocks show twice (they went back), the first (a
  * start: min) or, of those the clock reaches from below, the last (an end:
@@ -162,7 +182,9 @@ rfc3339_sql(char *buf, size_t len, const char *t)
  * UTC: the epoch's without a zone) is cut into period_ms from ZONE's local
  * midnight (1w: from Monday's, 4 days after the epoch's Thursday); the slot
  * is due once after_ms of its wall clock have passed; its identity for a
- * zone is a digest of zone, length and wall-clock start.
+ * zone is a digest of zone (in lower case: the server finds Europe/Berlin as
+ * europe/berlin, one zone, one slot), length and wall-clock start. Last,
+ * whether ZONE is one AT TIME ZONE reads as an abbreviation (see ABBREV).
  */
 static void
 read_sql(char *sql, size_t len, const char *table)
@@ -179,10 +201,13 @@ read_sql(char *sql, size_t len, const char *table)
 	snprintf(sql, len, "SELECT " RECORD("$5") ","
 	    " %s, n2.ls, ('x' || left(pg_catalog.encode(pg_catalog.sha256("
 	    "pg_catalog.convert_to(n0.tz || ' ' || n0.p || ' ' || n2.ls,"
-	    " 'UTF8')), 'hex'), 16))::bit(64)::bigint, %s, %s, n2.due, %s"
+	    " 'UTF8')), 'hex'), 16))::bit(64)::bigint, %s, %s, n2.due, %s,"
+	    " n0.ab"
 	    " FROM (SELECT pg_catalog.statement_timestamp() AS t,"
-	    " nullif($2::bigint, 0) AS p, nullif($3::text, '') AS tz,"
-	    " coalesce(nullif($3::text, ''), 'UTC') AS z, $4::bigint AS a) n0"
+	    " nullif($2::bigint, 0) AS p, " LOWER("nullif($3::text, '')")
+	    " AS tz,"
+	    " coalesce(nullif($3::text, ''), 'UTC') AS z, $4::bigint AS a,"
+	    " " ABBREV("$3::text") " AS ab) n0"
 	    " CROSS JOIN LATERAL (SELECT extract(epoch FROM n0.t AT TIME ZONE"
 	    " n0.z)::numeric * 1000 AS wall, CASE WHEN n0.tz IS NOT NULL AND"
 	    " n0.p = 604800000 THEN 345600000 ELSE 0 END AS sh) n1"
@@ -194,8 +219,8 @@ read_sql(char *sql, size_t len, const char *table)
 	    t[5], t[6], table);
 }
 
-/* RECORD()'s, then the slot's 7. */
-#define READ_COLUMNS (RECORD_FIELDS + 7)
+/* RECORD()'s, then the slot's 7, then ABBREV()'s. */
+#define READ_COLUMNS (RECORD_FIELDS + 8)
 
 /* The slot's columns of runs_read_when()'s answer, from column S, into row. */
 #define S RECORD_FIELDS
@@ -226,6 +251,23 @@ read_slot(const PGresult *res, const struct runs_when *w,
 	    PQgetvalue(res, 0, S + 6));
 }
 
+
+/*
+ * Did res (runs_read_when()'s answer) find w's zone an abbreviation? 1 with
+ * zone_bad set and the reason in err; else 0.
+ */
+static int
+zone_abbrev(const PGresult *res, const struct runs_when *w,
+    struct runs_row *row, struct err *err)
+{
+	if (w == NULL || w->zone == NULL ||
+	    *PQgetvalue(res, 0, READ_COLUMNS - 1) != 't')
+		return 0;
+	row->zone_bad = 1;
+	err_set(err, "the server reads '%s' as an abbreviation (a fixed "
+	    "offset), not as a time zone name (as Europe/Berlin)", w->zone);
+	return 1;
+}
 
 /* dst (a char array) gets value v, cut to fit. */
 #define COPY(dst, v) snprintf((dst), sizeof(dst), "%s", (v))
@@ -299,6 +341,10 @@ runs_read_when(PGconn *c, const char *table, const char *key,
 		}
 		PQclear(res);
 		return rc;
+	}
+	if (zone_abbrev(res, w, row, err)) {
+		PQclear(res);
+		return -1;
 	}
 	/* In a transaction a utility statement ends the portal's snapshot. */
 	if (PQtransactionStatus(c) == PQTRANS_INTRANS)

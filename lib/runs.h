@@ -43,7 +43,7 @@ struct runs_row {
 	char paused_reason[RUNS_REASON_MAX + 1];	/* "": none given */
 	/* runs_read_when()'s; the times RFC 3339, in its zone: */
 	char last_ok[64];	/* the success, or "" */
-	int zone_bad;		/* the server knows no such zone (err says) */
+	int zone_bad;		/* no zone the server knows (err says) */
 	long long slot;		/* the slot's identity, as runs_slot() */
 	char slot_start[64], slot_end[64], due_at[64];
 	int due;		/* the slot's offset (--after) has passed */
@@ -80,7 +80,8 @@ int runs_list(PGconn *c, const char *table, char ***names,
 
 /*
  * runs_read(), and in the same query the slot of w (NULL: none) around the
- * server's now; a zone the server does not know sets zone_bad and returns -1.
+ * server's now; a zone the server does not know, or reads as an abbreviation
+ * (a fixed offset: CEST), sets zone_bad and returns -1.
  */
 int runs_read_when(PGconn *c, const char *table, const char *key,
     const struct runs_when *w, struct runs_row *row, struct err *err);

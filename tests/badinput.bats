@@ -134,6 +134,14 @@ MATRIX='64|-w|
 	assert_output 0
 }
 
+@test "stdout on /dev/full fails --status --metrics with 71, with or without KEY" {
+	run -0 pglock --record full-metrics true
+	for args in "--status --metrics" "--status --metrics full-metrics"; do
+		run -71 --separate-stderr bash -c "\"\$PGLOCK\" $args >/dev/full"
+		assert_equal "$stderr" "pglock: stdout: No space left on device"
+	done
+}
+
 @test "a closed stdin or stderr does not let the command write to the database socket" {
 	run -0 bash -c '"$PGLOCK" closed-in sh -c "ls -l /proc/\$\$/fd | grep -c socket || true" <&-'
 	assert_output 0

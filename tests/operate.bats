@@ -289,6 +289,33 @@ assert json.loads(sys.argv[1])["runs"][0]["paused"] is None' "$output"
 	refute_output --partial paused
 }
 
+@test "a pause ends by the server's clock, not the client's: 2 hours ahead, a 1-hour pause still refuses a run and --ok-within says paused; 1 hour behind, an ended one no longer does" {
+	export FAKETIME_DONT_FAKE_MONOTONIC=1
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+	# Not through valgrind (make valgrind), which faketime's preload upsets.
+	ahead=(faketime -f '+2h') behind=(faketime -f '-1h')
+	[ -z "${PGLOCK_VG_DIR:-}" ] || ahead=() behind=()
+	run -0 pglock --pause --for 1h skew-on
+	run -1 --separate-stderr "${ahead[@]}" "$PGLOCK" --once skew-on touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" "$(paused_line skew-on "$(until_of skew-on)")"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	run -0 --separate-stderr "${ahead[@]}" "$PGLOCK" --status --ok-within 1h skew-on
+	assert_output "skew-on: paused until $(until_of skew-on) by $(hostname)"
+	run -0 pglock --pause --for 1s skew-off
+	wait_until 20 bash -c "[ \"\$(psql -XAtc \"SELECT paused_until < now() FROM pglock_runs WHERE key = 'skew-off'\")\" = t ]"
+	run -1 --separate-stderr "${behind[@]}" "$PGLOCK" --status --ok-within 1h skew-off
+	assert_equal "$stderr" "pglock: skew-off: never succeeded (--ok-within 1h)"
+	run -0 "${behind[@]}" "$PGLOCK" --once skew-off touch "$BATS_TEST_TMPDIR/ran"
+	[ -e "$BATS_TEST_TMPDIR/ran" ]
+	# faketime did move the clock.
+	if [ -z "${PGLOCK_VG_DIR:-}" ]; then
+		run -0 faketime -f '+2h' date +%s
+		[ $((output - $(date +%s))) -ge 7100 ]
+		run -0 faketime -f '-1h' date +%s
+		[ $(($(date +%s) - output)) -ge 3500 ]
+	fi
+}
+
 # metrics ARGS...: `pglock --status --metrics ARGS` (exit 0, nothing on
 # stderr), parsed by the Prometheus client library's own parser, as
 # "family key value" lines, sorted.

@@ -157,11 +157,24 @@ Europe/Paris
 none"
 }
 
-@test "--tz with a zone the server does not know: 64, nothing run, nothing recorded" {
+@test "--tz with a zone the server does not know, or reads as an abbreviation (CEST, IST, CET: a fixed offset): 64, nothing run, nothing recorded" {
 	run -64 --separate-stderr pglock --once-per 1h --tz Mars/Olympus_Mons mars-k touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" 'pglock: --tz: time zone "Mars/Olympus_Mons" not recognized'
+	# AT TIME ZONE would take CEST for +02:00 all year, IST for Israel's,
+	# CET (a zone name too) for +01:00 all year.
+	for tz in CEST IST CET cest; do
+		run -64 --separate-stderr pglock --once-per 1h --tz "$tz" mars-k touch "$BATS_TEST_TMPDIR/ran"
+		assert_equal "$stderr" "pglock: --tz: the server reads '$tz' as an abbreviation (a fixed offset), not as a time zone name (as Europe/Berlin)"
+	done
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	[ "$(sql "SELECT count(*) FROM pglock_runs WHERE key = 'mars-k'")" = 0 ]
+}
+
+@test "--tz: a zone's name is one slot however its case is spelled, as the server finds the zone" {
+	at "2026-10-24 22:30:00"	# 00:30 on the 25th, in Berlin
+	run -0 dst --once-per 1d --tz Europe/Berlin case-k true
+	run -0 dst --once-per 1d --tz europe/BERLIN case-k touch "$BATS_TEST_TMPDIR/ran"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 }
 
 @test "every bad combination of --tz, --after and --spread is a usage error: 64, its reason, nothing run" {
@@ -241,6 +254,43 @@ spread_of() {
 	assert_line "spread	6s of --spread 7s: ((id % s) + s) % s, added to --after"
 	run -0 --separate-stderr pglock --explain --spread 1000 --id -- -5
 	assert_line "spread	995s of --spread 1000s: ((id % s) + s) % s, added to --after"
+}
+
+@test "the length is part of a slot: at 00:30 in Berlin, --once-per 1d then 6h (both from midnight) each run, 6h again does not" {
+	log=$BATS_TEST_TMPDIR/log
+	at "2026-10-24 22:30:00"	# 00:30 on the 25th, in Berlin
+	for per in 1d 6h 6h; do
+		run -0 dst --once-per "$per" --tz Europe/Berlin length-k sh -c 'echo "$1 $PGLOCK_SLOT_START $PGLOCK_SLOT_END" >>"$0"' "$log" "$per"
+	done
+	run -0 cat "$log"
+	# 6h from midnight ends at 06:00 CET: 7 hours, the clocks go back.
+	assert_output "1d 2026-10-25T00:00:00+02:00 2026-10-26T00:00:00+01:00
+6h 2026-10-25T00:00:00+02:00 2026-10-25T06:00:00+01:00"
+}
+
+# zoned ARGS...: ARGS with the client's time zone settings set, each to
+# another zone, and German dates.
+zoned() {
+	TZ=America/New_York PGTZ=Asia/Kolkata PGOPTIONS='-c TimeZone=America/Los_Angeles -c DateStyle=German' "$@"
+}
+
+@test "the client's time zone settings (TZ, PGTZ, PGOPTIONS' TimeZone and DateStyle) change no slot fact and no slot's identity" {
+	d=$BATS_TEST_TMPDIR
+	at "2026-10-24 22:45:00"	# 00:45 on the 25th, in Berlin
+	run -0 dst --once-per 1d --tz Europe/Berlin client-tz-k true
+	# Failures, which record no success: the same record for both.
+	at "2026-10-25 10:00:00"	# 11:00 CET
+	run -3 dst --once-per 6h --tz Europe/Berlin client-tz-k sh -c "$FACTS; exit 3" "$d/plain"
+	run -3 zoned dst --once-per 6h --tz Europe/Berlin client-tz-k sh -c "$FACTS; exit 3" "$d/zoned"
+	run -0 cat "$d/zoned"
+	assert_output "$(cat "$d/plain")"
+	[ "$(fact start "$d/plain") $(fact end "$d/plain")" = "2026-10-25T06:00:00+01:00 2026-10-25T12:00:00+01:00" ]
+	[[ $(fact last "$d/plain") == 2026-10-25T00:45:0*+02:00 ]]
+	# The slots the first run and a zoned one record are the plain ones.
+	run -0 zoned dst --once-per 1d --tz Europe/Berlin client-tz-k touch "$d/ran"
+	run -0 zoned dst --once-per 6h --tz Europe/Berlin client-tz-k true
+	run -0 dst --once-per 6h --tz Europe/Berlin client-tz-k touch "$d/ran"
+	[ ! -e "$d/ran" ]
 }
 
 @test "Europe/Berlin's October change: --once-per 1d --tz is one slot of 25 hours, from midnight at +02:00 to midnight at +01:00" {
