@@ -138,6 +138,18 @@ storm() {
 	[[ "$output" =~ ^"$refused (gave up after "[0-9]+' attempts in '[01].[0-9]'s)'$ ]]
 }
 
+@test "a host name that cannot exist is not retried: 69 at once, with libpq's reason" {
+	# .invalid never resolves (RFC 6761); with no resolver to reach,
+	# libpq says so as soon (a temporary failure, not retried either).
+	start=$(now_ms)
+	run -69 --separate-stderr env RES_OPTIONS='timeout:1 attempts:1' timeout 10 "$PGLOCK" -v --connect-timeout 20 -h no-such-host.invalid k true
+	elapsed=$(( $(now_ms) - start ))
+	echo "exit after $elapsed ms" >&3
+	[ "$elapsed" -lt 5000 ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" =~ ^'pglock: could not translate host name "no-such-host.invalid" to address: '(Name or service not known|Temporary failure in name resolution)$ ]]
+}
+
 @test "a socket directory that does not exist is not retried: 69 at once, saying so" {
 	run -69 --separate-stderr timeout 10 "$PGLOCK" --connect-timeout 60 -h "$BATS_TEST_TMPDIR/no-such-dir" k true
 	[[ "$stderr" == 'pglock: connection to server on socket "'"$BATS_TEST_TMPDIR"'/no-such-dir/.s.PGSQL.'*'" failed: No such file or directory; '*' (no such socket directory)' ]]
