@@ -92,6 +92,13 @@ ran_stub() {
 	[ "$n" -ge 3 ]
 }
 
+@test "PG_PORT (README) is the port of make check's own cluster only: a test's cluster of its own takes a free port, PG_PORT naming one in use" {
+	suite=$PGPORT
+	PG_PORT=$suite own_server
+	[ "$PGPORT" != "$suite" ]
+	[ "$(sql 'SHOW port')" = "$PGPORT" ]
+}
+
 @test "the man page documents every exit status lib/exits.h defines" {
 	codes=$(sed -n 's/^\tEXIT_[A-Z]* = \([0-9]*\).*/\1/p' "$BATS_TEST_DIRNAME/../lib/exits.h")
 	[ "$(echo "$codes" | wc -w)" -ge 8 ]

@@ -15,7 +15,7 @@ fi
 
 setup_file() {
 	export STORM=$PGLOCK_TEST_DIR/storm
-	PG_MAX_CONNECTIONS=$MAXCONN "$BATS_TEST_DIRNAME/pg.sh" start "$STORM"
+	PG_MAX_CONNECTIONS=$MAXCONN pg_sh start "$STORM"
 	pg_on "$STORM" settle
 }
 
