@@ -187,18 +187,24 @@ after: 0"
 	[ "${lines[1]}" != "${lines[2]}" ]
 }
 
-@test "--status KEY finds a --slots KEY's holders and waiters without being told N: 2 held, the waiters too, exit 0" {
+@test "--status KEY finds a --slots KEY's holders and waiters without being told N: 2 held, 2 waiting (as --metrics counts them), exit 0" {
 	bg a pglock --slots 2 slot-s sleep 30
 	bg b pglock --slots 2 slot-s sleep 30
 	wait_until 10 bash -c "[ \$($PGLOCK --status slot-s | grep -c '	held	') -eq 2 ]"
 	bg w1 pglock --slots 2 slot-s true
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid) WHERE locktype = 'advisory' AND granted AND application_name = 'pglock: slot-s'\") -eq 3 ]"
 	bg w2 pglock --slots 2 slot-s true
-	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pglock: slot-s'\") -eq 4 ]"
-	# The first waiter holds the queue (slot 0) while it waits: not KEY.
-	wait_until 10 bash -c "[ \$($PGLOCK --status slot-s | grep -c '	waiting	') -ge 1 ]"
+	# The first waiter holds the queue (slot 0) while it waits: it waits
+	# for KEY all the same; the second waits for the queue.
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid) WHERE locktype = 'advisory' AND NOT granted AND application_name = 'pglock: slot-s'\") -eq 1 ]"
 	run -0 --separate-stderr pglock --status slot-s
 	[ "$(echo "$output" | tail -n +2 | awk -F'\t' '$10 == "slot-s"' | wc -l)" -eq "$(( ${#lines[@]} - 1 ))" ]
-	[ "$(echo "$output" | grep -c '	held	')" -ge 2 ]
+	[ "$(echo "$output" | grep -c '	held	')" -eq 2 ]
+	[ "$(echo "$output" | grep -c '	waiting	')" -eq 2 ]
+	[ "${#lines[@]}" -eq 5 ]
+	run -0 pglock --status --metrics slot-s
+	assert_line 'pglock_lock_holders{key="slot-s"} 2'
+	assert_line 'pglock_lock_waiters{key="slot-s"} 2'
 	kill -TERM "$(bgpid a)" "$(bgpid b)"
 	bgwait w1 20
 	bgwait w2 20
