@@ -251,7 +251,8 @@ static int hidden;
 
 /*
  * Print n rows to f (they are for key, NULL: each says), freeing them; is any
- * held, but the lock whose id is queue (--slots' waiters, or NULL)?
+ * held? The lock whose id is queue (--slots' waiters, or NULL) is waited in
+ * even when held: its holder waits for a slot, as --metrics counts it.
  */
 static int
 print_rows(FILE *f, const struct opts *o, struct lock_row *rows, int n,
@@ -260,10 +261,11 @@ print_rows(FILE *f, const struct opts *o, struct lock_row *rows, int n,
 	int i, held = 0;
 
 	for (i = 0; i < n; i++, (*printed)++) {
+		if (queue != NULL && strcmp(rows[i].id, queue) == 0)
+			rows[i].held = 0;
 		print_lock(f, o, &rows[i], row_key(&rows[i], key),
 		    *printed > 0 ? ",\n  " : "\n  ");
-		if (queue == NULL || strcmp(rows[i].id, queue) != 0)
-			held |= rows[i].held;
+		held |= rows[i].held;
 		hidden |= rows[i].hidden;
 	}
 	free(rows);

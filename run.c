@@ -937,12 +937,15 @@ take_or_err(struct run *r)
 }
 
 /*
- * Is standard input empty from the start: /dev/null (a script's "pglock --hold
- * KEY &" gets it) or a regular file read to its end? A hold there ends at once.
+ * Is standard input empty as the hold begins: /dev/null (a script's "pglock
+ * --hold KEY &" gets it), a regular file read to its end, or a pipe its writer
+ * closed with nothing in it ("true | pglock --hold KEY")? A hold there ends at
+ * once. A pipe still open is not: its writer ends the hold by closing it.
  */
 static int
 stdin_empty(void)
 {
+	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
 	struct stat in, null;
 
 	if (fstat(STDIN_FILENO, &in) == -1)
@@ -950,6 +953,9 @@ stdin_empty(void)
 	if (S_ISCHR(in.st_mode))
 		return stat("/dev/null", &null) == 0 &&
 		    in.st_rdev == null.st_rdev;
+	/* Hung up with nothing to read: POLLIN too if anything is left. */
+	if (S_ISFIFO(in.st_mode))
+		return poll(&p, 1, 0) == 1 && p.revents == POLLHUP;
 	return S_ISREG(in.st_mode) &&
 	    lseek(STDIN_FILENO, 0, SEEK_CUR) >= in.st_size;
 }
@@ -961,7 +967,7 @@ run_lock(const struct opts *o, PGconn *c)
 	    .slot = -1 };
 	struct err why;
 	double ran;
-	int status, rc, no_input = o->mode == MODE_HOLD && stdin_empty();
+	int status, rc, no_input = 0;
 
 	r.lk.wait_ms = wait_left(o);
 	r.lk.lease_ms = lease_ms(o);
@@ -978,6 +984,8 @@ run_lock(const struct opts *o, PGconn *c)
 		child_abort(&r.ch);
 		status = status == NOT_GOT ? o->conflict_exit : 0;
 	} else {
+		/* As the hold begins: a pipe's writer may have closed it. */
+		no_input = o->mode == MODE_HOLD && stdin_empty();
 		ran = mono_seconds();
 		status = watch_or_err(&r);
 		if (o->no_fork)

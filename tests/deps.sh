@@ -83,10 +83,24 @@ export DEBIAN_FRONTEND=noninteractive
 exec 9>/tmp/pglock-deps.lock
 flock 9
 # Another apt or dpkg (unattended-upgrades at boot) holds its lock: wait
-# for it, up to five minutes, rather than fail at once.
+# for it, up to five minutes, rather than fail at once. DPkg::Lock::Timeout
+# waits for dpkg's lock, which install takes; update takes the package
+# lists' lock, which it does not wait for: update is tried again each
+# second while that lock is what it fails on (in the C locale, to tell).
 wait_lock="-o DPkg::Lock::Timeout=300"
+waited=0
 # shellcheck disable=SC2086
-apt-get $wait_lock update -qq || exit 69
+until out=$(LC_ALL=C apt-get $wait_lock update -qq 2>&1); do
+	case $out in
+	*"Could not get lock"*) [ "$waited" -lt 300 ] ;;
+	*) false ;;
+	esac || { printf '%s\n' "$out" >&2; exit 69; }
+	[ "$waited" -gt 0 ] || echo "deps.sh: another apt holds the package" \
+	    "lists' lock: waiting for it, up to 5 minutes" >&2
+	sleep 1
+	waited=$((waited + 1))
+done
+[ -z "$out" ] || printf '%s\n' "$out" >&2
 # shellcheck disable=SC2086
 apt-get $wait_lock install -y -qq --no-install-recommends $pkgs >/tmp/pglock-deps.log 2>&1 ||
 	{ cat /tmp/pglock-deps.log >&2; exit 69; }

@@ -92,6 +92,13 @@ ran_stub() {
 	[ "$n" -ge 3 ]
 }
 
+@test "PG_PORT (README) is the port of make check's own cluster only: a test's cluster of its own takes a free port, PG_PORT naming one in use" {
+	suite=$PGPORT
+	PG_PORT=$suite own_server
+	[ "$PGPORT" != "$suite" ]
+	[ "$(sql 'SHOW port')" = "$PGPORT" ]
+}
+
 @test "the man page documents every exit status lib/exits.h defines" {
 	codes=$(sed -n 's/^\tEXIT_[A-Z]* = \([0-9]*\).*/\1/p' "$BATS_TEST_DIRNAME/../lib/exits.h")
 	[ "$(echo "$codes" | wc -w)" -ge 8 ]
@@ -100,17 +107,46 @@ ran_stub() {
 	done
 }
 
-@test "tests/deps.sh, as root with apt-get, waits for another apt's or dpkg's lock (DPkg::Lock::Timeout) in both of its apt-get calls" {
-	# Shims only on PATH: every command deps.sh looks for is missing, so
-	# it installs, through the apt-get shim, which logs its arguments.
-	local shims=$BATS_TEST_TMPDIR/shims
+# apt_shims MESSAGE: shims alone on PATH ($shims), so that every command
+# deps.sh looks for is missing and it installs, through the apt-get shim,
+# which logs its arguments to $log and fails its first update with MESSAGE
+# (apt's exit 100); sleep logs too.
+apt_shims() {
+	shims=$BATS_TEST_TMPDIR/shims log=$BATS_TEST_TMPDIR/apt.log
 	mkdir -p "$shims"
 	printf '#!/bin/sh\necho 0\n' >"$shims/id"
 	printf '#!/bin/sh\nexit 0\n' >"$shims/flock"
-	printf '#!/bin/sh\necho "$*" >>"%s"\n' "$BATS_TEST_TMPDIR/apt.log" >"$shims/apt-get"
+	printf '#!/bin/sh\necho "sleep $*" >>"%s"\n' "$log" >"$shims/sleep"
+	cat >"$shims/apt-get" <<-SH
+	#!/bin/sh
+	echo "\$*" >>"$log"
+	case "\$*" in *update*) [ ! -e "$log.failed" ] || exit 0 ;; *) exit 0 ;; esac
+	: >"$log.failed"
+	echo "$1" >&2
+	exit 100
+	SH
 	chmod +x "$shims"/*
-	run -0 env PATH="$shims" /bin/sh "$BATS_TEST_DIRNAME/deps.sh" demo
-	run cat "$BATS_TEST_TMPDIR/apt.log"
+}
+
+@test "tests/deps.sh, as root with apt-get, waits for another apt's or dpkg's lock: install by DPkg::Lock::Timeout, update tried again while the lists' lock is held" {
+	apt_shims "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)
+E: Unable to lock directory /var/lib/apt/lists/"
+	run -0 --separate-stderr env PATH="$shims" /bin/sh "$BATS_TEST_DIRNAME/deps.sh" demo
+	assert_equal "${stderr_lines[1]}" "deps.sh: another apt holds the package lists' lock: waiting for it, up to 5 minutes"
+	[ "${#stderr_lines[@]}" -eq 2 ]
+	run cat "$log"
 	assert_line --index 0 "-o DPkg::Lock::Timeout=300 update -qq"
-	assert_line --index 1 --regexp "^-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends .*make"
+	assert_line --index 1 "sleep 1"
+	assert_line --index 2 "-o DPkg::Lock::Timeout=300 update -qq"
+	assert_line --index 3 --regexp "^-o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends .*make"
+	[ "${#lines[@]}" -eq 4 ]
+}
+
+@test "tests/deps.sh: an update that fails otherwise than on the lock is not tried again: 69 at once, with apt's message" {
+	apt_shims "E: The repository 'http://deb.example bookworm Release' does not have a Release file."
+	run -69 --separate-stderr env PATH="$shims" /bin/sh "$BATS_TEST_DIRNAME/deps.sh" demo
+	assert_equal "${stderr_lines[1]}" "E: The repository 'http://deb.example bookworm Release' does not have a Release file."
+	[ "${#stderr_lines[@]}" -eq 2 ]
+	run cat "$log"
+	assert_output "-o DPkg::Lock::Timeout=300 update -qq"
 }

@@ -9,7 +9,7 @@ load helper
 
 setup_file() {
 	export SB=$PGLOCK_TEST_DIR/standby
-	"$BATS_TEST_DIRNAME/pg.sh" standby "$SB" "$PGHOST"
+	pg_sh standby "$SB" "$PGHOST"
 }
 
 teardown_file() {
@@ -38,7 +38,7 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 @test "a standby promoted while pglock retries: the command runs once, on the promoted server, exit 0" {
 	s=$PGLOCK_TEST_DIR/promoted
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'"
-	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$PGHOST"
+	pg_sh standby "$s" "$PGHOST"
 	sport=$(pg_on "$s" printenv PGPORT)
 	# The command says where it holds the lock: recovery, and its lock.
 	# shellcheck disable=SC2016
@@ -78,8 +78,8 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 @test "failover: the holder exits 75, and the next pglock with the host list locks on the promoted standby" {
 	p=$PGLOCK_TEST_DIR/fo-primary s=$PGLOCK_TEST_DIR/fo-standby
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
-	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
-	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
+	pg_sh start "$p"
+	pg_sh standby "$s" "$p"
 	pport=$(pg_on "$p" printenv PGPORT) sport=$(pg_on "$s" printenv PGPORT)
 	hosts="host=$p,$s port=$pport,$sport dbname=postgres"
 	id=$(sha_id fo-k)
@@ -104,13 +104,13 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 @test "a promotion: the next holder's command starts once the old primary's TERM-ignoring one is dead (the lock-delay)" {
 	p=$PGLOCK_TEST_DIR/pd-primary s=$PGLOCK_TEST_DIR/pd-standby d=$BATS_TEST_TMPDIR
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
-	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
+	pg_sh start "$p"
 	pport=$(pg_on "$p" printenv PGPORT)
 	# The promoted server's first checkpoint, paced over up to 27 s, has
 	# a table's pages to write: the lock-delay sees the promotion while
 	# pg_control is still on the old timeline.
 	pg_on "$p" sql "ALTER SYSTEM SET checkpoint_timeout = '30s'"
-	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
+	pg_sh standby "$s" "$p"
 	sport=$(pg_on "$s" printenv PGPORT)
 	pg_on "$p" sql "CREATE TABLE pd AS SELECT generate_series(1, 200000) g"
 	lsn=$(pg_on "$p" sql "SELECT pg_current_wal_lsn()")
@@ -207,8 +207,8 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
 	# pg.sh's servers commit with synchronous_commit = off: pglock's
 	# allocations must not.
-	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
-	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
+	pg_sh start "$p"
+	pg_sh standby "$s" "$p"
 	pg_on "$p" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
 	pg_on "$p" sql "SELECT pg_reload_conf()" >/dev/null
 	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT sync_state FROM pg_stat_replication\")\" = sync ]"

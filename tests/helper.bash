@@ -94,12 +94,19 @@ settle() {
 	wait_until 40 bash -c '[ "$(psql -XAtc "SELECT now() - pg_postmaster_start_time() > interval '\''${1:-20.5} s'\''")" = t ]' settle "${1:-20.5}"
 }
 
+# pg_sh start|standby DIR ...: tests/pg.sh for a cluster of a test's own, on
+# a free port: PG_PORT (the README's) chooses the suite's cluster's alone,
+# which setup_suite.bash started on it.
+pg_sh() {
+	env -u PG_PORT "$BATS_TEST_DIRNAME/pg.sh" "$@"
+}
+
 # own_server: a cluster of the test's own (tests/pg.sh), named by libpq's
 # environment for the rest of the test and stopped in teardown. A test
 # that restarts it leaves the next tests no lock-delay to wait out.
 own_server() {
 	OWN=$PGLOCK_TEST_DIR/own-$BATS_TEST_NUMBER
-	"$BATS_TEST_DIRNAME/pg.sh" start "$OWN"
+	pg_sh start "$OWN"
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$OWN'"
 	# shellcheck disable=SC1091
 	. "$OWN/env"

@@ -147,7 +147,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 after_fault() {
 	p=$PGLOCK_TEST_DIR/fault-$BATS_TEST_NUMBER d=$BATS_TEST_TMPDIR
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
-	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
+	pg_sh start "$p"
 	pport=$(pg_on "$p" printenv PGPORT)
 	old='trap "" TERM; echo $$ >"$0.pid"; while :; do echo old >>"$0"; sleep 0.05; done'
 	new='s=$(cut -d" " -f3 "/proc/$(cat "$0.pid")/stat" 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "new, old alive" >>"$0" || echo "new, old dead" >>"$0"'

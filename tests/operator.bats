@@ -130,17 +130,29 @@ after: 0"
 	[[ "$(cat "$d/err")" == "pglock: ns-k: lock lost while held ("*"); the script that started pglock is gone" ]]
 }
 
-@test "--hold whose standard input is empty (/dev/null, as for 'pglock --hold KEY &' in a script) says why it ended at once; -q, or input that ends later, says nothing" {
+@test "--hold whose standard input is empty (/dev/null, as for 'pglock --hold KEY &' in a script; an empty file; a pipe closed empty, as 'true | pglock --hold KEY') says why it ended at once; -q, or input that ends later, says nothing" {
+	said="pglock: empty-k: the hold ended with its standard input, which was empty (see EXAMPLES in pglock(1) for a hold across a script's steps)"
 	run -0 --separate-stderr timeout 20 "$PGLOCK" --hold empty-k </dev/null
 	assert_output "$(printf 'empty-k\t%s' "$(sha_id empty-k)")"
-	[ "$stderr" = "pglock: empty-k: the hold ended with its standard input, which was empty (see EXAMPLES in pglock(1) for a hold across a script's steps)" ]
+	[ "$stderr" = "$said" ]
 	: >"$BATS_TEST_TMPDIR/empty"
 	run -0 --separate-stderr timeout 20 "$PGLOCK" --hold empty-k <"$BATS_TEST_TMPDIR/empty"
-	[ "${#stderr_lines[@]}" -eq 1 ]
+	[ "$stderr" = "$said" ]
+	# A pipe whose writer closed it, with nothing in it, before the hold
+	# (as 'true |' once true is gone, here without the race).
+	run -0 --separate-stderr "$PYTHON" -c 'import os, subprocess, sys
+r, w = os.pipe()
+os.close(w)
+sys.exit(subprocess.call(sys.argv[1:], stdin=r))' timeout 20 "$PGLOCK" --hold empty-k
+	assert_output "$(printf 'empty-k\t%s' "$(sha_id empty-k)")"
+	[ "$stderr" = "$said" ]
 	run -0 --separate-stderr timeout 20 "$PGLOCK" -q --hold empty-k </dev/null
 	[ "$stderr" = "" ]
-	run -0 --separate-stderr bash -c 'sleep 0.2 | timeout 20 "$PGLOCK" --hold empty-k'
+	# A pipe closed once the hold has begun (its line is out): its end.
+	run -0 --separate-stderr bash -c 'timeout 20 sh -c "until [ -s \"\$0\" ]; do sleep 0.05; done" "$0" |
+	    timeout 20 "$PGLOCK" --hold empty-k >"$0"' "$BATS_TEST_TMPDIR/line"
 	[ "$stderr" = "" ]
+	[ "$(cat "$BATS_TEST_TMPDIR/line")" = "$(printf 'empty-k\t%s' "$(sha_id empty-k)")" ]
 	free "$(sha_id empty-k)"
 }
 
@@ -187,18 +199,24 @@ after: 0"
 	[ "${lines[1]}" != "${lines[2]}" ]
 }
 
-@test "--status KEY finds a --slots KEY's holders and waiters without being told N: 2 held, the waiters too, exit 0" {
+@test "--status KEY finds a --slots KEY's holders and waiters without being told N: 2 held, 2 waiting (as --metrics counts them), exit 0" {
 	bg a pglock --slots 2 slot-s sleep 30
 	bg b pglock --slots 2 slot-s sleep 30
 	wait_until 10 bash -c "[ \$($PGLOCK --status slot-s | grep -c '	held	') -eq 2 ]"
 	bg w1 pglock --slots 2 slot-s true
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid) WHERE locktype = 'advisory' AND granted AND application_name = 'pglock: slot-s'\") -eq 3 ]"
 	bg w2 pglock --slots 2 slot-s true
-	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pglock: slot-s'\") -eq 4 ]"
-	# The first waiter holds the queue (slot 0) while it waits: not KEY.
-	wait_until 10 bash -c "[ \$($PGLOCK --status slot-s | grep -c '	waiting	') -ge 1 ]"
+	# The first waiter holds the queue (slot 0) while it waits: it waits
+	# for KEY all the same; the second waits for the queue.
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid) WHERE locktype = 'advisory' AND NOT granted AND application_name = 'pglock: slot-s'\") -eq 1 ]"
 	run -0 --separate-stderr pglock --status slot-s
 	[ "$(echo "$output" | tail -n +2 | awk -F'\t' '$10 == "slot-s"' | wc -l)" -eq "$(( ${#lines[@]} - 1 ))" ]
-	[ "$(echo "$output" | grep -c '	held	')" -ge 2 ]
+	[ "$(echo "$output" | grep -c '	held	')" -eq 2 ]
+	[ "$(echo "$output" | grep -c '	waiting	')" -eq 2 ]
+	[ "${#lines[@]}" -eq 5 ]
+	run -0 pglock --status --metrics slot-s
+	assert_line 'pglock_lock_holders{key="slot-s"} 2'
+	assert_line 'pglock_lock_waiters{key="slot-s"} 2'
 	kill -TERM "$(bgpid a)" "$(bgpid b)"
 	bgwait w1 20
 	bgwait w2 20

@@ -24,7 +24,7 @@ setup_file() {
 	echo "@2026-03-01 00:00:00" >"$DST_DIR/now"
 	chmod 644 "$DST_DIR/now"
 	LD_PRELOAD=$lib FAKETIME_TIMESTAMP_FILE=$DST_DIR/now FAKETIME_NO_CACHE=1 \
-	    PG_MAX_CONNECTIONS=20 "$BATS_TEST_DIRNAME/pg.sh" start "$DST_DIR/pg" >/dev/null
+	    PG_MAX_CONNECTIONS=20 pg_sh start "$DST_DIR/pg" >/dev/null
 }
 
 teardown_file() {

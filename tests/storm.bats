@@ -15,7 +15,7 @@ fi
 
 setup_file() {
 	export STORM=$PGLOCK_TEST_DIR/storm
-	PG_MAX_CONNECTIONS=$MAXCONN "$BATS_TEST_DIRNAME/pg.sh" start "$STORM"
+	PG_MAX_CONNECTIONS=$MAXCONN pg_sh start "$STORM"
 	pg_on "$STORM" settle
 }
 
@@ -118,6 +118,36 @@ storm() {
 	run -69 --separate-stderr timeout 20 "$PGLOCK" --connect-timeout 1 -h 127.0.0.1 -p 1 k true
 	[ "${#stderr_lines[@]}" -eq 1 ]
 	[[ "$stderr" == *"(gave up after "* ]]
+}
+
+@test "stderr a terminal, without -v: at the first refused attempt it says that it retries, and how long for; with -q only the last line" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	refused='pglock: connection to server at "127.0.0.1", port 1 failed: Connection refused; Is the server running on that host and accepting TCP/IP connections?'
+	bg tty script -qec "$PGLOCK --connect-timeout 5 -h 127.0.0.1 -p 1 k true" /dev/null
+	# Said while it still retries, not after the 5 s.
+	wait_until 10 grep -q retrying "$BATS_TEST_TMPDIR/tty.out"
+	run ! gone "$(bgpid tty)"
+	bgwait tty 20
+	[ "$bg_status" -eq 69 ]
+	run -0 tr -d '\r' <"$BATS_TEST_TMPDIR/tty.out"
+	[ "${#lines[@]}" -eq 2 ]
+	[[ "${lines[0]}" =~ ^"$refused; retrying for up to "(5.0|4.9)'s (--connect-timeout)'$ ]]
+	[[ "${lines[1]}" =~ ^"$refused (gave up after "[0-9]+' attempts in '[45].[0-9]'s)'$ ]]
+	run -69 timeout 20 script -qec "$PGLOCK -q --connect-timeout 1 -h 127.0.0.1 -p 1 k true" /dev/null
+	output=${output//$'\r'/}
+	[[ "$output" =~ ^"$refused (gave up after "[0-9]+' attempts in '[01].[0-9]'s)'$ ]]
+}
+
+@test "a host name that cannot exist is not retried: 69 at once, with libpq's reason" {
+	# .invalid never resolves (RFC 6761); with no resolver to reach,
+	# libpq says so as soon (a temporary failure, not retried either).
+	start=$(now_ms)
+	run -69 --separate-stderr env RES_OPTIONS='timeout:1 attempts:1' timeout 10 "$PGLOCK" -v --connect-timeout 20 -h no-such-host.invalid k true
+	elapsed=$(( $(now_ms) - start ))
+	echo "exit after $elapsed ms" >&3
+	[ "$elapsed" -lt 5000 ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" =~ ^'pglock: could not translate host name "no-such-host.invalid" to address: '(Name or service not known|Temporary failure in name resolution)$ ]]
 }
 
 @test "a socket directory that does not exist is not retried: 69 at once, saying so" {
