@@ -254,8 +254,8 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 @test "a synchronous standby promoted while the old primary serves on: a new holder there waits out the old holder's lease from its last renewal, its checkpoint done or not" {
 	p=$PGLOCK_TEST_DIR/rp-primary s=$PGLOCK_TEST_DIR/rp-standby d=$BATS_TEST_TMPDIR
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
-	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
-	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
+	pg_sh start "$p"
+	pg_sh standby "$s" "$p"
 	sport=$(pg_on "$s" printenv PGPORT)
 	pg_on "$p" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
 	pg_on "$p" sql "SELECT pg_reload_conf()" >/dev/null
@@ -284,8 +284,8 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 @test "a transaction's lock through a TCP proxy, its synchronous standby promoted while the old primary serves on: renewed aside, the holder is stopped, a waiter granted there never runs" {
 	p=$PGLOCK_TEST_DIR/ap-primary s=$PGLOCK_TEST_DIR/ap-standby d=$BATS_TEST_TMPDIR
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
-	"$BATS_TEST_DIRNAME/pg.sh" start "$p"
-	"$BATS_TEST_DIRNAME/pg.sh" standby "$s" "$p"
+	pg_sh start "$p"
+	pg_sh standby "$s" "$p"
 	pport=$(pg_on "$p" printenv PGPORT)
 	pg_on "$p" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
 	pg_on "$p" sql "SELECT pg_reload_conf()" >/dev/null
