@@ -108,7 +108,7 @@ bench: pglock bench/floor bench/rmw
 	bench/once.sh
 
 # pglock across a Patroni cluster (tests/ha.py: etcd, three nodes, HAProxy),
-# as the README's HA section reports it; not part of check: about 40 min.
+# as the README's HA section reports it; not part of check: about an hour.
 ha: deps-ha pglock
 	timeout 5400 /usr/bin/python3 tests/ha.py
 
