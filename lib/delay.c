@@ -121,9 +121,10 @@ read_look(PGresult *res, long lease_ms, struct delay_look *out,
 		    recovered);
 	if (strcmp(PQgetvalue(res, 0, 3), "t") == 0)
 		event(out, lease_ms, "the server was promoted", -1);
+	/* Its time is the old primary's: ahead of this one's, not future. */
 	if (!PQgetisnull(res, 0, 4))
 		event(out, lease_ms, "the server replayed its last transaction "
-		    "in recovery", replayed);
+		    "in recovery", replayed > 0 ? replayed : 0);
 	return 0;
 }
 

@@ -87,11 +87,16 @@ send_portal_closer(PGconn *c, const struct lock_req *r)
 /* The server has synchronous standbys. */
 #define SYNC_SQL "pg_catalog.current_setting('synchronous_standby_names') <> ''"
 
-/* A commit that writes this, a few dozen bytes of WAL and no table, must
- * wait for a synchronous standby (synchronous_commit on: conn.h). */
+/*
+ * A commit that writes this, a few dozen bytes of WAL and no table, must wait
+ * for a synchronous standby (synchronous_commit on: conn.h). PostgreSQL 17
+ * gave the function a fourth argument, with a default.
+ */
 #define EMIT_SQL "pg_catalog.pg_logical_emit_message(true, 'pglock', '')"
-#define EMIT_ALLOWED "pg_catalog.has_function_privilege(" \
-	"'pg_catalog.pg_logical_emit_message(boolean, text, text)', 'EXECUTE')"
+#define EMIT_ALLOWED "pg_catalog.has_function_privilege(coalesce(" \
+	"pg_catalog.to_regprocedure('pg_catalog.pg_logical_emit_message(" \
+	"boolean, text, text, boolean)'), pg_catalog.to_regprocedure(" \
+	"'pg_catalog.pg_logical_emit_message(boolean, text, text)')), 'EXECUTE')"
 
 /*
  * Where the server has synchronous standbys, a session's lock is renewed only
@@ -109,7 +114,7 @@ send_portal_closer(PGconn *c, const struct lock_req *r)
 static int
 send_check(PGconn *c, const struct lock_req *r, struct err *err)
 {
-	char sql[1536], tag[512];
+	char sql[2048], tag[512];
 	struct args a;
 
 	key_args(&r->key, &a);
@@ -255,7 +260,7 @@ static int
 seen(PGconn *c, const struct lock_req *r, int pid, int renew, long ms,
     struct err *err)
 {
-	char sql[1024], tag[512], num[16];
+	char sql[2048], tag[512], num[16];
 	const char *params[4];
 	struct args a;
 	PGresult *res;
@@ -303,7 +308,8 @@ lock_renew_aside(const struct conn_opts *co, const struct lock_req *r,
 	PGconn *c;
 	int rc = 0;
 
-	o.connect_ms = 0;
+	/* A refusal for load is retried, within the check's bound. */
+	o.connect_ms = by - mono_ms();
 	o.deadline_ms = by;
 	o.attempt_ms = 0;
 	o.retrying = NULL;

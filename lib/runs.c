@@ -125,9 +125,11 @@ runs_done(const struct runs_row *row, long long period_ms)
  * a zone name too, loses its zone's clock changes. The view lists what it
  * looks among (since PostgreSQL 18, the session zone's own too); a new
  * session reads it in some 3 ms, so not for an Area/Location name: no
- * abbreviation has a '/'. UTC alone means the same either way.
+ * abbreviation has a '/'. UTC and its other names (GMT, UT, Z, Zulu: no
+ * clock changes) mean the same either way.
  */
-#define ABBREV(zone) "CASE WHEN " LOWER(zone) " IN ('', 'utc') OR" \
+#define ABBREV(zone) "CASE WHEN " LOWER(zone) " IN ('', 'utc', 'gmt', 'ut'," \
+	" 'z', 'zulu') OR" \
 	" pg_catalog.strpos(" zone ", '/') > 0 THEN false ELSE EXISTS (SELECT" \
 	" FROM pg_catalog.pg_timezone_abbrevs v WHERE " LOWER("v.abbrev") " = " \
 	LOWER(zone) ") END"

@@ -18,6 +18,15 @@ teardown_file() {
 
 pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 
+# sync_pair P S: a primary in P and its standby in S, synchronous.
+sync_pair() {
+	pg_sh start "$1"
+	pg_sh standby "$2" "$1"
+	pg_on "$1" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
+	pg_on "$1" sql "SELECT pg_reload_conf()" >/dev/null
+	wait_until 10 bash -c ". '$1/env'; [ \"\$(psql -XAtc \"SELECT sync_state FROM pg_stat_replication\")\" = sync ]"
+}
+
 @test "a standby is refused with 69 before the command runs" {
 	[ "$(pg_on "$SB" sql 'SELECT pg_is_in_recovery()')" = t ]
 	sport=$(pg_on "$SB" printenv PGPORT)
@@ -207,11 +216,7 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
 	# pg.sh's servers commit with synchronous_commit = off: pglock's
 	# allocations must not.
-	pg_sh start "$p"
-	pg_sh standby "$s" "$p"
-	pg_on "$p" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
-	pg_on "$p" sql "SELECT pg_reload_conf()" >/dev/null
-	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT sync_state FROM pg_stat_replication\")\" = sync ]"
+	sync_pair "$p" "$s"
 	run -0 pg_on "$p" "$PGLOCK" --version-counter sync-t
 	assert_output 1
 	# A short lease throughout, should a server start's or a promotion's
@@ -254,12 +259,8 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 @test "a synchronous standby promoted while the old primary serves on: a new holder there waits out the old holder's lease from its last renewal, its checkpoint done or not" {
 	p=$PGLOCK_TEST_DIR/rp-primary s=$PGLOCK_TEST_DIR/rp-standby d=$BATS_TEST_TMPDIR
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
-	pg_sh start "$p"
-	pg_sh standby "$s" "$p"
+	sync_pair "$p" "$s"
 	sport=$(pg_on "$s" printenv PGPORT)
-	pg_on "$p" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
-	pg_on "$p" sql "SELECT pg_reload_conf()" >/dev/null
-	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT sync_state FROM pg_stat_replication\")\" = sync ]"
 	old='trap "" TERM; echo $$ >"$0.pid"; while :; do echo old >>"$0"; sleep 0.05; done'
 	new='s=$(cut -d" " -f3 "/proc/$(cat "$0.pid")/stat" 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "new, old alive" >>"$0" || echo "new, old dead" >>"$0"'
 	# A lease of 4 s, renewed every second by a synchronous commit: the
@@ -284,12 +285,8 @@ pg_ctl() { runuser -u postgres -- "$PGLOCK_TEST_PGBIN/pg_ctl" "$@"; }
 @test "a transaction's lock through a TCP proxy, its synchronous standby promoted while the old primary serves on: renewed aside, the holder is stopped, a waiter granted there never runs" {
 	p=$PGLOCK_TEST_DIR/ap-primary s=$PGLOCK_TEST_DIR/ap-standby d=$BATS_TEST_TMPDIR
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$s'; '$BATS_TEST_DIRNAME/pg.sh' stop '$p'"
-	pg_sh start "$p"
-	pg_sh standby "$s" "$p"
+	sync_pair "$p" "$s"
 	pport=$(pg_on "$p" printenv PGPORT)
-	pg_on "$p" sql "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
-	pg_on "$p" sql "SELECT pg_reload_conf()" >/dev/null
-	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT sync_state FROM pg_stat_replication\")\" = sync ]"
 	# A TCP proxy, as HAProxy is: the path is not proven direct, so the
 	# lock is a transaction's, which commits nothing a standby confirms.
 	mkdir "$d/proxy"

@@ -15,15 +15,16 @@ Scenarios (default: all), each run RUNS times on each path (by default
 three times where the issue sets a figure, switchover and stale with
 synchronous mode, else once):
   switchover  three "machines" run pglock --once-per 10s every second
-              across a planned switchover: exits 69, slots run twice or
-              missed
+              across a planned switchover: exits 69, slots run twice (and
+              missed: one may pass in the new leader's lock-delay)
   kill9       a holder and a waiter (-w 120) across kill -9 of the
               leader's postmaster, its Patroni, or both: the holder's exit,
               when the waiter's command starts, overlap
   stale       the leader's Patroni frozen (SIGSTOP) while its PostgreSQL
-              keeps serving, with synchronous_mode on and off: a holder, a
-              waiter and a new holder every second, all with --fence:
-              overlapping commands, fences given twice
+              keeps serving, with synchronous_mode (strict) on and off: a
+              holder, a waiter and a new holder every second, all with
+              --fence: overlapping commands, fences given twice
+              (stale-sync: synchronous mode only)
   counter     --version-counter allocations in two loops across kill -9 of
               the leader, synchronous_mode on and off: numbers given twice
               to commands that exited 0
@@ -223,8 +224,12 @@ def postmaster_pid(n):
 
 
 def set_sync(sync):
+    # Strict: without it Patroni empties synchronous_standby_names on a
+    # primary whose standby is gone, a frozen leader's too once it resumes
+    # (on its stale view), and its waiting commits return as confirmed.
     code, _ = rest(leader() or "n1", "/config", "PATCH",
-                   {"synchronous_mode": sync})
+                   {"synchronous_mode": sync,
+                    "synchronous_mode_strict": sync})
     if code != 200:
         raise SystemExit("ha.py: PATCH /config synchronous_mode: %s" % code)
     if not until(lambda: healthy(sync), 60):
@@ -333,6 +338,13 @@ class Runs:
         self.procs.append(p)
         return p
 
+    def holder(self, path, key):
+        """A holder with --fence whose command runs until it is killed."""
+        p = self.spawn(path, ["--fence", key], 0, "h")
+        if not until(self.beats, 15):
+            raise SystemExit("ha.py: the holder never ran; see " + D)
+        return p
+
     def reap(self):
         for p in self.procs:
             if p.ended is None and p.poll() is not None:
@@ -427,17 +439,16 @@ def run_switchover(path, sync, k):
            "invocations": len(r.procs), "exit69": codes.get(69, 0),
            "slots": len(ran), "twice": twice, "missed": missed,
            "codes": codes, "leader": "%s->%s" % (old, leader())}
-    ok = row["exit69"] == 0 and twice == 0 and missed == 0
-    return row, ok
+    # A slot shorter than the lock-delay (S, 20 s) may pass in it: missed
+    # is a figure, not a mark.
+    return row, row["exit69"] == 0 and twice == 0
 
 
 def run_kill9(path, sync, k, what):
     r = Runs("kill9-%s-%s-%d" % (what, path, k))
     key = "ha-kill-%s-%s-%d" % (what, path, k)
     old = leader()
-    holder = r.spawn(path, ["--fence", key], 0, "h")
-    if not until(lambda: r.beats(), 15):
-        raise SystemExit("ha.py: the holder never ran; see " + D)
+    holder = r.holder(path, key)
     waiter = r.spawn(path, ["-w", "120", "--fence", key], 40, "w")
     time.sleep(3)
     t_kill = now()
@@ -470,9 +481,7 @@ def run_stale(path, sync, k):
     r = Runs("stale-%s-%s-%d" % (path, sync, k))
     key = "ha-stale-%s-%s-%d" % (path, sync, k)
     old = leader()
-    holder = r.spawn(path, ["--fence", key], 0, "h")
-    if not until(lambda: r.beats(), 15):
-        raise SystemExit("ha.py: the holder never ran; see " + D)
+    holder = r.holder(path, key)
     r.spawn(path, ["-w", "60", "--fence", key], 40, "w")
     os.kill(PROCS[old].pid, signal.SIGSTOP)
     t_stop = now()
@@ -554,9 +563,9 @@ def main():
             plan += [(False, run_kill9, p, (w,), 1)
                      for w in ("postmaster", "patroni", "both")
                      for p in ("haproxy-shut", "uri")]
-        elif s == "stale":
+        elif s in ("stale", "stale-sync"):
             plan += [(sync, run_stale, p, (), 3 if sync else 1)
-                     for sync in (True, False)
+                     for sync in (True, False)[:1 if s == "stale-sync" else 2]
                      for p in ("haproxy-shut", "haproxy-keep", "uri")]
         elif s == "counter":
             plan += [(sync, run_counter, p, (), 1) for sync in (False, True)

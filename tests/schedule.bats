@@ -157,7 +157,7 @@ Europe/Paris
 none"
 }
 
-@test "--tz with a zone the server does not know, or reads as an abbreviation (CEST, IST, CET: a fixed offset): 64, nothing run, nothing recorded" {
+@test "--tz with a zone the server does not know, or reads as an abbreviation (CEST, IST, CET: a fixed offset): 64, nothing run, nothing recorded; UTC's other names are taken" {
 	run -64 --separate-stderr pglock --once-per 1h --tz Mars/Olympus_Mons mars-k touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" 'pglock: --tz: time zone "Mars/Olympus_Mons" not recognized'
 	# AT TIME ZONE would take CEST for +02:00 all year, IST for Israel's,
@@ -168,6 +168,11 @@ none"
 	done
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	[ "$(sql "SELECT count(*) FROM pglock_runs WHERE key = 'mars-k'")" = 0 ]
+	# UTC's other names mean the same either way: taken.
+	for tz in GMT UT Z Zulu; do
+		run -0 pglock --once-per 1h --tz "$tz" "utc-$tz" sh -c 'echo "$PGLOCK_SLOT_START"'
+		assert_output --regexp '^[0-9-]+T[0-9]{2}:00:00[+]00:00$'
+	done
 }
 
 @test "--tz: a zone's name is one slot however its case is spelled, as the server finds the zone" {
