@@ -263,18 +263,19 @@ sync_pair() {
 	sport=$(pg_on "$s" printenv PGPORT)
 	old='trap "" TERM; echo $$ >"$0.pid"; while :; do echo old >>"$0"; sleep 0.05; done'
 	new='s=$(cut -d" " -f3 "/proc/$(cat "$0.pid")/stat" 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "new, old alive" >>"$0" || echo "new, old dead" >>"$0"'
-	# A lease of 4 s, renewed every second by a synchronous commit: the
-	# old command is KILLed 3 s after its last answered check.
-	bg old env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --check-interval 1 --kill-after 60 rp-k sh -c "$2" "$3"' "$p" "$PGLOCK" "$old" "$d/log"
+	# A lease of 8 s, renewed every 2 s by a synchronous commit: the old
+	# command is KILLed 6 s after its last answered check (a margin for
+	# valgrind's slow start of the new holder, which must still see it).
+	bg old env -u PGHOST -u PGPORT sh -c '. "$0/env"; exec "$1" --check-interval 2 --kill-after 60 rp-k sh -c "$2" "$3"' "$p" "$PGLOCK" "$old" "$d/log"
 	wait_until 20 test -s "$d/log"
-	sleep 1.5
+	sleep 2.5
 	# The old primary serves on, cut off from its synchronous standby; the
 	# promoted server's first checkpoint is done at once: the promotion
 	# itself leaves no trace but the last transaction it replayed.
 	pg_ctl -D "$s/data" -w promote >/dev/null
 	PGHOST=$s PGPORT=$sport run -0 psql -XAtqc CHECKPOINT
-	PGHOST=$s PGPORT=$sport bg new pglock -v -w 30 --check-interval 1 rp-k sh -c "$new" "$d/log"
-	bgwait old 20
+	PGHOST=$s PGPORT=$sport bg new pglock -v -w 30 --check-interval 2 rp-k sh -c "$new" "$d/log"
+	bgwait old 30
 	[ "$bg_status" -eq 75 ]
 	bgwait new 30
 	[ "$bg_status" -eq 0 ]
@@ -293,27 +294,27 @@ sync_pair() {
 	bg proxy "$PYTHON" "$BATS_TEST_DIRNAME/alternate.py" "$d/proxy" "$p/.s.PGSQL.$pport"
 	wait_until 10 test -s "$d/proxy/port"
 	port=$(cat "$d/proxy/port")
-	bg holder "$PGLOCK" -h 127.0.0.1 -p "$port" --check-interval 1 ap-k sh -c 'echo "$PGLOCK_SCOPE" >"$0"; sleep 60' "$d/held"
+	bg holder "$PGLOCK" -h 127.0.0.1 -p "$port" --check-interval 2 ap-k sh -c 'echo "$PGLOCK_SCOPE" >"$0"; sleep 60' "$d/held"
 	wait_until 15 test -s "$d/held"
 	[ "$(cat "$d/held")" = transaction ]
-	bg waiter "$PGLOCK" -h 127.0.0.1 -p "$port" -w 30 --check-interval 1 ap-k touch "$d/ran"
+	bg waiter "$PGLOCK" -h 127.0.0.1 -p "$port" -w 30 --check-interval 2 ap-k touch "$d/ran"
 	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted\")\" = 1 ]"
 	# The old primary serves on, cut off from its synchronous standby.
 	pg_ctl -D "$s/data" -w promote >/dev/null
 	bgwait holder 15
 	[ "$bg_status" -eq 75 ]
 	run cat "$d/holder.err"
-	assert_output "pglock: ap-k: lock lost while the command ran (the lease was not renewed within 1 s by a commit a synchronous standby confirmed: its commit was not confirmed in time (a primary cut off from its synchronous standbys?)); the command was stopped"
+	assert_output "pglock: ap-k: lock lost while the command ran (the lease was not renewed within 2 s by a commit a synchronous standby confirmed: its commit was not confirmed in time (a primary cut off from its synchronous standbys?)); the command was stopped"
 	# Granted there once the holder is gone: its gate is a renewal too.
 	bgwait waiter 30
 	[ "$bg_status" -eq 75 ]
 	run cat "$d/waiter.err"
-	assert_output "pglock: ap-k: lock lost before the command started (the lease was not renewed within 1 s by a commit a synchronous standby confirmed: its commit was not confirmed in time (a primary cut off from its synchronous standbys?)); the command did not run"
+	assert_output "pglock: ap-k: lock lost before the command started (the lease was not renewed within 2 s by a commit a synchronous standby confirmed: its commit was not confirmed in time (a primary cut off from its synchronous standbys?)); the command did not run"
 	# Granted at once, as fresh as a grant gets, is renewed all the same
 	# (a transaction's lock by choice: auto's proof there, over TCP, asks
 	# what a session's check asks, and waits for its commit, within -w).
-	run -75 --separate-stderr timeout 20 "$PGLOCK" --scope transaction -h 127.0.0.1 -p "$port" --check-interval 1 ap-k touch "$d/ran"
-	assert_equal "$stderr" "pglock: ap-k: lock lost before the command started (the lease was not renewed within 1 s by a commit a synchronous standby confirmed: its commit was not confirmed in time (a primary cut off from its synchronous standbys?)); the command did not run"
+	run -75 --separate-stderr timeout 20 "$PGLOCK" --scope transaction -h 127.0.0.1 -p "$port" --check-interval 2 ap-k touch "$d/ran"
+	assert_equal "$stderr" "pglock: ap-k: lock lost before the command started (the lease was not renewed within 2 s by a commit a synchronous standby confirmed: its commit was not confirmed in time (a primary cut off from its synchronous standbys?)); the command did not run"
 	[ ! -e "$d/ran" ]
 	# No renewal's server process is left waiting for the standby.
 	wait_until 10 bash -c ". '$p/env'; [ \"\$(psql -XAtc \"SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'\")\" = 0 ]"
