@@ -626,15 +626,18 @@ say_waiting(void *arg, int n)
 }
 
 /*
- * A transaction's lock on a path that passes the session through (libpq's
- * backend pid is the lock's server process: a TCP proxy, not a pooler) is
- * renewed aside where the server has synchronous standbys (lease.h); into
- * a, or NULL.
+ * A transaction's lock over TCP on a path that passes the session through
+ * (libpq's backend pid is the lock's server process: a TCP proxy, not a
+ * pooler) is renewed aside where the server has synchronous standbys
+ * (lease.h); into a, or NULL. Not over a Unix socket: no proxy there.
  */
 static const struct lease_aside *
 aside_of(const struct run *r, struct lease_aside *a)
 {
-	if (!r->lk.xact || PQbackendPID(r->c) != r->backend_pid)
+	struct conn_ends e;
+
+	if (!r->lk.xact || PQbackendPID(r->c) != r->backend_pid ||
+	    conn_ends(r->c, 1, &e) == -1)
 		return NULL;
 	a->conn = &r->o->conn;
 	a->pid = r->backend_pid;
