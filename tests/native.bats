@@ -178,7 +178,7 @@ round_trips() {
 	} END { print n + 0 }' "$log"
 }
 
-@test "a plain run waits for the server 4 times over a Unix socket, 5 over TCP, proof of a direct path included" {
+@test "a plain run waits for the server 4 times over a Unix socket, 5 over TCP, proof of a direct path included (7 for a transaction's lock over TCP)" {
 	# Connect (and, over TCP, the SSL probe before it), the settings and
 	# the lock in one pipeline, the lock-delay's look (a transaction's
 	# lock: and the portal's close), the unlock.
@@ -186,8 +186,10 @@ round_trips() {
 	assert_output 4
 	run -0 round_trips -h 127.0.0.1 --scope session
 	assert_output 5
+	# A transaction's lock over TCP: its gate asks again, for whether the
+	# server has synchronous standbys to renew it aside for (a proxy's path).
 	run -0 round_trips -h 127.0.0.1 --scope transaction
-	assert_output 6
+	assert_output 7
 	# The proof that no pooler is between rides in the lock's pipeline.
 	run -0 round_trips -h 127.0.0.1
 	assert_output 5
