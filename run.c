@@ -650,14 +650,12 @@ aside_of(const struct run *r, struct lease_aside *a)
  * tables is checked again first. Lost: exits 75, the command unrun.
  */
 static void
-fresh_or_err(struct run *r)
+fresh_or_err(struct run *r, const struct lease_aside *aside)
 {
 	const struct opts *o = r->o;
-	struct lease_aside a;
 	struct err why;
 
-	if (lease_fresh(r->c, &r->lk, aside_of(r, &a), o->check_ms, &r->since,
-	    &why))
+	if (lease_fresh(r->c, &r->lk, aside, o->check_ms, &r->since, &why))
 		return;
 	child_abort(&r->ch);
 	if (o->mode == MODE_HOLD)
@@ -678,6 +676,7 @@ watch_or_err(struct run *r)
 	const struct opts *o = r->o;
 	struct lease_check check;
 	struct lease_aside a;
+	const struct lease_aside *aside;
 	struct child_watch w = { .fd = PQsocket(r->c), .step = lease_step,
 	    .finish = lease_finish, .arg = &check, .max_ms = o->max_ms,
 	    .waiting = o->verbose ? say_waiting : NULL, .waiting_arg = r };
@@ -687,11 +686,12 @@ watch_or_err(struct run *r)
 
 	if (o->no_fork)
 		return exec_or_err(r);
-	fresh_or_err(r);
+	/* Once: the gate's check and the lease's checks renew alike. */
+	aside = aside_of(r, &a);
+	fresh_or_err(r, aside);
 	if (r->ch.pid == -1)
 		spawn_or_err(o, &r->ch);
-	lease_start(&check, r->c, &r->lk, aside_of(r, &a), o->check_ms,
-	    r->since);
+	lease_start(&check, r->c, &r->lk, aside, o->check_ms, r->since);
 	r->ch.kill_by = lease_end(&check);
 	switch (child_open_gate(&r->ch, o->argv != NULL ? o->argv[0] :
 	    "--hold", &status, &why)) {
