@@ -62,6 +62,7 @@ struct run {
 	long since;		/* mono_ms() the lease runs from */
 	long long slot;		/* --once*: the slot a success counts for */
 	long sent;		/* mono_ms() a success's record was sent; 0: none */
+	double ok_before;	/* the success read under the lock (ms); -1: none */
 	int streak;		/* the record's table counts failures */
 };
 
@@ -493,6 +494,7 @@ once_done_or_err(struct run *r)
 		    o->runs_sql);
 	free(name);
 	r->streak = row.failures >= 0;
+	r->ok_before = row.has_ok ? row.ok_ms : -1;
 	if (row.paused) {
 		if (!o->quiet)
 			say("%s is %s", o->label, pause_said(row.paused_until,
@@ -729,7 +731,7 @@ landed_or_err(const struct run *r, const char *why)
 	int rc;
 
 	co.deadline_ms = -1;	/* -w was for the wait */
-	rc = runs_landed(&co, o->runs_sql, &out, r->sent, &how);
+	rc = runs_landed(&co, o->runs_sql, &out, r->ok_before, &how);
 	free(name);
 	if (rc == 1) {
 		if (!o->quiet)
@@ -967,7 +969,7 @@ int
 run_lock(const struct opts *o, PGconn *c)
 {
 	struct run r = { .o = o, .c = c, .lk = o->lock, .ch = CHILD_NONE,
-	    .slot = -1 };
+	    .slot = -1, .ok_before = -1 };
 	struct err why;
 	double ran;
 	int status, rc, no_input = 0;

@@ -509,7 +509,7 @@ runs_unanswered(PGconn *c)
 
 int
 runs_landed(const struct conn_opts *co, const char *table,
-    const struct runs_outcome *o, long since, struct err *err)
+    const struct runs_outcome *o, double before_ms, struct err *err)
 {
 	struct runs_row row;
 	PGconn *c;
@@ -523,9 +523,12 @@ runs_landed(const struct conn_opts *co, const char *table,
 		return -1;
 	if (o->slot != -1)
 		return row.has_ok && row.ok_slot == o->slot;
-	/* The write's own clock is at least the server's now less our wait. */
-	return row.has_ok && row.ok_ms >= row.now_ms - (double)(mono_ms() -
-	    since);
+	/*
+	 * Any other success than the one read under the lock: the server's
+	 * clock against itself, never against ours (a millisecond's rounding
+	 * there once said "not found" of a success that had landed).
+	 */
+	return row.has_ok && row.ok_ms != before_ms;
 }
 
 long long

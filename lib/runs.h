@@ -129,12 +129,12 @@ int runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
 int runs_unanswered(PGconn *c);
 
 /*
- * On a new session (co: its bounds), is o's success, sent at mono_ms() since,
- * recorded: under its slot, or (slot -1) dated at or after since? 1 yes, 0 not
- * (or not yet), -1 could not tell (err).
+ * On a new session (co: its bounds), is o's success recorded: under its slot,
+ * or (slot -1) as another success than the one read under the lock, at
+ * before_ms (-1: none)? 1 yes, 0 not (or not yet), -1 could not tell (err).
  */
 int runs_landed(const struct conn_opts *co, const char *table,
-    const struct runs_outcome *o, long since, struct err *err);
+    const struct runs_outcome *o, double before_ms, struct err *err);
 
 /*
  * --spread s (seconds): k's offset into its slots, ((id % s) + s) % s seconds,

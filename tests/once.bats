@@ -419,6 +419,8 @@ sync_waiting() {
 
 @test "a success whose record landed but whose answer was lost (a synchronous standby's wait, then the session ended): exit 0, and the next run skips" {
 	run -0 pglock --record sync-init true
+	# A success before: the lost one is found as another, not as any.
+	run -0 pglock --record sync-sessionrecord true
 	sync_never
 	log=$BATS_TEST_TMPDIR/log
 	for run in session:--once transaction:--once session:--record; do
@@ -456,6 +458,12 @@ sync-sessionrecord"
 	[ "$(record freeze-k)" = "0 -" ]
 	run -0 timeout 20 "$PGLOCK" --once freeze-k sh -c 'echo run >>"$0"' "$log"
 	[ "$(runs "$log")" -eq 1 ]
+	# --record, over an earlier success: that one is not taken for this.
+	run -0 pglock --record freeze-r true
+	: >"$log.pid"
+	run -75 --separate-stderr timeout 60 "$PGLOCK" --check-interval 10 --record freeze-r sh -c 'echo "$PGLOCK_BACKEND_PID" >"$0.pid"; kill -STOP "$PGLOCK_BACKEND_PID"' "$log"
+	assert_equal "$stderr" "pglock: freeze-r: the command succeeded, but the answer to its record was lost (the server did not answer within 10 s) and a new session does not find it: the outcome is unknown (the record may still land)"
+	kill -CONT "$(cat "$log.pid")"
 }
 
 # The issue's 1d then 86401s share slot 20418 only after 05:40 UTC; these
