@@ -64,6 +64,7 @@ struct run {
 	long sent;		/* mono_ms() a success's record was sent; 0: none */
 	double ok_before;	/* the success read under the lock (ms); -1: none */
 	int streak;		/* the record's table counts failures */
+	int table_seen;		/* the record's table was read: it exists */
 };
 
 /*
@@ -463,27 +464,86 @@ fence_or_err(const struct run *r)
 }
 
 /*
+ * The record's verdict on this run (row: KEY's record, read with its slot):
+ * give the command its facts; has KEY succeeded in this slot, or is the slot
+ * not due yet (--after)? 1, not to run. r->slot: the slot this run counts
+ * for. KEY paused (any of them): NOT_GOT, said in one line.
+ */
+static int
+once_verdict(struct run *r, const struct runs_row *row, long long spread)
+{
+	const struct opts *o = r->o;
+	char said[6144];
+
+	if (row->paused) {
+		if (!o->quiet)
+			say("%s is %s", o->label, pause_said(row->paused_until,
+			    row->paused_host, row->paused_reason, said,
+			    sizeof(said)));
+		return NOT_GOT;
+	}
+	setenv_or_err("PGLOCK_LAST_OK", row->last_ok);
+	if (o->period_ms > 0) {
+		setenv_or_err("PGLOCK_SLOT_START", row->slot_start);
+		setenv_or_err("PGLOCK_SLOT_END", row->slot_end);
+	}
+	if (!o->once)
+		return 0;
+	r->slot = o->period_ms > 0 ? row->slot : 0;
+	if (runs_done(row, o->period_ms)) {
+		if (o->verbose)
+			say("%s: succeeded %s already (at %s on %s): not run "
+			    "again", o->label, o->period_ms > 0 ?
+			    "in this slot" : "once", row->ok_at, row->ok_host);
+		return 1;
+	}
+	if (o->period_ms > 0 && !row->due) {
+		if (o->verbose && o->spread_s == 0)
+			say("%s: not due until %s (--after): not run",
+			    o->label, row->due_at);
+		else if (o->verbose)
+			say("%s: not due until %s (%s--spread's %llds): not "
+			    "run", o->label, row->due_at, o->after_ms >= 0 ?
+			    "--after, " : "", spread / 1000);
+		return 1;
+	}
+	return 0;
+}
+
+/* KEY's record and its slot, read within ms (-1: no -w left, none). */
+static int
+once_read(const struct run *r, long ms, long long spread,
+    struct runs_row *row, struct err *why)
+{
+	const struct opts *o = r->o;
+	struct runs_when w = { .period_ms = o->period_ms, .zone = o->tz,
+	    .after_ms = (o->after_ms > 0 ? o->after_ms : 0) + spread,
+	    .ms = ms };
+	char *name = record_key(o, o->key);
+	int rc;
+
+	rc = runs_read_when(r->c, o->runs_sql, name, &w, row, why);
+	free(name);
+	return rc;
+}
+
+/*
  * --once*, --record, lock held: read KEY's record and, in the same query, the
- * slot of the server's clock (runs_read_when()); give the command its facts.
- * Has KEY succeeded in this slot, or is the slot not due yet (--after)? 1, not
- * to run. r->slot: the slot this run counts for; r->streak: whether the table
- * counts failures. KEY paused (any of them): NOT_GOT, said in one line.
+ * slot of the server's clock (runs_read_when()), and give its verdict (as
+ * once_verdict()). r->streak: whether the table counts failures.
  */
 static int
 once_done_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
 	long long spread = runs_spread_ms(&r->lk.key, o->spread_s);
-	struct runs_when w = { .period_ms = o->period_ms, .zone = o->tz,
-	    .after_ms = (o->after_ms > 0 ? o->after_ms : 0) + spread };
 	struct runs_row row;
 	struct err why;
-	char said[6144], *name = record_key(o, o->key);
 
 	/* First use: no table, so no server clock read yet either. */
-	if (runs_read_when(r->c, o->runs_sql, name, &w, &row, &why) == -1 ||
+	if (once_read(r, CONN_ANSWER_MS, spread, &row, &why) == -1 ||
 	    (row.no_table && (runs_table(r->c, o->runs_sql, &why) == -1 ||
-	    runs_read_when(r->c, o->runs_sql, name, &w, &row, &why) == -1)) ||
+	    once_read(r, CONN_ANSWER_MS, spread, &row, &why) == -1)) ||
 	    row.denied) {
 		if (row.zone_bad)
 			die(EXIT_USAGE, "--tz: %s", why.msg);
@@ -492,42 +552,41 @@ once_done_or_err(struct run *r)
 	if (row.no_table)	/* dropped meanwhile: no clock read */
 		die(EXIT_UNAVAILABLE, "%s: table %s went away", o->label,
 		    o->runs_sql);
-	free(name);
 	r->streak = row.failures >= 0;
 	r->ok_before = row.has_ok ? row.ok_ms : -1;
-	if (row.paused) {
-		if (!o->quiet)
-			say("%s is %s", o->label, pause_said(row.paused_until,
-			    row.paused_host, row.paused_reason, said,
-			    sizeof(said)));
-		return NOT_GOT;
-	}
-	setenv_or_err("PGLOCK_LAST_OK", row.last_ok);
-	if (o->period_ms > 0) {
-		setenv_or_err("PGLOCK_SLOT_START", row.slot_start);
-		setenv_or_err("PGLOCK_SLOT_END", row.slot_end);
-	}
-	if (!o->once)
+	return once_verdict(r, &row, spread);
+}
+
+/*
+ * --once*, before the lock: a success in this slot is final, and a pause or a
+ * slot not yet due is the operator's and the clock's, so a read of the record
+ * alone (one round trip after the connection) may skip the run without the
+ * lock. 1 or NOT_GOT as once_verdict(); 0: take the lock and read again under
+ * it (a run may end meanwhile), as when the table is missing or the read
+ * fails (the read under the lock says why). KEY's id decides --spread: not
+ * read here when the server hashes KEY (this host has an estimate only).
+ */
+static int
+once_early(struct run *r)
+{
+	const struct opts *o = r->o;
+	long long spread = runs_spread_ms(&r->lk.key, o->spread_s);
+	struct runs_row row;
+	struct err why;
+	long ms = wait_left(r->o);
+
+	if (!o->once || (r->lk.key.sql != NULL && o->spread_s > 0))
 		return 0;
-	r->slot = o->period_ms > 0 ? row.slot : 0;
-	if (runs_done(&row, o->period_ms)) {
-		if (o->verbose)
-			say("%s: succeeded %s already (at %s on %s): not run "
-			    "again", o->label, o->period_ms > 0 ?
-			    "in this slot" : "once", row.ok_at, row.ok_host);
-		return 1;
+	if (once_read(r, ms > 0 && ms < CONN_ANSWER_MS ? ms : CONN_ANSWER_MS,
+	    spread, &row, &why) == -1) {
+		if (row.zone_bad)
+			die(EXIT_USAGE, "--tz: %s", why.msg);
+		return 0;
 	}
-	if (o->period_ms > 0 && !row.due) {
-		if (o->verbose && o->spread_s == 0)
-			say("%s: not due until %s (--after): not run",
-			    o->label, row.due_at);
-		else if (o->verbose)
-			say("%s: not due until %s (%s--spread's %llds): not "
-			    "run", o->label, row.due_at, o->after_ms >= 0 ?
-			    "--after, " : "", spread / 1000);
-		return 1;
-	}
-	return 0;
+	if (row.no_table || row.denied)
+		return 0;
+	r->table_seen = 1;
+	return once_verdict(r, &row, spread);
 }
 
 /* ---- watch ------------------------------------------------------------- */
@@ -913,8 +972,9 @@ take_or_err(struct run *r)
 	 * creates it only when its read finds it missing: a round trip saved.
 	 * Under prove, the lock may yet be a transaction's (not under session).
 	 */
-	if (o->record && (r->lk.xact || (r->lk.prove && !r->lk.prove_only) ||
-	    !o->once) && runs_table(r->c, o->runs_sql, &why) == -1)
+	if (o->record && !r->table_seen && (r->lk.xact || (r->lk.prove &&
+	    !r->lk.prove_only) || !o->once) && runs_table(r->c, o->runs_sql,
+	    &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 	if (o->verbose && r->lk.wait_ms != 0 &&
 	    *holder(r->c, &r->lk.key, who, sizeof(who)) != '\0')
@@ -974,6 +1034,9 @@ run_lock(const struct opts *o, PGconn *c)
 	double ran;
 	int status, rc, no_input = 0;
 
+	/* Nothing to run (done, not due, paused): no lock taken. */
+	if ((status = once_early(&r)) != 0)
+		return status == NOT_GOT ? o->conflict_exit : 0;
 	r.lk.wait_ms = wait_left(o);
 	r.lk.lease_ms = lease_ms(o);
 	if ((status = take_or_err(&r)) != 0 ||

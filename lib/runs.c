@@ -326,7 +326,8 @@ runs_read_when(PGconn *c, const char *table, const char *key,
 	snprintf(num[0], sizeof(num[0]), "%lld", w != NULL ? w->period_ms : 0);
 	snprintf(num[1], sizeof(num[1]), "%lld", w != NULL ? w->after_ms : 0);
 	read_sql(sql, sizeof(sql), table);
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
+	if ((res = conn_exec(c, sql, params, w != NULL && w->ms > 0 ? w->ms :
+	    CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
 	    PQnfields(res) != READ_COLUMNS) {

@@ -54,6 +54,7 @@ struct runs_when {
 	long long period_ms;	/* DURATION; 0: no slot (--once, --record) */
 	const char *zone;	/* --tz ZONE's wall clock; NULL: the epoch's */
 	long long after_ms;	/* due from this far into the slot */
+	long ms;		/* the read's bound; 0: CONN_ANSWER_MS */
 };
 
 /*

@@ -208,13 +208,22 @@ round_trips() {
 	[ $((output - $(date +%s))) -ge 7100 ]
 }
 
-@test "a --once-per skip that is not due yet (--after) waits for the server no more often than one that is done" {
+@test "a --once-per skip waits for the server twice over a Unix socket, 3 times over TCP: the record is read before the lock, which it does not take" {
 	run -0 timeout 20 "$PGLOCK" --once-per 1000d rt-k true
+	# Connect (after the SSL probe, over TCP), then one read of the record.
 	run -0 round_trips --once-per 1000d
-	done=$output
-	# 999d slots: the one holding the suite's now began in 2024, 998d due
-	# from mid-2027; no success recorded for it.
+	assert_output 2
+	run -0 round_trips -h 127.0.0.1 --once-per 1000d
+	assert_output 3
+	run -0 round_trips -h 127.0.0.1 --scope transaction --once-per 1000d
+	assert_output 3
+	# Not due yet: 999d slots, the one holding the suite's now began in
+	# 2024, 998d due from mid-2027; no success recorded for it.
 	run -0 round_trips --once-per 999d --after 998d
-	assert_output "$done"
-	[ "$done" -ge 3 ]
+	assert_output 2
+	# Nothing held meanwhile: a skip beside a holder of KEY still skips.
+	bg holder pglock rt-k sleep 30
+	wait_until 10 held "$(sha_id rt-k)"
+	run -0 --separate-stderr timeout 20 "$PGLOCK" -v --once-per 1000d rt-k true
+	[[ "$stderr" == "pglock: rt-k: succeeded in this slot already (at "*"): not run again" ]]
 }
