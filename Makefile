@@ -12,7 +12,7 @@ PQ_LIBS = `$(PKG_CONFIG) --libs libpq libcrypto zlib 2>/dev/null || echo -L$$(pg
 WARN = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra \
 	-Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wcast-qual -Wwrite-strings
-SRC = pglock.c inspect.c out.c run.c lib/arg.c lib/child.c lib/conn.c lib/counter.c lib/delay.c lib/hash.c lib/key.c \
+SRC = pglock.c inspect.c opts.c out.c run.c lib/arg.c lib/child.c lib/conn.c lib/counter.c lib/delay.c lib/hash.c lib/key.c \
 	lib/lease.c lib/lock.c lib/runs.c lib/sig.c lib/slots.c lib/table.c lib/tree.c
 HDR = pglock.h inspect.h out.h run.h lib/arg.h lib/child.h lib/clock.h lib/conn.h lib/counter.h lib/delay.h lib/err.h lib/exits.h lib/hash.h lib/key.h lib/lease.h lib/lock.h lib/runs.h lib/sig.h lib/slots.h lib/table.h lib/tree.h
 UNIT = tests/unit_arg tests/unit_key

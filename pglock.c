@@ -12,7 +12,7 @@
  * session: if that goes, the command is stopped and pglock exits 75. The modes
  * that only look (--status, --explain, --break) or change only the record
  * of runs (--forget, --pause, --resume) are in inspect.c.
- * lib/ returns errors; only pglock.c, run.c and inspect.c print and exit.
+ * lib/ returns errors; the files above it print and exit, through out.c.
  *
  * Copyright (c) 2026 The pglock authors. Permission to use, copy, modify
  * and distribute this software for any purpose is granted under the terms
@@ -48,7 +48,6 @@
 
 #define PGLOCK_VERSION "0.1.0"
 
-const char *const scope_names[3] = { "auto", "session", "transaction" };
 
 
 static const char usage_text[] =
@@ -866,36 +865,6 @@ scrub_env(void)
 		if (strncmp(environ[i], "PGLOCK_", 7) != 0)
 			environ[kept++] = environ[i];
 	environ[kept] = NULL;
-}
-
-void
-resolve_key_or_err(const struct opts *o, const char *text, struct key *k)
-{
-	struct err why;
-
-	switch (key_make(&o->how, text, strlen(text), k, &why)) {
-	case 0:
-		return;
-	case KEY_BAD:
-		usage_err("%s", why.msg);
-	default:
-		die(EXIT_SOFTWARE, "%s", why.msg);
-	}
-}
-
-char *
-record_key(const struct opts *o, const char *text)
-{
-	size_t len = strlen(text) + 64;
-	char *name = malloc(len);
-	int n;
-
-	if (name == NULL)
-		die_errno(EXIT_OSERR, "malloc");
-	n = key_record_name(&o->how, text, name, len);
-	if (n < 0 || (size_t)n >= len)
-		die(EXIT_SOFTWARE, "no record name for '%s'", text);
-	return name;
 }
 
 /* Before anything runs: a success that could not be recorded is lost. */

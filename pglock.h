@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * pglock.h: what pglock.c shares with run.c and inspect.c, the modes: the
- * parsed options and the KEY's resolution. How to print and exit is out.h's.
+ * parsed options, and (opts.c) KEY's resolution under them. How to print and
+ * exit is out.h's.
  */
 #ifndef PGLOCK_H
 #define PGLOCK_H

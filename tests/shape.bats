@@ -38,6 +38,40 @@ long_functions() {
 	assert_output './run.c'
 }
 
+# The calls between the files, "caller callee" a line: each file compiled
+# alone, its undefined symbols against the others' definitions.
+calls() {
+	local d=$BATS_TEST_TMPDIR f o cflags
+	cflags=$(pkg-config --cflags libpq 2>/dev/null || echo "-I$(pg_config --includedir)")
+	: >"$d/defs"
+	: >"$d/uses"
+	for f in ./*.c lib/*.c; do
+		f=${f#./}
+		o=$d/$(echo "$f" | tr / _).o
+		# shellcheck disable=SC2086
+		cc -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $cflags -c -o "$o" "$f" || return 1
+		nm --defined-only "$o" | awk -v f="$f" '$2 ~ /^[TDBR]$/ { print $3, f }' >>"$d/defs"
+		nm -u "$o" | awk -v f="$f" '{ print $2, f }' >>"$d/uses"
+	done
+	join <(sort "$d/uses") <(sort "$d/defs") | awk '$2 != $3 { print $2, $3 }' | sort -u
+}
+
+@test "no circle among the files: none calls up into a file that calls it, and nothing calls pglock.c" {
+	cd "$SRC_DIR"
+	calls >"$BATS_TEST_TMPDIR/edges"
+	# Sanity: the calls are seen (main's down into run.c, run.c's into lib/).
+	grep -qx 'pglock.c run.c' "$BATS_TEST_TMPDIR/edges"
+	grep -qx 'run.c lib/lock.c' "$BATS_TEST_TMPDIR/edges"
+	run awk '$2 == "pglock.c"' "$BATS_TEST_TMPDIR/edges"
+	assert_output ''
+	# lib/ calls nothing above it.
+	run awk '$1 ~ /^lib\// && $2 !~ /^lib\//' "$BATS_TEST_TMPDIR/edges"
+	assert_output ''
+	run tsort "$BATS_TEST_TMPDIR/edges"
+	assert_success
+	refute_output --partial loop
+}
+
 @test "no function is over 80 lines but usage" {
 	cd "$SRC_DIR"
 	run long_functions ./*.c lib/*.c
