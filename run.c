@@ -221,8 +221,7 @@ again_or_err(const struct run *r, const char *why)
 	int role, sig;
 
 	/* Read what came last (a FATAL, or end of file) to know. */
-	if (PQconsumeInput(r->c))
-		(void)PQisBusy(r->c);
+	(void)conn_take_input(r->c);
 	role = conn_read_only() || strcmp(why, lock_standby_said) == 0;
 	/* A run of role answers: the first sets their bound. */
 	if (!role)

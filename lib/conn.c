@@ -506,6 +506,48 @@ conn_queue(PGconn *c, const char *sql, int n, const char *const *params)
 }
 
 int
+conn_pipe_begin(PGconn *c)
+{
+	return PQenterPipelineMode(c) ? 0 : -1;
+}
+
+int
+conn_sync(PGconn *c)
+{
+	return PQpipelineSync(c) ? 0 : -1;
+}
+
+int
+conn_flush(PGconn *c)
+{
+	return PQsendFlushRequest(c) ? 0 : -1;
+}
+
+int
+conn_pipe_leave(PGconn *c)
+{
+	return PQexitPipelineMode(c) ? 0 : -1;
+}
+
+int
+conn_take_input(PGconn *c)
+{
+	/* PQisBusy parses what came, such as a FATAL notice. */
+	if (!PQconsumeInput(c)) {
+		(void)PQisBusy(c);
+		return -1;
+	}
+	return PQisBusy(c);
+}
+
+PGresult *
+conn_result_by(PGconn *c, long by, enum conn_ready *ready)
+{
+	*ready = conn_await(c, by);
+	return *ready == CONN_READY ? PQgetResult(c) : NULL;
+}
+
+int
 conn_setup_standby(const PGresult *res)
 {
 	return PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&

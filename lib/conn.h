@@ -67,6 +67,24 @@ int conn_send_setup(PGconn *c, long wait_ms, long lease_ms,
  */
 int conn_queue(PGconn *c, const char *sql, int n, const char *const *params);
 
+/*
+ * The pipeline's other steps, each 0 or -1 (the reason in PQerrorMessage(c)):
+ * enter pipeline mode; end what is queued with a sync (its own transaction's
+ * end, where none is open); have the server send what it has answered so far
+ * (a lock's answer, before the statements queued after it); leave.
+ */
+int conn_pipe_begin(PGconn *c);
+int conn_sync(PGconn *c);
+int conn_flush(PGconn *c);
+int conn_pipe_leave(PGconn *c);
+
+/*
+ * Take in what came on c, without blocking: 0, a result can be read; 1, not
+ * yet; -1, the connection failed (what the server said first is parsed, for
+ * conn_reason()).
+ */
+int conn_take_input(PGconn *c);
+
 /* Does the answer to conn_send_setup()'s statement say "a standby"? */
 int conn_setup_standby(const PGresult *res);
 
@@ -97,6 +115,12 @@ void conn_cancel(PGconn *c);
 
 /* Wait, until mono_ms() reaches by, until an answer on c can be read. */
 enum conn_ready conn_await(PGconn *c, long by);
+
+/*
+ * conn_await(c, by) into *ready, then, if CONN_READY, the next result (NULL:
+ * a statement's end, or the connection failed).
+ */
+PGresult *conn_result_by(PGconn *c, long by, enum conn_ready *ready);
 
 /*
  * Run sql with params (NULL-terminated, or NULL), waiting at most ms: its first

@@ -59,13 +59,14 @@ take_answer(struct lease_check *k, struct err *err)
 {
 	int sync = 0;
 
-	/* PQisBusy parses what came, such as a FATAL notice. */
-	if (!PQconsumeInput(k->conn)) {
-		(void)PQisBusy(k->conn);
+	switch (conn_take_input(k->conn)) {
+	case -1:
 		conn_reason(k->conn, err);
 		return 0;
+	case 1:
+		return 1;
 	}
-	if (PQisBusy(k->conn) || k->sent < 0)
+	if (k->sent < 0)
 		return 1;
 	if (lock_check_read(k->conn, k->sent + k->lease.answer_ms, NULL, &sync,
 	    err) != 1 || !renewed(k->aside, k->lock, &k->lease, sync, k->sent,
@@ -90,8 +91,7 @@ lease_fresh(PGconn *c, const struct lock_req *lk,
 	if (sent - *since < l.answer_ms && aside == NULL)
 		return 1;
 	/* Parse what came meanwhile, such as why the server hung up. */
-	(void)PQconsumeInput(c);
-	(void)PQisBusy(c);
+	(void)conn_take_input(c);
 	if (lock_check_send(c, lk, err) == -1) {
 		conn_reason(c, err);
 		return 0;

@@ -140,8 +140,8 @@ send_check(PGconn *c, const struct lock_req *r, struct err *err)
 int
 lock_check_send(PGconn *c, const struct lock_req *r, struct err *err)
 {
-	if (!PQenterPipelineMode(c) || send_check(c, r, err) == -1 ||
-	    !PQpipelineSync(c)) {
+	if (conn_pipe_begin(c) == -1 || send_check(c, r, err) == -1 ||
+	    conn_sync(c) == -1) {
 		conn_oneline(PQerrorMessage(c), err);
 		return -1;
 	}
@@ -201,13 +201,13 @@ lock_check_read(PGconn *c, long by, int *pid, int *sync, struct err *err)
 
 	for (;;) {
 		/* A result, a statement's end, the sync: each may come later. */
-		if ((ready = conn_await(c, by)) == CONN_LATE) {
+		res = conn_result_by(c, by, &ready);
+		if (ready == CONN_LATE) {
 			err_set(err, "the server did not answer the lock check "
 			    "in time");
 			held = -1;
 			break;
 		}
-		res = ready == CONN_READY ? PQgetResult(c) : NULL;
 		if (res == NULL && (ready == CONN_BROKEN ||
 		    PQstatus(c) == CONNECTION_BAD)) {
 			if (n == 0 || held != -1)
@@ -225,7 +225,7 @@ lock_check_read(PGconn *c, long by, int *pid, int *sync, struct err *err)
 			held = check_result(res, pid, sync, err);
 		PQclear(res);
 	}
-	(void)PQexitPipelineMode(c);
+	(void)conn_pipe_leave(c);
 	return held;
 }
 
@@ -431,7 +431,7 @@ lock_send(PGconn *c, const struct lock_req *r, struct err *err)
 	 * with the check's. A transaction's lock keeps no snapshot (READ
 	 * COMMITTED, only lock calls) nor xid: vacuum goes on.
 	 */
-	if (!PQenterPipelineMode(c)) {
+	if (conn_pipe_begin(c) == -1) {
 		conn_oneline(PQerrorMessage(c), err);
 		return -1;
 	}
@@ -439,9 +439,9 @@ lock_send(PGconn *c, const struct lock_req *r, struct err *err)
 	    r->xact ? CONN_XACT : CONN_SESSION, err) == -1)
 		return -1;
 	if (conn_queue(c, sql, a.n + (r->prove ? 4 : 0), params) == -1 ||
-	    !PQsendFlushRequest(c) ||
+	    conn_flush(c) == -1 ||
 	    (!r->local && send_check(c, r, err) == -1) ||
-	    !PQpipelineSync(c)) {
+	    conn_sync(c) == -1) {
 		conn_oneline(PQerrorMessage(c), err);
 		return -1;
 	}

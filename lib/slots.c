@@ -51,11 +51,11 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 	while (params[n] != NULL)
 		n++;
 	steps = first ? 1 + r->xact : 0;
-	if (!PQenterPipelineMode(s->c) || (first &&
+	if (conn_pipe_begin(s->c) == -1 || (first &&
 	    conn_send_setup(s->c, r->wait_ms, r->lease_ms, r->xact ? CONN_XACT :
 	    CONN_SESSION, s->err) == -1) ||
 	    conn_queue(s->c, sql, n, params) == -1 ||
-	    !PQpipelineSync(s->c)) {
+	    conn_sync(s->c) == -1) {
 		conn_oneline(PQerrorMessage(s->c), s->err);
 		return NULL;
 	}
