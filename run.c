@@ -808,40 +808,114 @@ landed_or_err(const struct run *r, const char *why)
 	    "outcome is unknown", o->label, why, how.msg);
 }
 
+/* What the record's write and the release it rides with were answered. */
+struct ending {
+	int wrote;		/* 0, written; -1, refused; RUNS_UNCONFIRMED */
+	int released;		/* 0, or -1: not shown released */
+	int release_lost;	/* the release's answer never came */
+	struct err write_why, release_why;
+};
+
 /*
  * Record KEY's outcome (status, after seconds; a success counts for r->slot)
- * before the release, in the lock's transaction if it has one. A success
- * refused counts as not done (exit 75); one unanswered is looked for (1: it
- * landed, the session is gone). A failure not recorded is said, -1 returned.
+ * and release the lock, in one round trip: the write; its commit (a sync, or
+ * the lock's transaction's COMMIT, which is the release); the release; a sync.
+ * The record lands before the lock goes. What was answered goes into e.
  */
-static int
-record_or_err(struct run *r, int status, double seconds)
+static void
+record_release(struct run *r, int status, double seconds, struct ending *e)
 {
 	const struct opts *o = r->o;
 	char *name = record_key(o, o->key);
 	struct runs_outcome out = { .key = name, .id = r->id, .status = status,
 	    .seconds = seconds, .slot = r->slot, .streak = r->streak };
-	struct err why;
+	long ms = answer_ms(o), by;
+	struct err late;
+	PGresult *res;
 	int rc;
 
+	*e = (struct ending){ .wrote = -1, .released = -1, .release_lost = 1 };
 	if (status == 0)
 		r->sent = mono_ms();
-	rc = runs_write(r->c, o->runs_sql, &out, &why);
+	rc = runs_queue_write(r->c, o->runs_sql, &out, &e->write_why);
 	free(name);
-	if (rc == 0)
-		return 0;
-	/* In the lock's transaction, it lands only with its commit. */
-	if (status == 0 && rc == RUNS_UNCONFIRMED && !r->lk.xact) {
-		landed_or_err(r, why.msg);
+	e->release_why = e->write_why;
+	if (rc == -1)
+		return;		/* nothing sent; the session goes with pglock */
+	e->wrote = RUNS_UNCONFIRMED;
+	if ((!r->lk.xact && conn_sync(r->c) == -1) || lock_queue_release(r->c,
+	    &r->lk, &e->release_why) == -1 || conn_sync(r->c) == -1) {
+		conn_reason(r->c, &e->write_why);
+		e->release_why = e->write_why;
+		return;
+	}
+	by = mono_ms() + ms;
+	if ((res = conn_pipe_result(r->c, by, ms, &e->write_why)) == NULL) {
+		e->release_why = e->write_why;
+		return;
+	}
+	e->wrote = runs_written(res, &e->write_why);
+	PQclear(res);
+	/* A session's write commits at its own sync: done is its answer. */
+	if (!r->lk.xact &&
+	    (res = conn_pipe_result(r->c, by, ms, &e->release_why)) == NULL) {
+		if (e->wrote == 0) {
+			e->wrote = RUNS_UNCONFIRMED;
+			e->write_why = e->release_why;
+		}
+		return;
+	}
+	if (!r->lk.xact)
+		PQclear(res);
+	if ((res = conn_pipe_result(r->c, by, ms, &e->release_why)) == NULL)
+		return;
+	e->release_lost = 0;
+	e->released = lock_released(res, &r->lk, &e->release_why);
+	PQclear(res);
+	/* The sync that ends the pipeline (the release said what counts). */
+	if ((res = conn_pipe_result(r->c, by, ms, &late)) != NULL)
+		(void)conn_pipe_leave(r->c);
+	PQclear(res);
+}
+
+/*
+ * Record and release (record_release()), and act on the answers. A success
+ * refused counts as not done (exit 75); one unanswered, or whose commit went
+ * unanswered, is looked for on a new session (1: it landed, the session is
+ * gone). A failure not recorded is said; a transaction it ended is rolled
+ * back (1). A release not shown exits 75. 0: recorded and released.
+ */
+static int
+record_release_or_err(struct run *r, int status, double seconds)
+{
+	const struct opts *o = r->o;
+	struct ending e;
+	struct err why;
+
+	record_release(r, status, seconds, &e);
+	if (status == 0 && (e.wrote == RUNS_UNCONFIRMED || (r->lk.xact &&
+	    e.wrote == 0 && e.release_lost))) {
+		landed_or_err(r, e.wrote == 0 ? e.release_why.msg :
+		    e.write_why.msg);
 		return 1;
 	}
-	if (status == 0)
+	if (status == 0 && e.wrote == -1)
 		die(EXIT_LOST, "%s: the command succeeded, but its success "
 		    "could not be recorded (%s): it counts as not done",
-		    o->label, why.msg);
-	say("%s: the command's failure could not be recorded (%s)", o->label,
-	    why.msg);
-	return -1;
+		    o->label, e.write_why.msg);
+	if (e.wrote != 0)
+		say("%s: the command's failure could not be recorded (%s)",
+		    o->label, e.write_why.msg);
+	/* In the lock's transaction, it ended that: roll it back. */
+	if (e.wrote != 0 && r->lk.xact) {
+		(void)conn_end(r->c, 0, answer_ms(o), &why);
+		return 1;
+	}
+	if (e.released == -1)
+		die(EXIT_LOST, "%s: the release does not show the lock held to "
+		    "the end: it may have been lost (%s)", o->label,
+		    e.release_why.msg);
+	return 0;
 }
 
 /* ---- delay ------------------------------------------------------------- */
@@ -1031,7 +1105,7 @@ run_lock(const struct opts *o, PGconn *c)
 	    .slot = -1, .ok_before = -1 };
 	struct err why;
 	double ran;
-	int status, rc, no_input = 0;
+	int status, released = 0, no_input = 0;
 
 	/* Nothing to run (done, not due, paused): no lock taken. */
 	if ((status = once_early(&r)) != 0)
@@ -1062,29 +1136,22 @@ run_lock(const struct opts *o, PGconn *c)
 		    status == 128 + SIGINT))
 			status = 0;
 		/*
-		 * A failed write aborted a transaction's lock: roll it back.
-		 * A success found landed after its answer was lost: the
-		 * session, cut or busy, is of no more use (main() closes it,
-		 * which releases the lock).
+		 * The record, then the release, in one round trip. A success
+		 * found landed after its answer was lost: the session, cut or
+		 * busy, is of no more use (main() closes it, which releases
+		 * the lock); so is a transaction a failed write rolled back.
 		 */
-		rc = o->record ? record_or_err(&r, status, mono_seconds() -
-		    ran) : 0;
-		if ((rc == -1 && r.lk.xact) || rc == 1) {
-			if (rc == -1)
-				(void)conn_end(c, 0, answer_ms(o), &why);
+		if (o->record && record_release_or_err(&r, status,
+		    mono_seconds() - ran) == 1) {
 			child_reap(&r.ch);
 			return status;
 		}
+		released = o->record;
 	}
 	/* ---- release ---- */
-	if (lock_release(c, &r.lk, answer_ms(o), &why) == -1) {
-		/* The commit of a success's record: did it land? */
-		if (!(r.sent > 0 && r.lk.xact && runs_unanswered(c)))
-			die(EXIT_LOST, "%s: the release does not show the "
-			    "lock held to the end: it may have been lost (%s)",
-			    o->label, why.msg);
-		landed_or_err(&r, why.msg);
-	}
+	if (!released && lock_release(c, &r.lk, answer_ms(o), &why) == -1)
+		die(EXIT_LOST, "%s: the release does not show the lock held to "
+		    "the end: it may have been lost (%s)", o->label, why.msg);
 	child_reap(&r.ch);
 	if (o->verbose)
 		say("%s: released after %.2fs", o->label, mono_seconds() - r.t0);

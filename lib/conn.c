@@ -607,6 +607,41 @@ conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
 	return res;
 }
 
+PGresult *
+conn_pipe_result(PGconn *c, long by, long ms, struct err *err)
+{
+	PGresult *res = NULL, *next;
+	enum conn_ready ready;
+
+	for (;;) {
+		next = conn_result_by(c, by, &ready);
+		if (ready == CONN_LATE) {
+			err_set(err, "the server did not answer within "
+			    "%ld s", ms / 1000);
+			break;
+		}
+		if (ready == CONN_BROKEN || (next == NULL &&
+		    PQstatus(c) == CONNECTION_BAD)) {
+			PQclear(next);
+			conn_reason(c, err);
+			break;
+		}
+		if (next == NULL) {
+			if (res != NULL)
+				return res;	/* the statement's end */
+			continue;
+		}
+		if (res == NULL && PQresultStatus(next) == PGRES_PIPELINE_SYNC)
+			return next;
+		if (res == NULL)
+			res = next;
+		else
+			PQclear(next);
+	}
+	PQclear(res);
+	return NULL;
+}
+
 int
 conn_end(PGconn *c, int commit, long ms, struct err *err)
 {

@@ -130,6 +130,14 @@ PGresult *conn_exec(PGconn *c, const char *sql, const char *const *params,
     long ms, struct err *err);
 
 /*
+ * The next answer of a pipeline read to its end: a statement's result (the
+ * NULL that ends it read too), or the PGRES_PIPELINE_SYNC of a sync; awaited
+ * until by (mono_ms()), ms being what by allowed, for the message. NULL, the
+ * reason in err: no answer in time, or the connection failed.
+ */
+PGresult *conn_pipe_result(PGconn *c, long by, long ms, struct err *err);
+
+/*
  * End the open transaction (COMMIT if commit, else ROLLBACK) within ms: 0, or
  * -1 with the reason if it failed, went unanswered or a COMMIT rolled back.
  */

@@ -532,31 +532,66 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 	return out;
 }
 
+/* The statement that releases r's lock (a, its arguments): COMMIT or unlock. */
+static const char *
+release_sql(const struct lock_req *r, struct args *a, char *sql, size_t len)
+{
+	if (r->xact)
+		return "COMMIT";
+	key_args(&r->key, a);
+	snprintf(sql, len, "SELECT %s(%s%s%s)", r->shared ?
+	    "pg_catalog.pg_advisory_unlock_shared" :
+	    "pg_catalog.pg_advisory_unlock", a->e[0], a->n == 1 ? "" : ", ",
+	    a->n == 1 ? "" : a->e[1]);
+	return sql;
+}
+
 int
 lock_release(PGconn *c, const struct lock_req *r, long ms, struct err *err)
 {
-	char sql[256];
+	char buf[256];
 	struct args a;
+	const char *sql = release_sql(r, &a, buf, sizeof(buf));
 	PGresult *res;
-	int rc = -1;
+	int rc;
 
-	if (r->xact)
-		return conn_end(c, 1, ms, err);
-	key_args(&r->key, &a);
-	snprintf(sql, sizeof(sql), "SELECT %s(%s%s%s)", r->shared ?
-	    "pg_catalog.pg_advisory_unlock_shared" :
-	    "pg_catalog.pg_advisory_unlock", a.e[0], a.n == 1 ? "" : ", ",
-	    a.n == 1 ? "" : a.e[1]);
-	if ((res = conn_exec(c, sql, a.params, ms, err)) == NULL)
+	if ((res = conn_exec(c, sql, r->xact ? NULL : a.params, ms, err)) ==
+	    NULL)
 		return -1;
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		conn_result_error(res, err);
-	else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0)
-		err_set(err, "the lock was no longer held");
-	else
-		rc = 0;
+	rc = lock_released(res, r, err);
 	PQclear(res);
 	return rc;
+}
+
+int
+lock_queue_release(PGconn *c, const struct lock_req *r, struct err *err)
+{
+	char buf[256];
+	struct args a;
+	const char *sql = release_sql(r, &a, buf, sizeof(buf));
+
+	if (conn_queue(c, sql, r->xact ? 0 : a.n, r->xact ? NULL :
+	    a.params) == -1) {
+		conn_oneline(PQerrorMessage(c), err);
+		return -1;
+	}
+	return 0;
+}
+
+int
+lock_released(PGresult *res, const struct lock_req *r, struct err *err)
+{
+	/* COMMIT of a failed transaction answers ROLLBACK, not an error. */
+	if (PQresultStatus(res) != (r->xact ? PGRES_COMMAND_OK :
+	    PGRES_TUPLES_OK))
+		conn_result_error(res, err);
+	else if (r->xact && strcmp(PQcmdStatus(res), "COMMIT") != 0)
+		err_set(err, "the transaction was rolled back");
+	else if (!r->xact && strcmp(PQgetvalue(res, 0, 0), "t") != 0)
+		err_set(err, "the lock was no longer held");
+	else
+		return 0;
+	return -1;
 }
 
 /* When the holder got it (its session began) or the waiter began waiting. */

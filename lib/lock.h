@@ -88,6 +88,14 @@ int lock_check_read(PGconn *c, long by, int *pid, int *sync,
  */
 int lock_release(PGconn *c, const struct lock_req *r, long ms, struct err *err);
 
+/*
+ * The same in two halves, for a pipeline: queue the release on c (0, or -1
+ * with the reason in err: nothing was sent), then read its answer, res: 0, or
+ * -1 as lock_release().
+ */
+int lock_queue_release(PGconn *c, const struct lock_req *r, struct err *err);
+int lock_released(PGresult *res, const struct lock_req *r, struct err *err);
+
 /* For lib/slots, which builds its own statements on the same parts: */
 
 /* The lock function: [pg_try_]advisory[_xact]_lock[_shared], qualified. */

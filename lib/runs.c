@@ -423,15 +423,13 @@ runs_list(PGconn *c, const char *table, char ***names,
 }
 
 int
-runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
+runs_queue_write(PGconn *c, const char *table, const struct runs_outcome *o,
     struct err *err)
 {
 	char sql[2048], host[256], num[2][32];
 	/* Only a table that counts failures is told of them. */
 	const char *streak[3] = { "", "", "" };
 	const char *params[6] = { o->key, o->id, host, num[0], num[1], NULL };
-	PGresult *res;
-	int rc = -1;
 
 	/* A session known to be gone sends nothing: nothing can land. */
 	if (PQstatus(c) != CONNECTION_OK) {
@@ -468,31 +466,20 @@ runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
 		    " EXCLUDED.failed_status%s", table, streak[0], streak[1],
 		    streak[2]);
 	}
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
-		return runs_unanswered(c) ? RUNS_UNCONFIRMED : -1;
-	/* First use, outside a transaction: create the table, write again. */
-	if (conn_is_state(res, "42P01") && PQtransactionStatus(c) == PQTRANS_IDLE) {
-		PQclear(res);
-		if (runs_table(c, table, err) == -1)
-			return -1;
-		if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
-			return runs_unanswered(c) ? RUNS_UNCONFIRMED : -1;
+	if (conn_queue(c, sql, params[4] != NULL ? 5 : 4, params) == -1) {
+		conn_oneline(PQerrorMessage(c), err);
+		return -1;
 	}
-	/*
-	 * Done is the end of the exchange, after the commit, not the INSERT's
-	 * own answer, which comes before it: a session ended in between (by a
-	 * synchronous standby's wait cut short, say) may have written it.
-	 */
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		conn_result_error(res, err);
-	} else if (runs_unanswered(c)) {
-		conn_reason(c, err);
-		rc = RUNS_UNCONFIRMED;
-	} else {
-		rc = 0;
-	}
-	PQclear(res);
-	return rc;
+	return 0;
+}
+
+int
+runs_written(const PGresult *res, struct err *err)
+{
+	if (PQresultStatus(res) == PGRES_COMMAND_OK)
+		return 0;
+	conn_result_error(res, err);
+	return -1;
 }
 
 int

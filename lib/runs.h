@@ -111,17 +111,20 @@ struct runs_outcome {
 	int streak;		/* the table counts failures (runs_row's >= 0) */
 };
 
-/* runs_write()'s answer when the write was sent but its answer was lost. */
+/* A write sent whose answer was lost: it may have landed. */
 #define RUNS_UNCONFIRMED (-2)
 
 /*
- * Record o as its key's last success (at the server's clock, with this host's
- * name) or last failure, in the lock's transaction if any; outside one, a
- * missing table is created first. 0; -1, the server refused it (nothing
- * written); RUNS_UNCONFIRMED, it may have been written. The reason in err.
+ * Queue, in c's pipeline, the record of o as its key's last success (at the
+ * server's clock, with this host's name) or last failure: it lands with the
+ * commit that follows it (a sync, or the lock's transaction's COMMIT). 0, or
+ * -1 with the reason in err: nothing was sent.
  */
-int runs_write(PGconn *c, const char *table, const struct runs_outcome *o,
-    struct err *err);
+int runs_queue_write(PGconn *c, const char *table,
+    const struct runs_outcome *o, struct err *err);
+
+/* The write's answer: 0, or -1, the server refused it (err says why). */
+int runs_written(const PGresult *res, struct err *err);
 
 /*
  * Did c's last exchange end unanswered (timed out, or the session ended before

@@ -208,6 +208,22 @@ round_trips() {
 	[ $((output - $(date +%s))) -ge 7100 ]
 }
 
+@test "a --once-per run waits for the server 6 times over a Unix socket, 7 over TCP: the record's write rides with the release" {
+	# Connect (after the SSL probe), the record before the lock, the
+	# settings and the lock, the lock-delay's look, the record under the
+	# lock, then the write, its commit and the release in one round trip.
+	run -0 pglock --record rt-init true
+	run -0 round_trips --once-per 1000d
+	assert_output 6
+	run -0 pglock --forget rt-k
+	run -0 round_trips -h 127.0.0.1 --once-per 1000d
+	assert_output 7
+	# --record alike.
+	run -0 round_trips --record
+	assert_output 6
+	[ "$(sql "SELECT ok_at IS NOT NULL, failures FROM pglock_runs WHERE key = 'rt-k'")" = "t|0" ]
+}
+
 @test "a --once-per skip waits for the server twice over a Unix socket, 3 times over TCP: the record is read before the lock, which it does not take" {
 	run -0 timeout 20 "$PGLOCK" --once-per 1000d rt-k true
 	# Connect (after the SSL probe, over TCP), then one read of the record.
