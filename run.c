@@ -63,6 +63,7 @@ struct run {
 	long long slot;		/* --once*: the slot a success counts for */
 	long sent;		/* mono_ms() a success's record was sent; 0: none */
 	double ok_before;	/* the success read under the lock (ms); -1: none */
+	double ran_s;		/* how long the command ran, as recorded */
 	int streak;		/* the record's table counts failures */
 	int table_seen;		/* the record's table was read: it exists */
 };
@@ -572,14 +573,16 @@ once_early(struct run *r)
 	long long spread = runs_spread_ms(&r->lk.key, o->spread_s);
 	struct runs_row row;
 	struct err why;
-	long ms = wait_left(r->o);
 
 	if (!o->once || (r->lk.key.sql != NULL && o->spread_s > 0))
 		return 0;
-	if (once_read(r, ms > 0 && ms < CONN_ANSWER_MS ? ms : CONN_ANSWER_MS,
-	    spread, &row, &why) == -1) {
+	/* Bounded as every query before the lock, by -w too (bound_wait()). */
+	if (once_read(r, CONN_ANSWER_MS, spread, &row, &why) == -1) {
 		if (row.zone_bad)
 			die(EXIT_USAGE, "--tz: %s", why.msg);
+		/* Not answered in time: its answer goes before the lock's. */
+		if (PQstatus(r->c) == CONNECTION_OK && conn_settle(r->c) == -1)
+			die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 		return 0;
 	}
 	if (row.no_table || row.denied)
@@ -783,7 +786,8 @@ landed_or_err(const struct run *r, const char *why)
 {
 	const struct opts *o = r->o;
 	char *name = record_key(o, o->key);
-	struct runs_outcome out = { .key = name, .slot = r->slot };
+	struct runs_outcome out = { .key = name, .slot = r->slot,
+	    .seconds = r->ran_s };
 	struct conn_opts co = o->conn;
 	struct err how;
 	int rc;
@@ -835,6 +839,7 @@ record_release(struct run *r, int status, double seconds, struct ending *e)
 	int rc;
 
 	*e = (struct ending){ .wrote = -1, .released = -1, .release_lost = 1 };
+	r->ran_s = seconds;
 	if (status == 0)
 		r->sent = mono_ms();
 	rc = runs_queue_write(r->c, o->runs_sql, &out, &e->write_why);

@@ -607,6 +607,38 @@ conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
 	return res;
 }
 
+/* Did the server end the session with res (FATAL, PANIC), answering nothing? */
+static int
+ends_session(const PGresult *res)
+{
+	const char *sev = PQresultErrorField(res,
+	    PG_DIAG_SEVERITY_NONLOCALIZED);
+
+	return sev != NULL && (strcmp(sev, "FATAL") == 0 ||
+	    strcmp(sev, "PANIC") == 0);
+}
+
+int
+conn_settle(PGconn *c)
+{
+	PGresult *res;
+	long by = mono_ms() + 2000;
+
+	if (PQstatus(c) != CONNECTION_OK)
+		return -1;
+	if (!PQisBusy(c))
+		return 0;
+	conn_cancel(c);
+	for (;;) {
+		if (conn_await(c, by) != CONN_READY)
+			return -1;
+		if ((res = PQgetResult(c)) == NULL)
+			break;
+		PQclear(res);
+	}
+	return PQstatus(c) == CONNECTION_OK ? 0 : -1;
+}
+
 PGresult *
 conn_pipe_result(PGconn *c, long by, long ms, struct err *err)
 {
@@ -624,6 +656,10 @@ conn_pipe_result(PGconn *c, long by, long ms, struct err *err)
 		    PQstatus(c) == CONNECTION_BAD)) {
 			PQclear(next);
 			conn_reason(c, err);
+			break;
+		}
+		if (next == NULL && res != NULL && ends_session(res)) {
+			conn_result_error(res, err);
 			break;
 		}
 		if (next == NULL) {

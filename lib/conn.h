@@ -130,10 +130,17 @@ PGresult *conn_exec(PGconn *c, const char *sql, const char *const *params,
     long ms, struct err *err);
 
 /*
+ * After conn_exec() gave up on an answer: cancel the query and read what it
+ * answers to its end, within 2 s. 0, c is free for the next query; -1, not.
+ */
+int conn_settle(PGconn *c);
+
+/*
  * The next answer of a pipeline read to its end: a statement's result (the
  * NULL that ends it read too), or the PGRES_PIPELINE_SYNC of a sync; awaited
  * until by (mono_ms()), ms being what by allowed, for the message. NULL, the
- * reason in err: no answer in time, or the connection failed.
+ * reason in err: no answer in time, the connection failed, or the server
+ * ended the session (a FATAL) instead of answering.
  */
 PGresult *conn_pipe_result(PGconn *c, long by, long ms, struct err *err);
 

@@ -499,6 +499,7 @@ int
 runs_landed(const struct conn_opts *co, const char *table,
     const struct runs_outcome *o, double before_ms, struct err *err)
 {
+	char host[256], had[32], ran[32];
 	struct runs_row row;
 	PGconn *c;
 	int rc;
@@ -512,11 +513,16 @@ runs_landed(const struct conn_opts *co, const char *table,
 	if (o->slot != -1)
 		return row.has_ok && row.ok_slot == o->slot;
 	/*
-	 * Any other success than the one read under the lock: the server's
-	 * clock against itself, never against ours (a millisecond's rounding
-	 * there once said "not found" of a success that had landed).
+	 * Another success than the one read under the lock, by this host, of
+	 * this run's length: not the server's clock against ours (a
+	 * millisecond's rounding there once said "not found" of a success that
+	 * had landed), nor another -s holder's success.
 	 */
-	return row.has_ok && row.ok_ms != before_ms;
+	host_name(host, sizeof(host));
+	snprintf(had, sizeof(had), "%.3f", row.ok_seconds);
+	snprintf(ran, sizeof(ran), "%.3f", o->seconds);
+	return row.has_ok && row.ok_ms != before_ms &&
+	    strcmp(row.ok_host, host) == 0 && strcmp(had, ran) == 0;
 }
 
 long long

@@ -135,7 +135,8 @@ int runs_unanswered(PGconn *c);
 /*
  * On a new session (co: its bounds), is o's success recorded: under its slot,
  * or (slot -1) as another success than the one read under the lock, at
- * before_ms (-1: none)? 1 yes, 0 not (or not yet), -1 could not tell (err).
+ * before_ms (-1: none), by this host, o->seconds long? 1 yes, 0 not (or not
+ * yet), -1 could not tell (err).
  */
 int runs_landed(const struct conn_opts *co, const char *table,
     const struct runs_outcome *o, double before_ms, struct err *err);

@@ -466,6 +466,34 @@ sync-sessionrecord"
 	kill -CONT "$(cat "$log.pid")"
 }
 
+@test "a lost answer to a -s --record success is not taken as found from another holder's success meanwhile: 75" {
+	log=$BATS_TEST_TMPDIR/log
+	run -0 pglock --record shared-init true
+	CLEANUP="[ -s '$log.pid' ] && kill -CONT \$(cat '$log.pid')"
+	# A's command waits for B's success, then freezes A's server process:
+	# A's record is sent to it and not answered within 10 s.
+	bg a pglock -s --check-interval 10 --record shared-r sh -c 'until [ -e "$0.b" ]; do sleep 0.1; done; echo "$PGLOCK_BACKEND_PID" >"$0.pid"; kill -STOP "$PGLOCK_BACKEND_PID"' "$log"
+	wait_until 10 held "$(sha_id shared-r)"
+	run -0 pglock -s --record shared-r sleep 0.5
+	touch "$log.b"
+	bgwait a 40
+	[ "$bg_status" -eq 75 ]
+	run -0 cat "$BATS_TEST_TMPDIR/a.err"
+	assert_output "pglock: shared-r: the command succeeded, but the answer to its record was lost (the server did not answer within 10 s) and a new session does not find it: the outcome is unknown (the record may still land)"
+	kill -CONT "$(cat "$log.pid")"
+}
+
+@test "-w bounds the record's read before the lock: a runs table locked past it is 69, said as the read's, and nothing runs" {
+	run -0 pglock --record wread-init true
+	bg locker psql -XAtqc "BEGIN; LOCK TABLE pglock_runs; SELECT pg_sleep(8); COMMIT"
+	wait_until 10 bash -c "[ -n \"\$(psql -XAtc \"SELECT 1 FROM pg_locks WHERE relation = 'pglock_runs'::regclass AND mode = 'AccessExclusiveLock' AND granted\")\" ]"
+	run -69 --separate-stderr timeout 20 "$PGLOCK" -w 1 --once-per 1h wread-k touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" "pglock: wread-k: the server did not answer within 1s"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	# The read was cancelled: no session of pglock's waits on the table.
+	wait_until 5 bash -c "[ -z \"\$(psql -XAtc \"SELECT 1 FROM pg_locks WHERE relation = 'pglock_runs'::regclass AND NOT granted\")\" ]"
+}
+
 # The issue's 1d then 86401s share slot 20418 only after 05:40 UTC; these
 # share their slot number (20) until mid-2027, far from any boundary.
 @test "a slot is its start and its length: --once-per 1000d, then 24001h, then 100000d (slot 0, as --once) each run again, then skip" {
