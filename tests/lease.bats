@@ -324,14 +324,16 @@ next 2"
 	assert_output 2
 }
 
-@test "--once whose runs-table read outlasts the lease: no command is killed before it started; it runs, and its success is recorded" {
+@test "--record whose runs-table read under the lock outlasts the lease: no command is killed before it started; it runs, and its success is recorded" {
 	local log=$BATS_TEST_TMPDIR/log
-	run -0 pglock --once slowread-setup true
+	# --record reads the record under the lock only (--once reads it
+	# before the lock too, where no lease runs yet).
+	run -0 pglock --record slowread-setup true
 	# The table locked for longer than the lease (--check-interval 1:
 	# KILL 3 s after the read was sent), until the test ends the locker.
 	bg locker psql -XAtq -c "BEGIN; LOCK TABLE pglock_runs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(120)"
 	wait_until 10 sql_true "SELECT EXISTS (SELECT FROM pg_locks WHERE relation = 'pglock_runs'::regclass AND mode = 'AccessExclusiveLock' AND granted)"
-	bg slow pglock --check-interval 1 --once slowread-k sh -c 'echo ran >>"$0"' "$log"
+	bg slow pglock --check-interval 1 --record slowread-k sh -c 'echo ran >>"$0"' "$log"
 	wait_until 30 sql_true "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'pglock: slowread-k' AND wait_event_type = 'Lock' AND now() - query_start > interval '5 s')"
 	sql "SELECT pg_terminate_backend(l.pid) FROM pg_locks l WHERE l.relation = 'pglock_runs'::regclass AND l.mode = 'AccessExclusiveLock' AND l.granted" >/dev/null
 	bgwait slow 20
@@ -341,7 +343,7 @@ next 2"
 	assert_output ""
 	run cat "$log"
 	assert_output ran
-	# One success recorded, for --once's one slot; no failure.
-	run sql "SELECT lock_id, ok_host, ok_at IS NOT NULL, ok_slot, failed_at IS NULL, failed_host IS NULL, failed_status IS NULL FROM pglock_runs WHERE key = 'slowread-k'"
-	assert_output "$(sha_id slowread-k)|$(hostname)|t|0|t|t|t"
+	# One success recorded (--record: no slot); no failure.
+	run sql "SELECT lock_id, ok_host, ok_at IS NOT NULL, ok_slot IS NULL, failed_at IS NULL, failed_host IS NULL, failed_status IS NULL FROM pglock_runs WHERE key = 'slowread-k'"
+	assert_output "$(sha_id slowread-k)|$(hostname)|t|t|t|t|t"
 }
