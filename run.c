@@ -61,7 +61,6 @@ struct run {
 	double t0;		/* mono_seconds() when the wait began */
 	long since;		/* mono_ms() the lease runs from */
 	long long slot;		/* --once*: the slot a success counts for */
-	long sent;		/* mono_ms() a success's record was sent; 0: none */
 	double ok_before;	/* the success read under the lock (ms); -1: none */
 	double ran_s;		/* how long the command ran, as recorded */
 	int streak;		/* the record's table counts failures */
@@ -510,15 +509,14 @@ once_verdict(struct run *r, const struct runs_row *row, long long spread)
 	return 0;
 }
 
-/* KEY's record and its slot, read within ms (-1: no -w left, none). */
+/* KEY's record and its slot (bounded by -w too before the lock). */
 static int
-once_read(const struct run *r, long ms, long long spread,
-    struct runs_row *row, struct err *why)
+once_read(const struct run *r, long long spread, struct runs_row *row,
+    struct err *why)
 {
 	const struct opts *o = r->o;
 	struct runs_when w = { .period_ms = o->period_ms, .zone = o->tz,
-	    .after_ms = (o->after_ms > 0 ? o->after_ms : 0) + spread,
-	    .ms = ms };
+	    .after_ms = (o->after_ms > 0 ? o->after_ms : 0) + spread };
 	char *name = record_key(o, o->key);
 	int rc;
 
@@ -541,9 +539,9 @@ once_done_or_err(struct run *r)
 	struct err why;
 
 	/* First use: no table, so no server clock read yet either. */
-	if (once_read(r, CONN_ANSWER_MS, spread, &row, &why) == -1 ||
+	if (once_read(r, spread, &row, &why) == -1 ||
 	    (row.no_table && (runs_table(r->c, o->runs_sql, &why) == -1 ||
-	    once_read(r, CONN_ANSWER_MS, spread, &row, &why) == -1)) ||
+	    once_read(r, spread, &row, &why) == -1)) ||
 	    row.denied) {
 		if (row.zone_bad)
 			die(EXIT_USAGE, "--tz: %s", why.msg);
@@ -576,8 +574,7 @@ once_early(struct run *r)
 
 	if (!o->once || (r->lk.key.sql != NULL && o->spread_s > 0))
 		return 0;
-	/* Bounded as every query before the lock, by -w too (bound_wait()). */
-	if (once_read(r, CONN_ANSWER_MS, spread, &row, &why) == -1) {
+	if (once_read(r, spread, &row, &why) == -1) {
 		if (row.zone_bad)
 			die(EXIT_USAGE, "--tz: %s", why.msg);
 		/* Not answered in time: its answer goes before the lock's. */
@@ -840,8 +837,6 @@ record_release(struct run *r, int status, double seconds, struct ending *e)
 
 	*e = (struct ending){ .wrote = -1, .released = -1, .release_lost = 1 };
 	r->ran_s = seconds;
-	if (status == 0)
-		r->sent = mono_ms();
 	rc = runs_queue_write(r->c, o->runs_sql, &out, &e->write_why);
 	free(name);
 	e->release_why = e->write_why;

@@ -326,8 +326,7 @@ runs_read_when(PGconn *c, const char *table, const char *key,
 	snprintf(num[0], sizeof(num[0]), "%lld", w != NULL ? w->period_ms : 0);
 	snprintf(num[1], sizeof(num[1]), "%lld", w != NULL ? w->after_ms : 0);
 	read_sql(sql, sizeof(sql), table);
-	if ((res = conn_exec(c, sql, params, w != NULL && w->ms > 0 ? w->ms :
-	    CONN_ANSWER_MS, err)) == NULL)
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
 	    PQnfields(res) != READ_COLUMNS) {
@@ -480,19 +479,6 @@ runs_written(const PGresult *res, struct err *err)
 		return 0;
 	conn_result_error(res, err);
 	return -1;
-}
-
-int
-runs_unanswered(PGconn *c)
-{
-	switch (PQtransactionStatus(c)) {
-	case PQTRANS_IDLE:
-	case PQTRANS_INTRANS:
-	case PQTRANS_INERROR:
-		return 0;
-	default:
-		return 1;
-	}
 }
 
 int

@@ -54,7 +54,6 @@ struct runs_when {
 	long long period_ms;	/* DURATION; 0: no slot (--once, --record) */
 	const char *zone;	/* --tz ZONE's wall clock; NULL: the epoch's */
 	long long after_ms;	/* due from this far into the slot */
-	long ms;		/* the read's bound; 0: CONN_ANSWER_MS */
 };
 
 /*
@@ -125,12 +124,6 @@ int runs_queue_write(PGconn *c, const char *table,
 
 /* The write's answer: 0, or -1, the server refused it (err says why). */
 int runs_written(const PGresult *res, struct err *err);
-
-/*
- * Did c's last exchange end unanswered (timed out, or the session ended before
- * the server said it was done), so that what it wrote may have landed? 1/0.
- */
-int runs_unanswered(PGconn *c);
 
 /*
  * On a new session (co: its bounds), is o's success recorded: under its slot,
