@@ -17,15 +17,16 @@
 
 #include <libpq-fe.h>
 
-#include "lib/conn.h"
+#include "inspect.h"
 #include "lib/delay.h"
 #include "lib/exits.h"
 #include "lib/key.h"
 #include "lib/lease.h"
 #include "lib/lock.h"
+#include "lib/query.h"
 #include "lib/runs.h"
+#include "lib/said.h"
 #include "lib/slots.h"
-#include "inspect.h"
 #include "out.h"
 #include "pglock.h"
 

@@ -31,6 +31,7 @@
 
 #include <libpq-fe.h>
 
+#include "inspect.h"
 #include "lib/arg.h"
 #include "lib/clock.h"
 #include "lib/conn.h"
@@ -38,10 +39,12 @@
 #include "lib/exits.h"
 #include "lib/key.h"
 #include "lib/lock.h"
+#include "lib/mask.h"
+#include "lib/query.h"
 #include "lib/runs.h"
+#include "lib/said.h"
 #include "lib/sig.h"
 #include "lib/slots.h"
-#include "inspect.h"
 #include "out.h"
 #include "pglock.h"
 #include "run.h"

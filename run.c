@@ -34,7 +34,10 @@
 #include "lib/exits.h"
 #include "lib/lease.h"
 #include "lib/lock.h"
+#include "lib/proof.h"
+#include "lib/query.h"
 #include "lib/runs.h"
+#include "lib/said.h"
 #include "lib/sig.h"
 #include "lib/slots.h"
 #include "out.h"
@@ -65,6 +68,7 @@ struct run {
 	double ran_s;		/* how long the command ran, as recorded */
 	int streak;		/* the record's table counts failures */
 	int table_seen;		/* the record's table was read: it exists */
+	int read_queued;	/* the record's read rides with the lock */
 };
 
 /*
@@ -289,6 +293,8 @@ spawn_or_err(const struct opts *o, struct child *ch)
 	}
 }
 
+static int once_queue(struct run *r, struct err *why);
+
 /*
  * Take the lock: 0 once held (the watchdog forked, maybe the command too),
  * NOT_GOT, 128 + a signal that cut the wait, or RUN_AGAIN; dies on errors.
@@ -307,8 +313,24 @@ acquire_or_err(struct run *r)
 	 * till the check passed; not under --fence (its environment is not
 	 * complete yet) nor --once*, --record (its record is read first).
 	 */
+	r->lk.then = 0;
 	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, &why) == -1)
 		return again_or_err(r, why.msg);
+	/*
+	 * The lock-delay's look rides with the lock, where its id is known
+	 * before the server's answer; not under --fence, counted first.
+	 */
+	if (r->lk.slots == 0 && r->lk.key.sql == NULL && !o->fence) {
+		key_format(&r->lk.key, r->id, sizeof(r->id));
+		if (delay_queue(r->c, r->id, lease_of(o->check_ms).server_ms,
+		    r->lk.xact, &why) == -1)
+			return again_or_err(r, why.msg);
+		r->lk.then = 1;
+		/* And the record's read under it: one round trip for all. */
+		if (o->record && once_queue(r, &why) == -1)
+			return again_or_err(r, why.msg);
+		r->lk.then += r->read_queued;
+	}
 	if (!o->no_fork)
 		fork_watchdog_or_err(o, r->c, &r->ch);
 	got = r->lk.slots > 0 ?
@@ -326,6 +348,9 @@ acquire_or_err(struct run *r)
 	}
 	if (got != LOCK_ACQUIRED && !o->no_fork)
 		child_abort(&r->ch);
+	/* What rode with the lock is yet to be read, or was read away. */
+	if (!conn_piped(r->c))
+		r->read_queued = 0;
 	/* -w's bound was for the wait: what follows has its own. */
 	conn_deadline(-1, 0);
 	if (r->shown)
@@ -517,12 +542,54 @@ once_read(const struct run *r, long long spread, struct runs_row *row,
 	const struct opts *o = r->o;
 	struct runs_when w = { .period_ms = o->period_ms, .zone = o->tz,
 	    .after_ms = (o->after_ms > 0 ? o->after_ms : 0) + spread };
-	char *name = record_key(o, o->key);
+	char *name;
+	long ms = answer_ms(o);
 	int rc;
 
+	if (r->read_queued)
+		return runs_read_queued(r->c, &w, mono_ms() + ms, ms, row, why);
+	name = record_key(o, o->key);
 	rc = runs_read_when(r->c, o->runs_sql, name, &w, row, why);
 	free(name);
 	return rc;
+}
+
+/* The same read, queued behind the lock (runs_queue_read()): 0, or -1. */
+static int
+once_queue(struct run *r, struct err *why)
+{
+	const struct opts *o = r->o;
+	struct runs_when w = { .period_ms = o->period_ms, .zone = o->tz,
+	    .after_ms = (o->after_ms > 0 ? o->after_ms : 0) +
+	    runs_spread_ms(&r->lk.key, o->spread_s) };
+	char *name = record_key(o, o->key);
+	int rc;
+
+	rc = runs_queue_read(r->c, o->runs_sql, name, &w, r->lk.xact, why);
+	free(name);
+	r->read_queued = rc == 0;
+	return rc;
+}
+
+/*
+ * What rode with the lock and is not read (the record's read after a look
+ * that found a lock-delay): read it away and leave pipeline mode. 0, or -1
+ * (why) if the connection failed.
+ */
+static int
+after_drop(struct run *r, struct err *why)
+{
+	long ms = answer_ms(r->o);
+
+	if (r->read_queued && conn_pipe_skip(r->c, mono_ms() + ms, ms, why) ==
+	    -1)
+		return -1;
+	r->read_queued = 0;
+	if (conn_pipe_leave(r->c) == -1) {
+		conn_oneline(PQerrorMessage(r->c), why);
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -537,10 +604,18 @@ once_done_or_err(struct run *r)
 	long long spread = runs_spread_ms(&r->lk.key, o->spread_s);
 	struct runs_row row;
 	struct err why;
+	int rc;
 
 	/* First use: no table, so no server clock read yet either. */
-	if (once_read(r, spread, &row, &why) == -1 ||
-	    (row.no_table && (runs_table(r->c, o->runs_sql, &why) == -1 ||
+	rc = once_read(r, spread, &row, &why);
+	if (r->read_queued) {	/* read to its sync: the pipeline's last */
+		r->read_queued = 0;
+		if (conn_pipe_leave(r->c) == -1 && rc != -1) {
+			conn_oneline(PQerrorMessage(r->c), &why);
+			rc = -1;
+		}
+	}
+	if (rc == -1 || (row.no_table && (runs_table(r->c, o->runs_sql, &why) == -1 ||
 	    once_read(r, spread, &row, &why) == -1)) ||
 	    row.denied) {
 		if (row.zone_bad)
@@ -972,13 +1047,22 @@ delay_or_err(struct run *r)
 	int rc, said = 0, sig;
 
 	for (;;) {
-		sent = mono_ms();
-		by = sent + answer_ms(o);
+		t = mono_ms();
+		/* The first look may have been sent with the lock. */
+		sent = conn_piped(r->c) ? r->since : t;
+		by = t + answer_ms(o);
 		if (o->lock.wait_ms > 0 && by > o->conn.deadline_ms)
-			by = o->conn.deadline_ms > sent + 1000 ?
-			    o->conn.deadline_ms : sent + 1000;
-		rc = delay_look(r->c, r->id, lease, r->lk.xact, by - sent,
+			by = o->conn.deadline_ms > t + 1000 ?
+			    o->conn.deadline_ms : t + 1000;
+		rc = delay_look(r->c, r->id, lease, r->lk.xact, by - t,
 		    &look, &why);
+		/* Looked, with the lock: the record's read waits, if not in a delay. */
+		if (conn_piped(r->c) && (rc != 0 || look.broken ||
+		    look.wait_ms > 0 || !r->read_queued) &&
+		    after_drop(r, &why) == -1 && rc == 0)
+			rc = -1;
+		if (rc == -3)
+			continue;	/* not allowed pg_control: without */
 		if (rc != 0 && !o->no_fork)
 			child_abort(&r->ch);
 		if (rc == -2)
@@ -1041,12 +1125,13 @@ take_or_err(struct run *r)
 		return status;
 	/*
 	 * The record's table before the lock: a transaction's lock cannot
-	 * create it in its own transaction. Under a session's lock, --once*
-	 * creates it only when its read finds it missing: a round trip saved.
-	 * Under prove, the lock may yet be a transaction's (not under session).
+	 * create it in its own transaction. Under a session's lock, the read
+	 * under it creates it only when it finds it missing: a round trip
+	 * saved. Under prove, the lock may yet be a transaction's (not under
+	 * --scope session).
 	 */
 	if (o->record && !r->table_seen && (r->lk.xact || (r->lk.prove &&
-	    !r->lk.prove_only) || !o->once) && runs_table(r->c, o->runs_sql,
+	    !r->lk.prove_only)) && runs_table(r->c, o->runs_sql,
 	    &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 	if (o->verbose && r->lk.wait_ms != 0 &&
@@ -1119,7 +1204,7 @@ run_lock(const struct opts *o, PGconn *c)
 	 * Read under the lock: a run ending meanwhile counts. An answered read
 	 * renewed the session (an expired one ends): the lease runs from it.
 	 */
-	if (o->record)
+	if (o->record && !r.read_queued)
 		r.since = mono_ms();
 	if (o->record && (status = once_done_or_err(&r)) != 0) {
 		child_abort(&r.ch);

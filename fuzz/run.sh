@@ -32,8 +32,8 @@ sources() {
 	case $1 in
 	fuzz_arg)	echo lib/arg.c ;;
 	fuzz_key)	echo lib/key.c lib/hash.c ;;
-	fuzz_counter)	echo lib/counter.c lib/conn.c lib/sig.c lib/key.c lib/table.c \
-			    lib/hash.c ;;
+	fuzz_counter)	echo lib/counter.c lib/conn.c lib/query.c lib/said.c \
+			    lib/proof.c lib/sig.c lib/key.c lib/table.c lib/hash.c ;;
 	*)		return 1 ;;
 	esac
 }

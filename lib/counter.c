@@ -13,8 +13,10 @@
 
 #include "conn.h"
 #include "counter.h"
-#include "table.h"
 #include "key.h"
+#include "query.h"
+#include "said.h"
+#include "table.h"
 
 /*
  * One SQL identifier at *p as PostgreSQL reads it ("quoted", "" a quote, keeps

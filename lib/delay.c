@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
+#include "clock.h"
 #include "delay.h"
 #include "key.h"
+#include "query.h"
+#include "said.h"
 
 /* The role may not call pg_control_checkpoint(): look without it. */
 static int no_control;
@@ -128,46 +130,88 @@ read_look(PGresult *res, long lease_ms, struct delay_look *out,
 	return 0;
 }
 
+/* The SET LOCAL that ends a transaction's look: its snapshot goes. */
+static void
+set_local_sql(char *sql, size_t len, long lease_ms)
+{
+	snprintf(sql, len, "SET LOCAL "
+	    "idle_in_transaction_session_timeout = %ld", lease_ms);
+}
+
+int
+delay_queue(PGconn *c, const char *id, long lease_ms, int xact,
+    struct err *err)
+{
+	char num[24], sql[96];
+	const char *params[2] = { num, NULL };
+
+	if (companion(id, num, err) == -1)
+		return -1;
+	set_local_sql(sql, sizeof(sql), lease_ms);
+	if (conn_queue(c, no_control ? look_plain_sql : look_sql, 1,
+	    params) == -1 || (xact && conn_queue(c, sql, 0, NULL) == -1) ||
+	    conn_sync(c) == -1) {
+		conn_oneline(PQerrorMessage(c), err);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The next answer to the look: from the pipeline, where delay_queue() sent
+ * it, else sql run now; by by (mono_ms()), ms being what it allowed.
+ */
+static PGresult *
+answer(PGconn *c, int queued, const char *sql, const char *const *params,
+    long by, long ms, struct err *err)
+{
+	long left = by - mono_ms();
+
+	if (queued)
+		return conn_pipe_result(c, by, ms, err);
+	return conn_exec(c, sql, params, left > 0 ? left : 1, err);
+}
+
 int
 delay_look(PGconn *c, const char *id, long lease_ms, int xact, long ms,
     struct delay_look *out, struct err *err)
 {
 	char num[24], sql[96];
 	const char *params[2] = { num, NULL };
+	int queued = conn_piped(c), rc;
+	long by = mono_ms() + ms;
 	PGresult *res;
-	int rc;
+	struct err late;
 
-	if (companion(id, num, err) == -1)
+	if (!queued && companion(id, num, err) == -1)
 		return -1;
-	if ((res = conn_exec(c, no_control ? look_plain_sql : look_sql, params,
-	    ms, err)) == NULL)
+	if ((res = answer(c, queued, no_control ? look_plain_sql : look_sql,
+	    params, by, ms, err)) == NULL)
 		return -1;
 	/* Not allowed: a session's lock stays; a transaction's is gone. */
-	if (conn_is_state(res, "42501") && !no_control && !xact) {
-		no_control = 1;
-		PQclear(res);
-		return delay_look(c, id, lease_ms, xact, ms, out, err);
-	}
 	if (conn_is_state(res, "42501") && !no_control) {
 		no_control = 1;
 		conn_result_error(res, err);
 		PQclear(res);
-		return -2;
+		if (queued && conn_pipe_skip(c, by, ms, &late) == -1)
+			return -1;
+		return xact ? -2 : -3;
 	}
 	rc = read_look(res, lease_ms, out, err);
 	PQclear(res);
-	if (rc == -1 || !xact)
-		return rc;
-	/* The SELECT's snapshot goes with the next statement: vacuum goes on. */
-	snprintf(sql, sizeof(sql), "SET LOCAL "
-	    "idle_in_transaction_session_timeout = %ld", lease_ms);
-	if ((res = conn_exec(c, sql, NULL, ms, err)) == NULL)
-		return -1;
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		conn_result_error(res, err);
-		rc = -1;
+	if (rc == 0 && xact) {
+		/* The SELECT's snapshot goes with the next statement. */
+		set_local_sql(sql, sizeof(sql), lease_ms);
+		if ((res = answer(c, queued, sql, NULL, by, ms, err)) == NULL)
+			return -1;
+		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+			conn_result_error(res, err);
+			rc = -1;
+		}
+		PQclear(res);
 	}
-	PQclear(res);
+	if (queued && conn_pipe_skip(c, by, ms, rc == 0 ? err : &late) == -1)
+		return -1;
 	return rc;
 }
 

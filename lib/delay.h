@@ -19,13 +19,22 @@ struct delay_look {
 };
 
 /*
- * Look, answered within ms, at what a waiter granted the lock whose id (as
+ * Queue the look on c, in pipeline mode after a lock's statements, with a
+ * sync of its own (lock_req's then): the server looks as it grants the lock,
+ * in the same round trip. 0, or -1 (err).
+ */
+int delay_queue(PGconn *c, const char *id, long lease_ms, int xact,
+    struct err *err);
+
+/*
+ * Look, answered within ms (read from the pipeline, to its sync, where
+ * delay_queue() queued it: the caller leaves pipeline mode), at what a waiter granted the lock whose id (as
  * PGLOCK_ID shows it) is id may not use yet: a --break's hold on it, and a
  * start, crash recovery or promotion of the server less than lease_ms ago.
  * xact: in the lock's transaction, which keeps no snapshot after it. 0, or
- * -1 with the reason in err (an error in a transaction ends the lock), or
- * -2 when the role may not read pg_control: the transaction's lock is gone,
- * and the next look (on a new one) does without it.
+ * -1 with the reason in err (an error in a transaction ends the lock); when
+ * the role may not read pg_control, -2 in a transaction (its lock is gone: the
+ * next look, on a new one, does without), else -3: look again, without.
  */
 int delay_look(PGconn *c, const char *id, long lease_ms, int xact,
     long ms, struct delay_look *out, struct err *err);

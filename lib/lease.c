@@ -4,8 +4,9 @@
  * time, for the poll loop that watches the command (lib/child.c).
  */
 #include "clock.h"
-#include "conn.h"
 #include "lease.h"
+#include "query.h"
+#include "said.h"
 
 void
 lease_start(struct lease_check *k, PGconn *c, const struct lock_req *lk,

@@ -17,6 +17,9 @@
 #include "clock.h"
 #include "conn.h"
 #include "lock.h"
+#include "proof.h"
+#include "query.h"
+#include "said.h"
 
 /*
  * The SQL of a key: the lock function's arguments ("$1::bigint", or for a
@@ -448,6 +451,22 @@ lock_send(PGconn *c, const struct lock_req *r, struct err *err)
 	return 0;
 }
 
+/*
+ * Read the pipeline to its end, the caller's r->then syncs after the lock's
+ * too: 0, or -1 if the connection failed (err as conn_pipe_end()'s).
+ */
+static int
+drain(PGconn *c, const struct lock_req *r, int *sig, struct err *err)
+{
+	struct err later;
+	int i;
+
+	for (i = 0; i < r->then; i++)
+		if (conn_pipe_to_sync(c, sig, err != NULL ? err : &later) == -1)
+			return -1;
+	return conn_pipe_end(c, sig, err);
+}
+
 enum lock_result
 lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
     struct err *err)
@@ -483,11 +502,12 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	PQclear(res);
 	if (out == LOCK_ACQUIRED && *sig == 0)
 		return LOCK_ACQUIRED;
-	if (conn_pipe_end(c, sig, out == LOCK_ERROR && !unproven ? NULL :
-	    err) == -1) {
+	if (drain(c, r, sig, out == LOCK_ERROR && !unproven ? NULL : err) ==
+	    -1) {
 		out = LOCK_ERROR;
 		unproven = 0;
 	}
+	r->then = 0;		/* read away, or asked again without them */
 	if (*sig != 0)
 		return LOCK_INTERRUPTED;
 	if (!unproven)
@@ -508,7 +528,7 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 {
 	enum lock_result out = LOCK_ERROR;
 	PGresult *res;
-	int held;
+	int held, recheck;
 
 	if (r->local) {
 		/* No check: the lock call's own backend pid must be libpq's. */
@@ -522,12 +542,22 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 	}
 	if (held != -1)
 		out = held == 1 ? LOCK_ACQUIRED : LOCK_NOT_REAL;
-	if (conn_pipe_end(c, sig, out == LOCK_ERROR ? NULL : err) == -1)
-		out = LOCK_ERROR;
-	if (*sig != 0)
-		return LOCK_INTERRUPTED;
 	/* A transaction's lock stays on its server connection, pooled or not. */
-	if (out == LOCK_ACQUIRED && !r->xact && backend_pid != PQbackendPID(c))
+	recheck = out == LOCK_ACQUIRED && !r->xact &&
+	    backend_pid != PQbackendPID(c);
+	/* Held and no more to ask: the caller's statements are its own. */
+	if (out == LOCK_ACQUIRED && r->then && !recheck) {
+		if (conn_pipe_to_sync(c, sig, err) == -1)
+			out = LOCK_ERROR;
+	} else if (drain(c, r, sig, out == LOCK_ERROR ? NULL : err) == -1) {
+		out = LOCK_ERROR;
+	}
+	if (*sig != 0) {
+		if (out != LOCK_ERROR && conn_piped(c))
+			(void)conn_pipe_end(c, sig, NULL);
+		return LOCK_INTERRUPTED;
+	}
+	if (out == LOCK_ACQUIRED && recheck)
 		out = lock_recheck(c, r, backend_pid, sig, err);
 	return out;
 }

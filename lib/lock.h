@@ -26,6 +26,12 @@ struct lock_req {
 	long wait_ms;		/* -1: wait for ever; 0: try once; >0: bound */
 	long lease_ms;		/* the server ends a holder silent this long
 				   (lease.h's S); 0: never */
+	int then;		/* the caller queued statements and this many
+				   syncs of its own after lock_send()'s: a lock
+				   granted and verified leaves them to it
+				   (conn_piped()), else lock_wait() and
+				   lock_verify() read them away (lock_wait()
+				   sets then to 0) */
 	int slots;		/* --slots N: one of N locks; 0: the key's */
 	int slot;		/* slots_take(): which one, 1..N */
 	void (*waiting)(void *);	/* if set, called each second of waiting */

@@ -11,7 +11,9 @@
 
 #include "clock.h"
 #include "conn.h"
+#include "query.h"
 #include "runs.h"
+#include "said.h"
 #include "table.h"
 
 /*
@@ -310,24 +312,46 @@ runs_read(PGconn *c, const char *table, const char *key,
 	return runs_read_when(c, table, key, NULL, row, err);
 }
 
-int
-runs_read_when(PGconn *c, const char *table, const char *key,
-    const struct runs_when *w, struct runs_row *row, struct err *err)
-{
-	char sql[12288], num[2][32];
-	const char *params[6] = { key, num[0], w != NULL && w->zone != NULL ?
-	    w->zone : "", num[1], table, NULL };
-	PGresult *res;
-	int rc = 0;
+/* runs_read_when()'s statement and its parameters. */
+struct read_query {
+	char sql[12288];
+	char num[2][32];
+	const char *params[6];
+};
 
+static void
+read_query(struct read_query *q, const char *table, const char *key,
+    const struct runs_when *w)
+{
+	q->params[0] = key;
+	q->params[1] = q->num[0];
+	q->params[2] = w != NULL && w->zone != NULL ? w->zone : "";
+	q->params[3] = q->num[1];
+	q->params[4] = table;
+	q->params[5] = NULL;
+	snprintf(q->num[0], sizeof(q->num[0]), "%lld", w != NULL ?
+	    w->period_ms : 0);
+	snprintf(q->num[1], sizeof(q->num[1]), "%lld", w != NULL ?
+	    w->after_ms : 0);
+	read_sql(q->sql, sizeof(q->sql), table);
+}
+
+/* No record yet: what a failed read leaves in *row. */
+static void
+row_init(struct runs_row *row)
+{
 	memset(row, 0, sizeof(*row));
 	row->ok_slot = -1;
 	row->failures = -1;
-	snprintf(num[0], sizeof(num[0]), "%lld", w != NULL ? w->period_ms : 0);
-	snprintf(num[1], sizeof(num[1]), "%lld", w != NULL ? w->after_ms : 0);
-	read_sql(sql, sizeof(sql), table);
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
-		return -1;
+}
+
+/* The read's answer res (cleared) into *row, as runs_read_when(). */
+static int
+read_answer(PGresult *res, const struct runs_when *w, struct runs_row *row,
+    struct err *err)
+{
+	int rc = 0;
+
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
 	    PQnfields(res) != READ_COLUMNS) {
 		/* No table yet, or not this role's to read: no record. */
@@ -341,21 +365,70 @@ runs_read_when(PGconn *c, const char *table, const char *key,
 			conn_result_error(res, err);
 			rc = row->denied ? 0 : -1;
 		}
-		PQclear(res);
-		return rc;
+	} else if (zone_abbrev(res, w, row, err)) {
+		rc = -1;
+	} else {
+		record_get(res, 0, 0, row);
+		read_slot(res, w, row);
 	}
-	if (zone_abbrev(res, w, row, err)) {
-		PQclear(res);
+	PQclear(res);
+	return rc;
+}
+
+/* In a transaction a utility statement ends the portal's snapshot. */
+static const char snapshot_end_sql[] = "SET LOCAL statement_timeout = 0";
+
+int
+runs_read_when(PGconn *c, const char *table, const char *key,
+    const struct runs_when *w, struct runs_row *row, struct err *err)
+{
+	struct read_query q;
+	PGresult *res;
+	int rc;
+
+	row_init(row);
+	read_query(&q, table, key, w);
+	if ((res = conn_exec(c, q.sql, q.params, CONN_ANSWER_MS, err)) == NULL)
+		return -1;
+	rc = read_answer(res, w, row, err);
+	if (rc == 0 && !row->no_table && !row->denied &&
+	    PQtransactionStatus(c) == PQTRANS_INTRANS)
+		PQclear(conn_exec(c, snapshot_end_sql, NULL, CONN_ANSWER_MS,
+		    err));
+	return rc;
+}
+
+int
+runs_queue_read(PGconn *c, const char *table, const char *key,
+    const struct runs_when *w, int xact, struct err *err)
+{
+	struct read_query q;
+
+	read_query(&q, table, key, w);
+	if (conn_queue(c, q.sql, 5, q.params) == -1 || (xact &&
+	    conn_queue(c, snapshot_end_sql, 0, NULL) == -1) ||
+	    conn_sync(c) == -1) {
+		conn_oneline(PQerrorMessage(c), err);
 		return -1;
 	}
-	/* In a transaction a utility statement ends the portal's snapshot. */
-	if (PQtransactionStatus(c) == PQTRANS_INTRANS)
-		PQclear(conn_exec(c, "SET LOCAL statement_timeout = 0", NULL,
-		    CONN_ANSWER_MS, err));
-	record_get(res, 0, 0, row);
-	read_slot(res, w, row);
-	PQclear(res);
 	return 0;
+}
+
+int
+runs_read_queued(PGconn *c, const struct runs_when *w, long by, long ms,
+    struct runs_row *row, struct err *err)
+{
+	PGresult *res;
+	struct err later;
+	int rc;
+
+	row_init(row);
+	if ((res = conn_pipe_result(c, by, ms, err)) == NULL)
+		return -1;
+	rc = read_answer(res, w, row, err);
+	if (conn_pipe_skip(c, by, ms, rc == 0 ? err : &later) == -1)
+		return -1;
+	return rc;
 }
 
 /* This host's name, as a record keeps it. */

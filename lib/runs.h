@@ -87,6 +87,17 @@ int runs_read_when(PGconn *c, const char *table, const char *key,
     const struct runs_when *w, struct runs_row *row, struct err *err);
 
 /*
+ * The same in two halves, for the lock's round trip: queue the read on c in
+ * pipeline mode, with a sync of its own (xact: in the lock's transaction,
+ * whose snapshot it then ends): 0, or -1 (err). Then read its answer, to its
+ * sync, by by (mono_ms()), ms being what by allowed: as runs_read_when().
+ */
+int runs_queue_read(PGconn *c, const char *table, const char *key,
+    const struct runs_when *w, int xact, struct err *err);
+int runs_read_queued(PGconn *c, const struct runs_when *w, long by, long ms,
+    struct runs_row *row, struct err *err);
+
+/*
  * The slot of period_ms at now_ms as a record keeps it: 0 for --once (period
  * 0, one slot for ever); else its start and its length, which name it, in one
  * bigint above 2^62, which no slot number of earlier builds reaches.

@@ -12,6 +12,8 @@
 #include "clock.h"
 #include "conn.h"
 #include "lock.h"
+#include "query.h"
+#include "said.h"
 #include "slots.h"
 
 void

@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "conn.h"
+#include "query.h"
+#include "said.h"
 #include "table.h"
 
 int

@@ -178,21 +178,24 @@ round_trips() {
 	} END { print n + 0 }' "$log"
 }
 
-@test "a plain run waits for the server 4 times over a Unix socket, 5 over TCP, proof of a direct path included (7 for a transaction's lock over TCP)" {
-	# Connect (and, over TCP, the SSL probe before it), the settings and
-	# the lock in one pipeline, the lock-delay's look (a transaction's
-	# lock: and the portal's close), the unlock.
+@test "a plain run waits for the server 3 times over a Unix socket, 4 over TCP, proof of a direct path and the lock-delay's look included (5 for a transaction's lock over TCP)" {
+	# Connect (and, over TCP, the SSL probe before it), then the settings,
+	# the lock and the lock-delay's look in one pipeline (a transaction's
+	# lock: and the portal's close), then the unlock.
 	run -0 round_trips
-	assert_output 4
+	assert_output 3
 	run -0 round_trips -h 127.0.0.1 --scope session
-	assert_output 5
+	assert_output 4
 	# A transaction's lock over TCP: its gate asks again, for whether the
 	# server has synchronous standbys to renew it aside for (a proxy's path).
 	run -0 round_trips -h 127.0.0.1 --scope transaction
-	assert_output 7
+	assert_output 5
 	# The proof that no pooler is between rides in the lock's pipeline.
 	run -0 round_trips -h 127.0.0.1
-	assert_output 5
+	assert_output 4
+	# A key the server hashes: its look's id comes with the grant.
+	run -0 round_trips --hash hashtext
+	assert_output 4
 }
 
 @test "a pause ends by the server's clock: a client 2 hours ahead still finds a 1-hour pause, and one 2 hours behind sets its end an hour from the server's now" {
@@ -208,20 +211,27 @@ round_trips() {
 	[ $((output - $(date +%s))) -ge 7100 ]
 }
 
-@test "a --once-per run waits for the server 6 times over a Unix socket, 7 over TCP: the record's write rides with the release" {
-	# Connect (after the SSL probe), the record before the lock, the
-	# settings and the lock, the lock-delay's look, the record under the
-	# lock, then the write, its commit and the release in one round trip.
+@test "a --once-per run waits for the server 4 times over a Unix socket, 5 over TCP: one more than a plain run, the record read with the lock and written with the release" {
+	# Connect (after the SSL probe), the record before the lock, then the
+	# settings, the lock, the lock-delay's look and the record under the
+	# lock in one pipeline, then the write, its commit and the release.
 	run -0 pglock --record rt-init true
 	run -0 round_trips --once-per 1000d
-	assert_output 6
+	assert_output 4
 	run -0 pglock --forget rt-k
 	run -0 round_trips -h 127.0.0.1 --once-per 1000d
-	assert_output 7
-	# --record alike.
+	assert_output 5
+	# --record alike: it reads no record before the lock.
 	run -0 round_trips --record
-	assert_output 6
+	assert_output 3
 	[ "$(sql "SELECT ok_at IS NOT NULL, failures FROM pglock_runs WHERE key = 'rt-k'")" = "t|0" ]
+	# The record says when the command succeeded: in this slot.
+	run -0 pglock --forget rt-k
+	run -0 round_trips --once-per 1000d --scope transaction
+	assert_output 4
+	[ "$(sql "SELECT ok_at IS NOT NULL, failures FROM pglock_runs WHERE key = 'rt-k'")" = "t|0" ]
+	run -0 --separate-stderr timeout 20 "$PGLOCK" -v --once-per 1000d rt-k true
+	[[ "$stderr" == "pglock: rt-k: succeeded in this slot already (at "*"): not run again" ]]
 }
 
 @test "a --once-per skip waits for the server twice over a Unix socket, 3 times over TCP: the record is read before the lock, which it does not take" {

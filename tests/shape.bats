@@ -15,11 +15,11 @@ long_functions() {
 	    /^}/ && start { if (FNR - start > 80) print FILENAME ": " name " " FNR - start; start = 0 }' "$@"
 }
 
-@test "one file sends the queries and reads their results: no libpq call that does so outside lib/conn.c" {
+@test "one file sends the queries and reads their results: no libpq call that does so outside lib/query.c" {
 	cd "$SRC_DIR"
 	run grep -l 'PQexec\|PQsend\|PQgetResult\|PQpipelineSync\|PQenterPipelineMode\|PQexitPipelineMode\|PQconsumeInput\|PQisBusy\|PQflush\|PQgetCancel\|PQcancel' ./*.c lib/*.c
 	assert_success
-	assert_output 'lib/conn.c'
+	assert_output 'lib/query.c'
 }
 
 @test "lib/child.c knows processes only: it includes neither lock.h, conn.h nor libpq" {

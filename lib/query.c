@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * query: the one room that sends queries and reads their answers, single
+ * statements and pipelines, each read bounded in time, cancelled when it
+ * must be; lock, slots, counter, runs, delay and table keep only their SQL
+ * and their rows.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "query.h"
+#include "said.h"
+#include "sig.h"
+
+/* conn_deadline()'s by and ms; by 0: passed already, and cancelled. */
+static long wait_by = -1, wait_bound_ms;
+
+int
+conn_queue(PGconn *c, const char *sql, int n, const char *const *params)
+{
+	return PQenterPipelineMode(c) &&
+	    PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0) ? 0 : -1;
+}
+
+int
+conn_queue_text(PGconn *c, const char *sql, int n, const char *const *params)
+{
+	static const Oid text[8] = { 25, 25, 25, 25, 25, 25, 25, 25 };
+
+	return n <= 8 && PQenterPipelineMode(c) &&
+	    PQsendQueryParams(c, sql, n, text, params, NULL, NULL, 0) ? 0 : -1;
+}
+
+int
+conn_pipe_begin(PGconn *c)
+{
+	return PQenterPipelineMode(c) ? 0 : -1;
+}
+
+int
+conn_sync(PGconn *c)
+{
+	return PQpipelineSync(c) ? 0 : -1;
+}
+
+int
+conn_flush(PGconn *c)
+{
+	return PQsendFlushRequest(c) ? 0 : -1;
+}
+
+int
+conn_pipe_leave(PGconn *c)
+{
+	return PQexitPipelineMode(c) ? 0 : -1;
+}
+
+int
+conn_take_input(PGconn *c)
+{
+	/* PQisBusy parses what came, such as a FATAL notice. */
+	if (!PQconsumeInput(c)) {
+		(void)PQisBusy(c);
+		return -1;
+	}
+	return PQisBusy(c);
+}
+
+PGresult *
+conn_result_by(PGconn *c, long by, enum conn_ready *ready)
+{
+	*ready = conn_await(c, by);
+	return *ready == CONN_READY ? PQgetResult(c) : NULL;
+}
+
+PGresult *
+conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
+    struct err *err)
+{
+	PGresult *res = NULL, *next;
+	long by = mono_ms() + ms;
+	int n = 0;
+
+	/* Before the lock, -w (conn_deadline) bounds these too. */
+	if (wait_by > 0 && wait_by < by) {
+		by = wait_by;
+		ms = wait_bound_ms;
+	}
+
+	while (params != NULL && params[n] != NULL)
+		n++;
+	/* Left in a pipeline or busy (a query not read to its end): not now. */
+	if (PQpipelineStatus(c) != PQ_PIPELINE_OFF || PQisBusy(c)) {
+		err_set(err, "the connection is still busy with an "
+		    "earlier query");
+		return NULL;
+	}
+	if (!PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0)) {
+		conn_reason(c, err);
+		return NULL;
+	}
+	/* Each result, and the end after them, may come later: await each. */
+	for (;;) {
+		switch (conn_await(c, by)) {
+		case CONN_LATE:
+			err_set(err, "the server did not answer within "
+			    "%ld s", ms / 1000);
+			PQclear(res);
+			return NULL;
+		case CONN_BROKEN:
+			conn_reason(c, err);
+			PQclear(res);
+			return NULL;
+		case CONN_READY:
+			break;
+		}
+		if ((next = PQgetResult(c)) == NULL)
+			break;
+		if (res == NULL)
+			res = next;
+		else
+			PQclear(next);
+	}
+	if (res == NULL)
+		conn_reason(c, err);
+	return res;
+}
+
+/* Did the server end the session with res (FATAL, PANIC), answering nothing? */
+static int
+ends_session(const PGresult *res)
+{
+	const char *sev = PQresultErrorField(res,
+	    PG_DIAG_SEVERITY_NONLOCALIZED);
+
+	return sev != NULL && (strcmp(sev, "FATAL") == 0 ||
+	    strcmp(sev, "PANIC") == 0);
+}
+
+int
+conn_settle(PGconn *c)
+{
+	PGresult *res;
+	long by = mono_ms() + 2000;
+
+	if (PQstatus(c) != CONNECTION_OK)
+		return -1;
+	if (!PQisBusy(c))
+		return 0;
+	conn_cancel(c);
+	for (;;) {
+		if (conn_await(c, by) != CONN_READY)
+			return -1;
+		if ((res = PQgetResult(c)) == NULL)
+			break;
+		PQclear(res);
+	}
+	return PQstatus(c) == CONNECTION_OK ? 0 : -1;
+}
+
+PGresult *
+conn_pipe_result(PGconn *c, long by, long ms, struct err *err)
+{
+	PGresult *res = NULL, *next;
+	enum conn_ready ready;
+
+	for (;;) {
+		next = conn_result_by(c, by, &ready);
+		if (ready == CONN_LATE) {
+			err_set(err, "the server did not answer within "
+			    "%ld s", ms / 1000);
+			break;
+		}
+		if (ready == CONN_BROKEN || (next == NULL &&
+		    PQstatus(c) == CONNECTION_BAD)) {
+			PQclear(next);
+			conn_reason(c, err);
+			break;
+		}
+		if (next == NULL && res != NULL && ends_session(res)) {
+			conn_result_error(res, err);
+			break;
+		}
+		if (next == NULL) {
+			if (res != NULL)
+				return res;	/* the statement's end */
+			continue;
+		}
+		if (res == NULL && PQresultStatus(next) == PGRES_PIPELINE_SYNC)
+			return next;
+		if (res == NULL)
+			res = next;
+		else
+			PQclear(next);
+	}
+	PQclear(res);
+	return NULL;
+}
+
+int
+conn_pipe_skip(PGconn *c, long by, long ms, struct err *err)
+{
+	PGresult *res;
+	int synced;
+
+	do {
+		if ((res = conn_pipe_result(c, by, ms, err)) == NULL)
+			return -1;
+		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+		PQclear(res);
+	} while (!synced);
+	return 0;
+}
+
+int
+conn_end(PGconn *c, int commit, long ms, struct err *err)
+{
+	const char *what = commit ? "COMMIT" : "ROLLBACK";
+	PGresult *res = conn_exec(c, what, NULL, ms, err);
+	int rc = -1;
+
+	/* COMMIT of a failed transaction answers ROLLBACK, not an error. */
+	if (res == NULL)
+		return -1;
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		conn_result_error(res, err);
+	else if (strcmp(PQcmdStatus(res), what) != 0)
+		err_set(err, "the transaction was rolled back");
+	else
+		rc = 0;
+	PQclear(res);
+	return rc;
+}
+
+void
+conn_deadline(long by, long ms)
+{
+	wait_by = by;
+	wait_bound_ms = ms;
+}
+
+/* What ended a conn_wait(). */
+enum conn_event {
+	EV_READY,		/* a result can be read without blocking */
+	EV_SIGNAL,		/* a signal to forward came (in *sig) */
+	EV_BROKEN,		/* the connection failed */
+	EV_TICK,		/* tick_ms passed */
+	EV_DEADLINE		/* by came */
+};
+
+/*
+ * Wait until by (mono_ms(); -1: never) for a result readable without blocking,
+ * or another event. Signals are watched unless sig is NULL, and not returned
+ * once cancelled; the answer is then waited for 5 s at most.
+ */
+static enum conn_event
+conn_wait(PGconn *c, long by, int cancelled, int tick_ms, int *sig)
+{
+	struct pollfd p[2];
+	double give_up = mono_seconds() + 5;
+	long t;
+	int n, ms;
+
+	while (PQisBusy(c)) {
+		p[0] = (struct pollfd){ .fd = PQsocket(c), .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = sig != NULL ? sig_fd() : -1,
+		    .events = POLLIN };
+		/* After a cancel the server answers at once, or never. */
+		ms = cancelled ? 1000 : tick_ms;
+		t = mono_ms();
+		if (by >= 0 && t >= by)
+			return EV_DEADLINE;
+		if (by >= 0 && (ms < 0 || by - t < ms))
+			ms = (int)(by - t);
+		n = poll(p, 2, ms);
+		if (n == -1 && errno != EINTR)
+			return EV_BROKEN;
+		if (cancelled && mono_seconds() > give_up)
+			return EV_BROKEN;
+		if (n == 0 && !cancelled && tick_ms >= 0)
+			return EV_TICK;
+		if (sig != NULL && (p[1].revents & POLLIN)) {
+			while ((*sig = sig_take()) != 0)
+				if (!cancelled && sig_forwarded(*sig))
+					return EV_SIGNAL;
+		}
+		/* Any event, POLLNVAL too: libpq's read says what it was. */
+		if (p[0].revents != 0 && !PQconsumeInput(c))
+			return EV_BROKEN;
+	}
+	return EV_READY;
+}
+
+enum conn_ready
+conn_await(PGconn *c, long by)
+{
+	enum conn_event ev = conn_wait(c, by, 0, -1, NULL);
+
+	if (ev == EV_READY)
+		return CONN_READY;
+	return ev == EV_DEADLINE ? CONN_LATE : CONN_BROKEN;
+}
+
+void
+conn_cancel(PGconn *c)
+{
+	char buf[256];
+	PGcancel *cn = PQgetCancel(c);
+	pid_t pid;
+
+	if (cn == NULL)
+		return;
+	/*
+	 * PQcancel() has no time limit (minutes for a server out of reach): a
+	 * child, where it is safe as in a handler, sends it; its alarm ends it.
+	 */
+	if ((pid = fork()) == 0) {
+		sigset_t alrm;
+
+		/* Even if the caller runs pglock with SIGALRM blocked. */
+		sigemptyset(&alrm);
+		sigaddset(&alrm, SIGALRM);
+		(void)sigprocmask(SIG_UNBLOCK, &alrm, NULL);
+		(void)signal(SIGALRM, SIG_DFL);
+		(void)alarm(2);
+		(void)PQcancel(cn, buf, sizeof(buf));
+		_exit(0);
+	}
+	while (pid > 0 && waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+		;
+	PQfreeCancel(cn);
+}
+
+/*
+ * The next result of the query or pipeline in progress, NULL at a statement's
+ * end, waited for as conn_pipe_next() says; *failed set, the reason in err, if
+ * the connection fails (or a cancel gets no answer in 5 s).
+ */
+static PGresult *
+conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
+    struct err *err)
+{
+	int s;
+
+	*failed = 0;
+	for (;;) {
+		switch (conn_wait(c, wait_by, *sig != 0,
+		    tick != NULL ? 1000 : -1, &s)) {
+		case EV_READY:
+			return PQgetResult(c);
+		case EV_TICK:	/* only with a tick */
+			if (tick != NULL)
+				tick(arg);
+			break;
+		case EV_SIGNAL:
+			/* Cancel once; the server then forgets the waiter. */
+			*sig = s;
+			conn_cancel(c);
+			break;
+		case EV_DEADLINE:
+			/* Once: later waits fail at once, with no cancel. */
+			if (wait_by > 0)
+				conn_cancel(c);
+			wait_by = 0;
+			err_set(err, "the server did not answer within "
+			    "%.3gs", (double)wait_bound_ms / 1000.0);
+			*failed = 1;
+			return NULL;
+		case EV_BROKEN:
+			conn_reason(c, err);
+			*failed = 1;
+			return NULL;
+		}
+	}
+}
+
+PGresult *
+conn_pipe_next(PGconn *c, int *sig, void (*tick)(void *), void *arg,
+    struct err *err)
+{
+	PGresult *res, *more;
+	int failed;
+
+	res = conn_next(c, sig, tick, arg, &failed, err);
+	if (res == NULL && !failed)
+		conn_reason(c, err);
+	if (res == NULL || PQresultStatus(res) == PGRES_PIPELINE_SYNC)
+		return res;
+	while ((more = conn_next(c, sig, NULL, NULL, &failed, err)) != NULL)
+		PQclear(more);
+	if (failed) {
+		/* Why it hung up, such as a pooler's refusal, came first. */
+		if (PQresultStatus(res) == PGRES_FATAL_ERROR)
+			conn_result_error(res, err);
+		PQclear(res);
+		return NULL;
+	}
+	return res;
+}
+
+int
+conn_pipe_to_sync(PGconn *c, int *sig, struct err *err)
+{
+	PGresult *res;
+	struct err later;
+	int synced;
+
+	do {
+		if ((res = conn_pipe_next(c, sig, NULL, NULL, err != NULL ?
+		    err : &later)) == NULL)
+			return -1;
+		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+		PQclear(res);
+	} while (!synced);
+	return 0;
+}
+
+int
+conn_pipe_end(PGconn *c, int *sig, struct err *err)
+{
+	if (conn_pipe_to_sync(c, sig, err) == -1)
+		return -1;
+	(void)PQexitPipelineMode(c);
+	return 0;
+}
+
+int
+conn_piped(PGconn *c)
+{
+	return PQpipelineStatus(c) != PQ_PIPELINE_OFF;
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * query: send queries and read their answers on an open session, single
+ * statements and pipelines, each read bounded in time.
+ */
+#ifndef PGLOCK_QUERY_H
+#define PGLOCK_QUERY_H
+
+#include <libpq-fe.h>
+
+#include "err.h"
+
+/*
+ * Queue sql with its n params on c, in pipeline mode (entered if need be), for
+ * conn_pipe_next() to read: 0, or -1 with the reason in PQerrorMessage(c).
+ */
+int conn_queue(PGconn *c, const char *sql, int n, const char *const *params);
+
+/*
+ * The same, its n (at most 8) parameters text: one the SQL leaves unused is
+ * no error (TEXTOID, not inferred).
+ */
+int conn_queue_text(PGconn *c, const char *sql, int n,
+    const char *const *params);
+
+/*
+ * The pipeline's other steps, each 0 or -1 (the reason in PQerrorMessage(c)):
+ * enter pipeline mode; end what is queued with a sync (its own transaction's
+ * end, where none is open); have the server send what it has answered so far
+ * (a lock's answer, before the statements queued after it); leave.
+ */
+int conn_pipe_begin(PGconn *c);
+int conn_sync(PGconn *c);
+int conn_flush(PGconn *c);
+int conn_pipe_leave(PGconn *c);
+
+/*
+ * Take in what came on c, without blocking: 0, a result can be read; 1, not
+ * yet; -1, the connection failed (what the server said first is parsed, for
+ * conn_reason()).
+ */
+int conn_take_input(PGconn *c);
+
+/*
+ * From now on, conn_pipe_next() waits for an answer until by (mono_ms(); -1:
+ * never), then cancels the query and fails with "the server did not answer
+ * within" ms/1000 s: no frozen or unreachable server may outlast -w or -n.
+ */
+void conn_deadline(long by, long ms);
+
+/*
+ * The least pglock waits for the answer to a check, release or commit: a frozen
+ * backend (on a Unix socket, no keepalive notices) must not hang pglock.
+ */
+#define CONN_ANSWER_MS 10000L
+
+enum conn_ready {
+	CONN_READY,		/* an answer can be read without blocking */
+	CONN_LATE,		/* the time ran out first */
+	CONN_BROKEN		/* the connection failed */
+};
+
+/*
+ * Cancel c's running query (a lock waiter leaves the queue; a commit stops
+ * waiting for a synchronous standby), the request bounded to 2 s.
+ */
+void conn_cancel(PGconn *c);
+
+/* Wait, until mono_ms() reaches by, until an answer on c can be read. */
+enum conn_ready conn_await(PGconn *c, long by);
+
+/*
+ * conn_await(c, by) into *ready, then, if CONN_READY, the next result (NULL:
+ * a statement's end, or the connection failed).
+ */
+PGresult *conn_result_by(PGconn *c, long by, enum conn_ready *ready);
+
+/*
+ * Run sql with params (NULL-terminated, or NULL), waiting at most ms: its first
+ * result, or NULL with the reason in err (a failed connection, no answer).
+ */
+PGresult *conn_exec(PGconn *c, const char *sql, const char *const *params,
+    long ms, struct err *err);
+
+/*
+ * After conn_exec() gave up on an answer: cancel the query and read what it
+ * answers to its end, within 2 s. 0, c is free for the next query; -1, not.
+ */
+int conn_settle(PGconn *c);
+
+/*
+ * The next answer of a pipeline read to its end: a statement's result (the
+ * NULL that ends it read too), or the PGRES_PIPELINE_SYNC of a sync; awaited
+ * until by (mono_ms()), ms being what by allowed, for the message. NULL, the
+ * reason in err: no answer in time, the connection failed, or the server
+ * ended the session (a FATAL) instead of answering.
+ */
+PGresult *conn_pipe_result(PGconn *c, long by, long ms, struct err *err);
+
+/*
+ * Read a pipeline's answers to its next sync, as conn_pipe_result(): 0, or -1
+ * (the reason in err). c stays in pipeline mode.
+ */
+int conn_pipe_skip(PGconn *c, long by, long ms, struct err *err);
+
+/*
+ * End the open transaction (COMMIT if commit, else ROLLBACK) within ms: 0, or
+ * -1 with the reason if it failed, went unanswered or a COMMIT rolled back.
+ */
+int conn_end(PGconn *c, int commit, long ms, struct err *err);
+
+/*
+ * The one reader of pipelines: the next statement's result, with the NULL that
+ * ends it read too, or the PGRES_PIPELINE_SYNC; NULL (the reason in err) if the
+ * connection failed. While waiting, the first forwarded signal (sig.h) cancels
+ * the query and is kept in *sig, and tick(arg), if set, is called every second.
+ */
+PGresult *conn_pipe_next(PGconn *c, int *sig, void (*tick)(void *),
+    void *arg, struct err *err);
+
+/*
+ * Read the pipeline to its sync, leave pipeline mode: 0, or -1 if the
+ * connection failed (err NULL: the caller has the first reason, which counts).
+ */
+int conn_pipe_end(PGconn *c, int *sig, struct err *err);
+
+/* The same, staying in pipeline mode: what was queued after is yet to come. */
+int conn_pipe_to_sync(PGconn *c, int *sig, struct err *err);
+
+/* Is c in pipeline mode: are answers queued after a lock's yet to be read? */
+int conn_piped(PGconn *c);
+
+#endif
