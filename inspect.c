@@ -178,7 +178,7 @@ locks_or_err(const char *what, PGconn *c, const struct key *k,
 	struct err why;
 	int n;
 
-	if ((n = lock_status(c, k, rows, &why)) == -1)
+	if ((n = lock_status(c, k, CONN_ANSWER_MS, rows, &why)) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", what, why.msg);
 	return n;
 }

@@ -749,10 +749,47 @@ rules_or_err(const struct opts *o, const struct rule *r, size_t n)
 }
 
 /* The modes that take one KEY and no COMMAND, by name. */
-static const char *const one_key[] = {
-	[MODE_EXPLAIN] = "--explain", [MODE_BREAK] = "--break",
-	[MODE_FORGET] = "--forget", [MODE_PAUSE] = "--pause",
-	[MODE_RESUME] = "--resume"
+/* What a mode takes after its options. */
+enum arity {
+	ONE_KEY,		/* one KEY, no COMMAND */
+	KEYS,			/* any number of KEYs (none: all) */
+	KEY_COMMAND,		/* KEY, then COMMAND or -c */
+	KEY_MAYBE		/* KEY, maybe a COMMAND (or -c) */
+};
+
+/*
+ * The modes, as data: the option that chose it, the name its session shows in
+ * pg_stat_activity (NULL: KEY, as its waiters see it), what it takes (and
+ * names KEY), whether KEY names a lock (its id resolved before connecting)
+ * and a record (whose name must fit), whether it forwards signals to a
+ * command (else it dies by them, as psql), and what runs it: RUN_AGAIN from
+ * that connects again and runs it again. NULL: --explain, which asks no
+ * server.
+ */
+static const struct mode_rule {
+	const char *option;
+	const char *app;
+	enum arity arity;
+	const char *key;
+	int resolves;
+	int record;
+	int signals;
+	int (*run)(const struct opts *, PGconn *);
+} modes[] = {
+	[MODE_RUN] = { "", NULL, KEY_COMMAND, "KEY", 1, 0, 1, run_lock },
+	[MODE_HOLD] = { "--hold", NULL, KEY_MAYBE, "KEY", 1, 0, 1, run_lock },
+	[MODE_COUNTER] = { "--version-counter", NULL, KEY_MAYBE, "TENANT", 1,
+	    0, 1, run_counter },
+	[MODE_STATUS] = { "--status", "--status", KEYS, "KEY", 0, 0, 0,
+	    show_status },
+	[MODE_EXPLAIN] = { "--explain", NULL, ONE_KEY, "KEY", 1, 0, 0, NULL },
+	[MODE_BREAK] = { "--break", "--break", ONE_KEY, "KEY", 1, 0, 0,
+	    break_holders },
+	[MODE_FORGET] = { "--forget", "--forget", ONE_KEY, "KEY", 1, 0, 0,
+	    forget },
+	[MODE_PAUSE] = { "--pause", NULL, ONE_KEY, "KEY", 1, 1, 0, pause_key },
+	[MODE_RESUME] = { "--resume", NULL, ONE_KEY, "KEY", 1, 1, 0,
+	    resume_key },
 };
 
 /*
@@ -784,7 +821,8 @@ schedule_or_err(const struct opts *o)
 static void
 check_or_err(struct opts *o, int argc, char **argv)
 {
-	const char *what = o->mode == MODE_COUNTER ? "TENANT" : "KEY";
+	const struct mode_rule *mode = &modes[o->mode];
+	const char *what = mode->key;
 
 	rules_or_err(o, option_rules, sizeof(option_rules) /
 	    sizeof(option_rules[0]));
@@ -795,7 +833,7 @@ check_or_err(struct opts *o, int argc, char **argv)
 	    o->ok_within_ms >= 0))
 		usage_err("%s", "--metrics is for --status, without --json or "
 		    "--ok-within");
-	if (o->mode == MODE_STATUS) {
+	if (mode->arity == KEYS) {
 		o->keys = argv;		/* every argument is a KEY */
 		for (; argc > 0; argc--, argv++)
 			if (*argv[0] == '\0')
@@ -808,9 +846,8 @@ check_or_err(struct opts *o, int argc, char **argv)
 	}
 	if ((o->pause_ms >= 0 || o->reason != NULL) && o->mode != MODE_PAUSE)
 		usage_err("%s", "--for and --reason are for --pause");
-	if ((size_t)o->mode < sizeof(one_key) / sizeof(one_key[0]) &&
-	    one_key[o->mode] != NULL && argc != 1)
-		usage_err("%s takes one KEY and no COMMAND", one_key[o->mode]);
+	if (mode->arity == ONE_KEY && argc != 1)
+		usage_err("%s takes one KEY and no COMMAND", mode->option);
 	if (argc < 1)
 		usage_err("missing %s", what);
 	if (*argv[0] == '\0')
@@ -832,7 +869,7 @@ check_or_err(struct opts *o, int argc, char **argv)
 	}
 	if (o->shell_cmd != NULL && argc > 0)
 		usage_err("%s", "both -c and a COMMAND given");
-	if (o->shell_cmd == NULL && argc == 0 && o->mode == MODE_RUN)
+	if (o->shell_cmd == NULL && argc == 0 && mode->arity == KEY_COMMAND)
 		usage_err("%s", "missing COMMAND");
 	o->argv = o->shell_cmd != NULL ? shell_argv(o->shell_cmd) :
 	    argc > 0 ? argv : NULL;
@@ -891,16 +928,23 @@ record_fits_or_err(const struct opts *o)
 }
 
 /*
- * -w by pglock's own clock too, a second after the server's lock_timeout; -n,
- * CONN_ANSWER_MS: a frozen or unreachable server ends the wait all the same.
+ * The run's time budget once connected, which every exchange up to the lock
+ * held is handed (o->lock.budget): -w by pglock's own clock too, a second
+ * after the server's lock_timeout; -n, CONN_ANSWER_MS from now: a frozen or
+ * unreachable server ends the wait all the same. Connecting again derives it
+ * again.
  */
 static void
 bound_wait(const struct opts *o)
 {
 	if (o->lock.wait_ms > 0)
-		conn_deadline(o->conn.deadline_ms + 1000, o->lock.wait_ms);
+		*o->lock.budget = budget_of(o->conn.deadline_ms + 1000,
+		    o->lock.wait_ms);
 	else if (o->lock.wait_ms == 0)
-		conn_deadline(mono_ms() + CONN_ANSWER_MS, CONN_ANSWER_MS);
+		*o->lock.budget = budget_of(mono_ms() + CONN_ANSWER_MS,
+		    CONN_ANSWER_MS);
+	else
+		*o->lock.budget = budget_of(-1, 0);
 }
 
 /* A retried refusal, said at once: without it, a wrong server is silence. */
@@ -986,6 +1030,7 @@ guard_std_fds(void)
 int
 main(int argc, char **argv)
 {
+	const struct mode_rule *mode;
 	struct opts o;
 	struct err why;
 	char appname[64];
@@ -1005,17 +1050,17 @@ main(int argc, char **argv)
 	parse_or_err(argc, argv, &o);
 	scrub_env();
 
-	if (o.mode == MODE_EXPLAIN)
+	mode = &modes[o.mode];
+	if (mode->run == NULL)
 		return explain(&o);
-	if (o.mode != MODE_STATUS)
+	if (mode->resolves)
 		resolve_key_or_err(&o, o.key, &o.lock.key);
-	if (o.record || o.mode == MODE_PAUSE || o.mode == MODE_RESUME)
+	if (o.record || mode->record)
 		record_fits_or_err(&o);
 
 	/* Name the key in pg_stat_activity, so a waiter can see the holder. */
 	snprintf(appname, sizeof(appname), "pglock: %s",
-	    o.mode == MODE_STATUS ? "--status" : o.mode == MODE_BREAK ?
-	    "--break" : o.mode == MODE_FORGET ? "--forget" : o.key);
+	    mode->app != NULL ? mode->app : o.key);
 	o.conn.appname = appname;
 	/* -w bounds all that comes before the command: connecting too. */
 	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
@@ -1024,39 +1069,16 @@ main(int argc, char **argv)
 		o.conn.attempt_ms = CONN_ANSWER_MS;
 	if (o.verbose || (!o.quiet && isatty(STDERR_FILENO)))
 		o.conn.retrying = say_retrying;
+	o.lock.budget = &o.budget;
 	c = connect_or_err(&o);
 	bound_wait(&o);
 	/* A query that only reads or breaks dies by signal, as psql. */
-	if (o.mode != MODE_STATUS && o.mode != MODE_BREAK &&
-	    o.mode != MODE_FORGET && o.mode != MODE_PAUSE &&
-	    o.mode != MODE_RESUME && !o.peek && sig_init(&why) == -1)
+	if (mode->signals && !o.peek && sig_init(&why) == -1)
 		die(EXIT_OSERR, "%s", why.msg);
 
-	switch (o.mode) {
-	case MODE_STATUS:
-		status = show_status(&o, c);
-		break;
-	case MODE_COUNTER:
-		while ((status = run_counter(&o, c)) == RUN_AGAIN) {
-			PQfinish(c);
-			c = reconnect_or_err(&o);
-		}
-		break;
-	case MODE_BREAK:
-		status = break_holders(&o, c);
-		break;
-	case MODE_FORGET:
-		status = forget(&o, c);
-		break;
-	case MODE_PAUSE:
-	case MODE_RESUME:
-		status = (o.mode == MODE_PAUSE ? pause_key : resume_key)(&o, c);
-		break;
-	default:
-		while ((status = run_lock(&o, c)) == RUN_AGAIN) {
-			PQfinish(c);
-			c = reconnect_or_err(&o);
-		}
+	while ((status = mode->run(&o, c)) == RUN_AGAIN) {
+		PQfinish(c);
+		c = reconnect_or_err(&o);
 	}
 	/* Closing the session releases whatever is still held. */
 	PQfinish(c);

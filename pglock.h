@@ -27,7 +27,9 @@ enum mode {
 /* The command line, as parsed and checked; main() resolves lock.key. */
 struct opts {
 	enum mode mode;
-	struct lock_req lock;	/* the key, -s, and -n/-w's wait */
+	struct lock_req lock;	/* the key, -s, and -n/-w's wait; its budget
+				   points at budget */
+	struct budget budget;	/* -w's, -n's: bound_wait() derives it */
 	struct conn_opts conn;
 	const char *key;	/* KEY, or TENANT */
 	const char *label;	/* KEY for messages: control bytes escaped */

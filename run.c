@@ -53,8 +53,43 @@ step_exit(const struct opts *o, int status)
 	return status == NOT_GOT ? o->conflict_exit : status;
 }
 
+/*
+ * A run's plan, derived once from its options (plan_of()): what the steps do,
+ * read instead of options recombined in each.
+ */
+struct plan {
+	int watchdog;		/* a watchdog and a forked command (not -F) */
+	int hold;		/* --hold: the caller's script is told */
+	int read_early;		/* --once*: the record read before the lock */
+	int with_lock;		/* the look, the record's read ride with the
+				   lock: its id known first (no --hash
+				   hashtext*, --namespace), no --slots, and
+				   --fence's count not first */
+	int spawn_at_grant;	/* the command forked at its gate as the lock
+				   is granted: nothing to read first (no
+				   --fence, no record) */
+};
+
+static struct plan
+plan_of(const struct opts *o)
+{
+	struct plan p = {
+		.watchdog = !o->no_fork,
+		.hold = o->mode == MODE_HOLD,
+		/* --spread's offset needs KEY's id: not the server's */
+		.read_early = o->once && (o->lock.key.sql == NULL ||
+		    o->spread_s <= 0),
+		.with_lock = o->lock.slots == 0 && o->lock.key.sql == NULL &&
+		    !o->fence,
+		.spawn_at_grant = !o->no_fork && !o->fence && !o->record,
+	};
+
+	return p;
+}
+
 struct run {
 	const struct opts *o;
+	struct plan plan;
 	PGconn *c;
 	struct lock_req lk;	/* asked for; then what was granted */
 	struct child ch;	/* watchdog, command (pid -1: none); not -F */
@@ -71,14 +106,11 @@ struct run {
 	int read_queued;	/* the record's read rides with the lock */
 };
 
-/*
- * How long the server has to answer a release or a commit, as a periodic
- * check: a frozen server must not hang pglock once the command is done.
- */
+/* How long the server has to answer a release or a commit: lease.h's R. */
 static long
 answer_ms(const struct opts *o)
 {
-	return o->check_ms > CONN_ANSWER_MS ? o->check_ms : CONN_ANSWER_MS;
+	return lease_of(o->check_ms).reply_ms;
 }
 
 /* -w bounds all that comes before the command: what is left of it. */
@@ -130,7 +162,8 @@ choose_scope(struct run *r)
 {
 	const struct opts *o = r->o;
 	enum conn_path path = o->scope == SCOPE_TRANSACTION ? CONN_UNPROVEN :
-	    conn_direct(r->c, r->lk.slots > 0);
+	    conn_direct(r->c, r->lk.slots > 0, budget_ms(r->lk.budget,
+	    CONN_ANSWER_MS));
 
 	r->lk.prove = o->scope != SCOPE_TRANSACTION && path == CONN_TCP;
 	r->lk.prove_only = o->scope == SCOPE_SESSION;
@@ -154,7 +187,7 @@ show_waiting(void *arg)
 
 /* k's holder, "server pid N (app, client, user U, for Ns)", or "" (none). */
 static const char *
-holder(PGconn *c, const struct key *k, char *buf, size_t len)
+holder(PGconn *c, const struct lock_req *lk, char *buf, size_t len)
 {
 	struct lock_row *rows;
 	struct err why;
@@ -162,7 +195,8 @@ holder(PGconn *c, const struct key *k, char *buf, size_t len)
 
 	/* Raw: say() escapes the whole line (a field() would double '\'). */
 	buf[0] = '\0';
-	if ((n = lock_status(c, k, &rows, &why)) == -1)
+	if ((n = lock_status(c, &lk->key, budget_ms(lk->budget,
+	    CONN_ANSWER_MS), &rows, &why)) == -1)
 		return buf;
 	for (i = 0; i < n && !rows[i].held; i++)
 		;
@@ -196,7 +230,7 @@ report_busy(const struct run *r)
 		    o->lock.wait_ms == 0 ? "" : ", to the end of -w");
 		return;
 	}
-	(void)holder(r->c, &r->lk.key, who, sizeof(who));
+	(void)holder(r->c, &r->lk, who, sizeof(who));
 	if (o->lock.wait_ms == 0)
 		say("%s: the lock is held by %s", o->label,
 		    *who != '\0' ? who : "another session");
@@ -249,13 +283,14 @@ again_or_err(const struct run *r, const char *why)
 }
 
 static void
-fork_watchdog_or_err(const struct opts *o, PGconn *c, struct child *ch)
+fork_watchdog_or_err(const struct run *r, PGconn *c, struct child *ch)
 {
+	const struct opts *o = r->o;
 	struct err why;
 
 	ch->lost_sig = o->lost_sig;
 	ch->kill_after_ms = o->kill_after_ms;
-	ch->notify = o->mode == MODE_HOLD ? o->caller : 0;
+	ch->notify = r->plan.hold ? o->caller : 0;
 	ch->session_fd = PQsocket(c);
 	ch->kill_by = -1;
 	if (child_fork_watchdog(ch, &why) == -1)
@@ -320,7 +355,7 @@ acquire_or_err(struct run *r)
 	 * The lock-delay's look rides with the lock, where its id is known
 	 * before the server's answer; not under --fence, counted first.
 	 */
-	if (r->lk.slots == 0 && r->lk.key.sql == NULL && !o->fence) {
+	if (r->plan.with_lock) {
 		key_format(&r->lk.key, r->id, sizeof(r->id));
 		if (delay_queue(r->c, r->id, lease_of(o->check_ms).server_ms,
 		    r->lk.xact, &why) == -1)
@@ -331,8 +366,8 @@ acquire_or_err(struct run *r)
 			return again_or_err(r, why.msg);
 		r->lk.then += r->read_queued;
 	}
-	if (!o->no_fork)
-		fork_watchdog_or_err(o, r->c, &r->ch);
+	if (r->plan.watchdog)
+		fork_watchdog_or_err(r, r->c, &r->ch);
 	got = r->lk.slots > 0 ?
 	    slots_take(r->c, &r->lk, &r->backend_pid, &sig, &why) :
 	    lock_wait(r->c, &r->lk, &r->backend_pid, &sig, &why);
@@ -341,18 +376,18 @@ acquire_or_err(struct run *r)
 		export_lock_env_or_err(r);
 	}
 	if (got == LOCK_ACQUIRED && r->lk.slots == 0) {
-		if (!o->no_fork && !o->fence && !o->record)
+		if (r->plan.spawn_at_grant)
 			spawn_or_err(o, &r->ch);
 		/* ---- verify ---- */
 		got = lock_verify(r->c, &r->lk, r->backend_pid, &sig, &why);
 	}
-	if (got != LOCK_ACQUIRED && !o->no_fork)
+	if (got != LOCK_ACQUIRED && r->plan.watchdog)
 		child_abort(&r->ch);
 	/* What rode with the lock is yet to be read, or was read away. */
 	if (!conn_piped(r->c))
 		r->read_queued = 0;
-	/* -w's bound was for the wait: what follows has its own. */
-	conn_deadline(-1, 0);
+	/* The budget was for the wait: what follows has its own bounds. */
+	r->lk.budget = NULL;
 	if (r->shown)
 		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
 	switch (got) {
@@ -407,6 +442,7 @@ allocate_or_err(const struct run *run, PGconn *c, const char *tenant,
 
 	if (counter_lock(o->table_sql, tenant, wait_ms, r) == -1)
 		die_errno(EXIT_OSERR, "malloc");
+	r->lock.budget = run->lk.budget;	/* NULL under a lock held */
 	r->lock.lease_ms = lease_ms(o);
 	r->require_sync = o->require_sync;
 	switch (counter_next(c, r, v, &sig, &why)) {
@@ -549,7 +585,8 @@ once_read(const struct run *r, long long spread, struct runs_row *row,
 	if (r->read_queued)
 		return runs_read_queued(r->c, &w, mono_ms() + ms, ms, row, why);
 	name = record_key(o, o->key);
-	rc = runs_read_when(r->c, o->runs_sql, name, &w, row, why);
+	rc = runs_read_when(r->c, o->runs_sql, name, &w,
+	    budget_ms(r->lk.budget, CONN_ANSWER_MS), row, why);
 	free(name);
 	return rc;
 }
@@ -615,7 +652,8 @@ once_done_or_err(struct run *r)
 			rc = -1;
 		}
 	}
-	if (rc == -1 || (row.no_table && (runs_table(r->c, o->runs_sql, &why) == -1 ||
+	if (rc == -1 || (row.no_table && (runs_table(r->c, o->runs_sql,
+	    CONN_ANSWER_MS, &why) == -1 ||
 	    once_read(r, spread, &row, &why) == -1)) ||
 	    row.denied) {
 		if (row.zone_bad)
@@ -647,7 +685,7 @@ once_early(struct run *r)
 	struct runs_row row;
 	struct err why;
 
-	if (!o->once || (r->lk.key.sql != NULL && o->spread_s > 0))
+	if (!r->plan.read_early)
 		return 0;
 	if (once_read(r, spread, &row, &why) == -1) {
 		if (row.zone_bad)
@@ -734,11 +772,11 @@ watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
 			    (double)o->max_ms / 1000.0);
 		return EXIT_TIMEOUT;
 	case CHILD_LOST:
-		if (o->mode == MODE_HOLD && told)
+		if (r->plan.hold && told)
 			die(EXIT_LOST, "%s: lock lost while held (%s); sent "
 			    "signal %d to pid %ld", o->label, why, o->lost_sig,
 			    (long)o->caller);
-		if (o->mode == MODE_HOLD)
+		if (r->plan.hold)
 			die(EXIT_LOST, "%s: lock lost while held (%s); the "
 			    "script that started pglock is gone", o->label, why);
 		die(EXIT_LOST, "%s: lock lost while the command ran (%s); "
@@ -793,7 +831,7 @@ fresh_or_err(struct run *r, const struct lease_aside *aside)
 	if (lease_fresh(r->c, &r->lk, aside, o->check_ms, &r->since, &why))
 		return;
 	child_abort(&r->ch);
-	if (o->mode == MODE_HOLD)
+	if (r->plan.hold)
 		die(EXIT_LOST, "%s: lock lost before the hold began (%s)",
 		    o->label, why.msg);
 	die(EXIT_LOST, "%s: lock lost before the command started (%s); the "
@@ -819,7 +857,7 @@ watch_or_err(struct run *r)
 	struct err why;
 	int status = 0;
 
-	if (o->no_fork)
+	if (!r->plan.watchdog)
 		return exec_or_err(r);
 	/* Once: the gate's check and the lease's checks renew alike. */
 	aside = aside_of(r, &a);
@@ -832,7 +870,7 @@ watch_or_err(struct run *r)
 	    "--hold", &status, &why)) {
 	case CHILD_STARTED:
 		/* The watchdog is armed: a SIGKILL now tells the script. */
-		if (o->mode == MODE_HOLD)
+		if (r->plan.hold)
 			hold_line_or_err(r);
 		break;
 	case CHILD_NOEXEC:
@@ -1019,7 +1057,7 @@ in_delay(struct run *r, const char *why)
 {
 	const struct opts *o = r->o;
 
-	if (!o->no_fork)
+	if (r->plan.watchdog)
 		child_abort(&r->ch);
 	if (!o->quiet)
 		say("%s: the lock is in its lock-delay (%s)%s", o->label, why,
@@ -1056,14 +1094,14 @@ delay_or_err(struct run *r)
 			    o->conn.deadline_ms : t + 1000;
 		rc = delay_look(r->c, r->id, lease, r->lk.xact, by - t,
 		    &look, &why);
-		/* Looked, with the lock: the record's read waits, if not in a delay. */
+		/* The record's read queued with the lock waits, if no delay. */
 		if (conn_piped(r->c) && (rc != 0 || look.broken ||
 		    look.wait_ms > 0 || !r->read_queued) &&
 		    after_drop(r, &why) == -1 && rc == 0)
 			rc = -1;
 		if (rc == -3)
 			continue;	/* not allowed pg_control: without */
-		if (rc != 0 && !o->no_fork)
+		if (rc != 0 && r->plan.watchdog)
 			child_abort(&r->ch);
 		if (rc == -2)
 			return RUN_AGAIN;	/* nothing ran: ask again */
@@ -1096,7 +1134,7 @@ delay_or_err(struct run *r)
 		if (o->lock.wait_ms > 0 && by > o->conn.deadline_ms)
 			by = o->conn.deadline_ms;
 		if ((sig = pause_until(by)) != 0) {
-			if (!o->no_fork)
+			if (r->plan.watchdog)
 				child_abort(&r->ch);
 			if (o->verbose)
 				say("%s: wait cancelled by signal %d", o->label,
@@ -1132,10 +1170,10 @@ take_or_err(struct run *r)
 	 */
 	if (o->record && !r->table_seen && (r->lk.xact || (r->lk.prove &&
 	    !r->lk.prove_only)) && runs_table(r->c, o->runs_sql,
-	    &why) == -1)
+	    budget_ms(r->lk.budget, CONN_ANSWER_MS), &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 	if (o->verbose && r->lk.wait_ms != 0 &&
-	    *holder(r->c, &r->lk.key, who, sizeof(who)) != '\0')
+	    *holder(r->c, &r->lk, who, sizeof(who)) != '\0')
 		say("%s: held by %s; waiting", o->label, who);
 	r->t0 = mono_seconds();
 	if (o->verbose && r->lk.wait_ms != 0 && isatty(STDERR_FILENO)) {
@@ -1152,7 +1190,7 @@ take_or_err(struct run *r)
 	if (o->verbose)
 		say_acquired(r);
 	if (o->fence && (status = fence_or_err(r)) != 0) {
-		if (!o->no_fork)
+		if (r->plan.watchdog)
 			child_abort(&r->ch);
 		return status;
 	}
@@ -1186,8 +1224,8 @@ stdin_empty(void)
 int
 run_lock(const struct opts *o, PGconn *c)
 {
-	struct run r = { .o = o, .c = c, .lk = o->lock, .ch = CHILD_NONE,
-	    .slot = -1, .ok_before = -1 };
+	struct run r = { .o = o, .plan = plan_of(o), .c = c, .lk = o->lock,
+	    .ch = CHILD_NONE, .slot = -1, .ok_before = -1 };
 	struct err why;
 	double ran;
 	int status, released = 0, no_input = 0;
@@ -1211,13 +1249,13 @@ run_lock(const struct opts *o, PGconn *c)
 		status = status == NOT_GOT ? o->conflict_exit : 0;
 	} else {
 		/* As the hold begins: a pipe's writer may have closed it. */
-		no_input = o->mode == MODE_HOLD && stdin_empty();
+		no_input = r.plan.hold && stdin_empty();
 		ran = mono_seconds();
 		status = watch_or_err(&r);
-		if (o->no_fork)
+		if (!r.plan.watchdog)
 			return status;
 		/* A hold ends at end of input, or when told to (TERM, INT). */
-		if (o->mode == MODE_HOLD && (status == 128 + SIGTERM ||
+		if (r.plan.hold && (status == 128 + SIGTERM ||
 		    status == 128 + SIGINT))
 			status = 0;
 		/*
@@ -1271,7 +1309,8 @@ int
 run_counter(const struct opts *o, PGconn *c)
 {
 	struct counter_req cr;
-	struct run r = { .o = o, .c = c, .ch = CHILD_NONE };
+	struct run r = { .o = o, .plan = plan_of(o), .c = c, .ch = CHILD_NONE,
+	    .lk = { .budget = o->lock.budget } };
 	struct err why;
 	char num[32];
 	long long v;
@@ -1295,11 +1334,11 @@ run_counter(const struct opts *o, PGconn *c)
 		}
 	} else {
 		r.lk = cr.lock;
-		conn_deadline(-1, 0);
+		r.lk.budget = NULL;
 		snprintf(num, sizeof(num), "%lld", v);
 		setenv_or_err("PGLOCK_VERSION", num);
 		setenv_or_err("PGLOCK_TENANT", o->key);
-		fork_watchdog_or_err(o, c, &r.ch);
+		fork_watchdog_or_err(&r, c, &r.ch);
 		status = watch_or_err(&r);
 	}
 	/* A failed command consumes no number. */

@@ -211,9 +211,11 @@ connect_once(const char *const *keys, const char *const *vals,
  * server: *retry set, as for libpq's "server is in hot standby mode".
  */
 static PGconn *
-primary_only(PGconn *c, int *retry, struct err *err)
+primary_only(PGconn *c, long by, int *retry, struct err *err)
 {
-	switch (conn_standby(c, err)) {
+	struct budget b = budget_of(by, CONN_ANSWER_MS);
+
+	switch (conn_standby(c, budget_ms(&b, CONN_ANSWER_MS), err)) {
 	case 0:
 		return c;
 	case 1:
@@ -270,7 +272,7 @@ conn_open(const struct conn_opts *o, struct err *err)
 		    (by < 0 || by > mono_ms() + o->attempt_ms))
 			by = mono_ms() + o->attempt_ms;
 		c = connect_once(keys, vals, by, &retry, err);
-		if (c != NULL && (c = primary_only(c, &retry, err)) != NULL)
+		if (c != NULL && (c = primary_only(c, by, &retry, err)) != NULL)
 			break;
 		if (!retry || o->connect_ms == 0)
 			return NULL;
@@ -421,7 +423,7 @@ conn_setup_standby(const PGresult *res)
 }
 
 int
-conn_standby(PGconn *c, struct err *err)
+conn_standby(PGconn *c, long ms, struct err *err)
 {
 	const char *hot = PQparameterStatus(c, "in_hot_standby");
 	PGresult *res;
@@ -431,7 +433,7 @@ conn_standby(PGconn *c, struct err *err)
 		return strcmp(hot, "on") == 0;
 	/* Servers before 14 (or a pooler that does not pass it on): ask. */
 	res = conn_exec(c, "SELECT pg_catalog.pg_is_in_recovery()", NULL,
-	    CONN_ANSWER_MS, err);
+	    ms, err);
 	if (res == NULL)
 		return -1;
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)

@@ -65,7 +65,7 @@ int conn_send_setup(PGconn *c, long wait_ms, long lease_ms,
 int conn_setup_standby(const PGresult *res);
 
 /* A standby? 1, 0 or -1 (reason in err); servers 14+ tell it at connection. */
-int conn_standby(PGconn *c, struct err *err);
+int conn_standby(PGconn *c, long ms, struct err *err);
 
 /* The value of keyword in o (PQconninfo()'s, PQconninfoParse()'s), or NULL. */
 const char *conn_option(const PQconninfoOption *o, const char *keyword);

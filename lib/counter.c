@@ -175,7 +175,8 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 	}
 	/* BEGIN, the settings, the bump; then the sync. */
 	for (step = 0; step < 3; step++) {
-		if ((res = conn_pipe_next(c, &b->sig, NULL, NULL, err)) == NULL)
+		if ((res = conn_pipe_next(c, lk->budget, &b->sig, NULL, NULL,
+		    err)) == NULL)
 			return b->sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
 		if (step == 1 && conn_setup_standby(res) && !errors++) {
 			/* A standby (pooled): the bump fails read-only. */
@@ -202,7 +203,7 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 		}
 		PQclear(res);
 	}
-	if (conn_pipe_end(c, &b->sig, NULL) == -1 || b->sig != 0)
+	if (conn_pipe_end(c, lk->budget, &b->sig, NULL) == -1 || b->sig != 0)
 		return b->sig != 0 ? COUNTER_INTERRUPTED : COUNTER_ERROR;
 	return out;
 }
@@ -217,9 +218,10 @@ counter_next(PGconn *c, const struct counter_req *r, long long *version,
 
 	res = bump(c, r, &b, err);
 	if (res != COUNTER_OK && b.no_table) {
-		if (conn_end(c, 0, CONN_ANSWER_MS, err) == -1 ||
-		    table_create(c, r->table, "(tenant text PRIMARY KEY, "
-		    "version bigint NOT NULL)", "SELECT, INSERT, UPDATE",
+		if (conn_end(c, 0, budget_ms(r->lock.budget, CONN_ANSWER_MS),
+		    err) == -1 || table_create(c, r->table, "(tenant text "
+		    "PRIMARY KEY, version bigint NOT NULL)", "SELECT, INSERT, "
+		    "UPDATE", budget_ms(r->lock.budget, CONN_ANSWER_MS),
 		    err) == -1)
 			return COUNTER_ERROR;
 		b.no_table = 0;

@@ -28,9 +28,10 @@ int delay_queue(PGconn *c, const char *id, long lease_ms, int xact,
 
 /*
  * Look, answered within ms (read from the pipeline, to its sync, where
- * delay_queue() queued it: the caller leaves pipeline mode), at what a waiter granted the lock whose id (as
- * PGLOCK_ID shows it) is id may not use yet: a --break's hold on it, and a
- * start, crash recovery or promotion of the server less than lease_ms ago.
+ * delay_queue() queued it: the caller leaves pipeline mode), at what a waiter
+ * granted the lock whose id (as PGLOCK_ID shows it) is id may not use yet: a
+ * --break's hold on it, and a start, crash recovery or promotion of the
+ * server less than lease_ms ago.
  * xact: in the lock's transaction, which keeps no snapshot after it. 0, or
  * -1 with the reason in err (an error in a transaction ends the lock); when
  * the role may not read pg_control, -2 in a transaction (its lock is gone: the

@@ -11,6 +11,7 @@
 
 #include "err.h"
 #include "lock.h"
+#include "query.h"
 
 /*
  * lease_of(C): a check that the lock is held every C, answered within A =
@@ -18,12 +19,17 @@
  * last answered check was sent, and the command KILLed by D = C + 2A; the
  * server ends a session (or transaction) silent for S = C + 3A, and its lock:
  * the last A is the margin for an answer's way back and for scheduling.
+ * Outside the checks (a release, a commit, a record's write, the lock-delay's
+ * look), an answer is awaited R = max(C, CONN_ANSWER_MS): a frozen server
+ * must not hang pglock, nor a slow one be taken for frozen sooner than a
+ * check would.
  */
 struct lease {
 	long check_ms;	/* C */
 	long answer_ms;	/* A */
 	long dead_ms;	/* D */
 	long server_ms;	/* S */
+	long reply_ms;	/* R */
 };
 
 static inline struct lease
@@ -35,6 +41,7 @@ lease_of(long check_ms)
 	l.answer_ms = check_ms > 1000 ? check_ms : 1000;
 	l.dead_ms = check_ms + 2 * l.answer_ms;
 	l.server_ms = check_ms + 3 * l.answer_ms;
+	l.reply_ms = check_ms > CONN_ANSWER_MS ? check_ms : CONN_ANSWER_MS;
 	return l;
 }
 

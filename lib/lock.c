@@ -245,11 +245,11 @@ lock_recheck(PGconn *c, const struct lock_req *r, int pid, int *sig,
 
 	if (lock_check_send(c, r, err) == -1)
 		return LOCK_ERROR;
-	if ((res = conn_pipe_next(c, sig, NULL, NULL, err)) == NULL)
+	if ((res = conn_pipe_next(c, r->budget, sig, NULL, NULL, err)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 	held = check_result(res, &pid2, NULL, err);
 	PQclear(res);
-	if (conn_pipe_end(c, sig, held == -1 ? NULL : err) == -1)
+	if (conn_pipe_end(c, r->budget, sig, held == -1 ? NULL : err) == -1)
 		held = -1;
 	if (*sig != 0)
 		return LOCK_INTERRUPTED;
@@ -462,9 +462,10 @@ drain(PGconn *c, const struct lock_req *r, int *sig, struct err *err)
 	int i;
 
 	for (i = 0; i < r->then; i++)
-		if (conn_pipe_to_sync(c, sig, err != NULL ? err : &later) == -1)
+		if (conn_pipe_to_sync(c, r->budget, sig, err != NULL ? err :
+		    &later) == -1)
 			return -1;
-	return conn_pipe_end(c, sig, err);
+	return conn_pipe_end(c, r->budget, sig, err);
 }
 
 enum lock_result
@@ -476,11 +477,13 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	int set, unproven;
 
 	*sig = 0;
-	res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg, err);
+	res = conn_pipe_next(c, r->budget, sig, r->waiting, r->waiting_arg,
+	    err);
 	if (res != NULL && r->xact && PQresultStatus(res) == PGRES_COMMAND_OK) {
 		/* BEGIN; then the settings */
 		PQclear(res);
-		res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg, err);
+		res = conn_pipe_next(c, r->budget, sig, r->waiting,
+		    r->waiting_arg, err);
 	}
 	if (res == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
@@ -490,7 +493,7 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	else if ((set = !conn_setup_standby(res)) == 0)
 		err_set(err, "%s", lock_standby_said);
 	PQclear(res);
-	if ((res = conn_pipe_next(c, sig, r->waiting, r->waiting_arg,
+	if ((res = conn_pipe_next(c, r->budget, sig, r->waiting, r->waiting_arg,
 	    err)) == NULL)
 		return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 	/* Under prove, maybe a pooler: then nothing was taken. */
@@ -535,7 +538,8 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 		held = backend_pid == PQbackendPID(c);
 		err_set(err, "the lock is not held by this session");
 	} else {
-		if ((res = conn_pipe_next(c, sig, NULL, NULL, err)) == NULL)
+		if ((res = conn_pipe_next(c, r->budget, sig, NULL, NULL,
+		    err)) == NULL)
 			return *sig != 0 ? LOCK_INTERRUPTED : LOCK_ERROR;
 		held = check_result(res, NULL, NULL, err);
 		PQclear(res);
@@ -547,14 +551,14 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 	    backend_pid != PQbackendPID(c);
 	/* Held and no more to ask: the caller's statements are its own. */
 	if (out == LOCK_ACQUIRED && r->then && !recheck) {
-		if (conn_pipe_to_sync(c, sig, err) == -1)
+		if (conn_pipe_to_sync(c, r->budget, sig, err) == -1)
 			out = LOCK_ERROR;
 	} else if (drain(c, r, sig, out == LOCK_ERROR ? NULL : err) == -1) {
 		out = LOCK_ERROR;
 	}
 	if (*sig != 0) {
 		if (out != LOCK_ERROR && conn_piped(c))
-			(void)conn_pipe_end(c, sig, NULL);
+			(void)conn_pipe_end(c, r->budget, sig, NULL);
 		return LOCK_INTERRUPTED;
 	}
 	if (out == LOCK_ACQUIRED && recheck)
@@ -632,7 +636,7 @@ lock_released(PGresult *res, const struct lock_req *r, struct err *err)
 
 /* lock_status() of the locks that tag (alias l) matches, with params. */
 static int
-status_rows(PGconn *c, const char *tag, const char *const *params,
+status_rows(PGconn *c, const char *tag, const char *const *params, long ms,
     struct lock_row **rows, struct err *err)
 {
 	char sql[2048];
@@ -667,7 +671,7 @@ status_rows(PGconn *c, const char *tag, const char *const *params,
 	    " AND l.database = (SELECT oid FROM pg_catalog.pg_database"
 	    " WHERE datname = pg_catalog.current_database()) AND %s"
 	    " ORDER BY 1, l.granted DESC, since, l.pid", since, since, tag);
-	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
+	if ((res = conn_exec(c, sql, params, ms, err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 11) {
 		conn_result_error(res, err);
@@ -705,7 +709,7 @@ status_rows(PGconn *c, const char *tag, const char *const *params,
 }
 
 int
-lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
+lock_status(PGconn *c, const struct key *k, long ms, struct lock_row **rows,
     struct err *err)
 {
 	char tag[512] = "true";
@@ -715,7 +719,7 @@ lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
 		key_args(k, &a);
 		tag_sql(&a, tag, sizeof(tag));
 	}
-	return status_rows(c, tag, a.params, rows, err);
+	return status_rows(c, tag, a.params, ms, rows, err);
 }
 
 int
@@ -725,5 +729,6 @@ lock_status_ids(PGconn *c, const char *ids, struct lock_row **rows,
 	const char *params[2] = { ids, NULL };
 
 	return status_rows(c, "l.objsubid = 1 AND ((l.classid::bigint << 32)"
-	    " | l.objid::bigint) = ANY ($1::bigint[])", params, rows, err);
+	    " | l.objid::bigint) = ANY ($1::bigint[])", params, CONN_ANSWER_MS,
+	    rows, err);
 }

@@ -10,6 +10,7 @@
 
 #include "err.h"
 #include "key.h"
+#include "query.h"
 
 struct conn_opts;
 
@@ -34,6 +35,8 @@ struct lock_req {
 				   sets then to 0) */
 	int slots;		/* --slots N: one of N locks; 0: the key's */
 	int slot;		/* slots_take(): which one, 1..N */
+	struct budget *budget;	/* bounds each answer until the lock is
+				   held (-w, -n); NULL: none */
 	void (*waiting)(void *);	/* if set, called each second of waiting */
 	void *waiting_arg;
 };
@@ -159,11 +162,11 @@ struct lock_row {
 
 /*
  * Every advisory lock held or awaited in this database (only k's unless k is
- * NULL), by id, held first, then oldest first: the number of rows in *rows (the
- * caller frees them), or -1, the reason in err.
+ * NULL), by id, held first, then oldest first, answered within ms: the number
+ * of rows in *rows (the caller frees them), or -1, the reason in err.
  */
-int lock_status(PGconn *c, const struct key *k, struct lock_row **rows,
-    struct err *err);
+int lock_status(PGconn *c, const struct key *k, long ms,
+    struct lock_row **rows, struct err *err);
 
 /* lock_status() of the bigint ids of the array literal ids, "{1,2}". */
 int lock_status_ids(PGconn *c, const char *ids, struct lock_row **rows,

@@ -94,7 +94,7 @@ conn_ends(PGconn *c, int first, struct conn_ends *e)
 }
 
 enum conn_path
-conn_direct(PGconn *c, int ask)
+conn_direct(PGconn *c, int ask, long ms)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
@@ -117,7 +117,7 @@ conn_direct(PGconn *c, int ask)
 	memcpy(params, e.params, sizeof(e.params));
 	params[4] = NULL;
 	snprintf(sql, sizeof(sql), "SELECT %s", e.proof);
-	res = conn_exec(c, sql, params, CONN_ANSWER_MS, &why);
+	res = conn_exec(c, sql, params, ms, &why);
 	direct = PQresultStatus(res) == PGRES_TUPLES_OK &&
 	    PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);

@@ -21,7 +21,7 @@ enum conn_path {
  * of the socket's listener. Without ask, TCP is CONN_TCP (CONN_UNPROVEN if
  * conn_ends() fails): the caller asks, with its proof, in a query of its own.
  */
-enum conn_path conn_direct(PGconn *c, int ask);
+enum conn_path conn_direct(PGconn *c, int ask, long ms);
 
 /*
  * Both ends of a TCP connection as numeric text, and proof: an SQL condition on

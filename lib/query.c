@@ -18,9 +18,6 @@
 #include "said.h"
 #include "sig.h"
 
-/* conn_deadline()'s by and ms; by 0: passed already, and cancelled. */
-static long wait_by = -1, wait_bound_ms;
-
 int
 conn_queue(PGconn *c, const char *sql, int n, const char *const *params)
 {
@@ -87,12 +84,6 @@ conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
 	long by = mono_ms() + ms;
 	int n = 0;
 
-	/* Before the lock, -w (conn_deadline) bounds these too. */
-	if (wait_by > 0 && wait_by < by) {
-		by = wait_by;
-		ms = wait_bound_ms;
-	}
-
 	while (params != NULL && params[n] != NULL)
 		n++;
 	/* Left in a pipeline or busy (a query not read to its end): not now. */
@@ -110,7 +101,7 @@ conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
 		switch (conn_await(c, by)) {
 		case CONN_LATE:
 			err_set(err, "the server did not answer within "
-			    "%ld s", ms / 1000);
+			    "%ld s", (ms + 999) / 1000);
 			PQclear(res);
 			return NULL;
 		case CONN_BROKEN:
@@ -174,7 +165,7 @@ conn_pipe_result(PGconn *c, long by, long ms, struct err *err)
 		next = conn_result_by(c, by, &ready);
 		if (ready == CONN_LATE) {
 			err_set(err, "the server did not answer within "
-			    "%ld s", ms / 1000);
+			    "%ld s", (ms + 999) / 1000);
 			break;
 		}
 		if (ready == CONN_BROKEN || (next == NULL &&
@@ -238,13 +229,24 @@ conn_end(PGconn *c, int commit, long ms, struct err *err)
 	return rc;
 }
 
-void
-conn_deadline(long by, long ms)
+struct budget
+budget_of(long by, long ms)
 {
-	wait_by = by;
-	wait_bound_ms = ms;
+	struct budget b = { .by = by, .ms = ms, .over = 0 };
+
+	return b;
 }
 
+long
+budget_ms(const struct budget *b, long ms)
+{
+	long left;
+
+	if (b == NULL || b->by < 0 || b->over)
+		return ms;
+	left = b->by - mono_ms();
+	return left < 1 ? 1 : left < ms ? left : ms;
+}
 /* What ended a conn_wait(). */
 enum conn_event {
 	EV_READY,		/* a result can be read without blocking */
@@ -343,15 +345,16 @@ conn_cancel(PGconn *c)
  * the connection fails (or a cancel gets no answer in 5 s).
  */
 static PGresult *
-conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
-    struct err *err)
+conn_next(PGconn *c, struct budget *b, int *sig, void (*tick)(void *),
+    void *arg, int *failed, struct err *err)
 {
+	long by = b == NULL ? -1 : b->over ? 0 : b->by;
 	int s;
 
 	*failed = 0;
 	for (;;) {
-		switch (conn_wait(c, wait_by, *sig != 0,
-		    tick != NULL ? 1000 : -1, &s)) {
+		switch (conn_wait(c, by, *sig != 0, tick != NULL ? 1000 : -1,
+		    &s)) {
 		case EV_READY:
 			return PQgetResult(c);
 		case EV_TICK:	/* only with a tick */
@@ -365,11 +368,11 @@ conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
 			break;
 		case EV_DEADLINE:
 			/* Once: later waits fail at once, with no cancel. */
-			if (wait_by > 0)
+			if (!b->over)
 				conn_cancel(c);
-			wait_by = 0;
+			b->over = 1;
 			err_set(err, "the server did not answer within "
-			    "%.3gs", (double)wait_bound_ms / 1000.0);
+			    "%.3gs", (double)b->ms / 1000.0);
 			*failed = 1;
 			return NULL;
 		case EV_BROKEN:
@@ -381,18 +384,19 @@ conn_next(PGconn *c, int *sig, void (*tick)(void *), void *arg, int *failed,
 }
 
 PGresult *
-conn_pipe_next(PGconn *c, int *sig, void (*tick)(void *), void *arg,
-    struct err *err)
+conn_pipe_next(PGconn *c, struct budget *b, int *sig, void (*tick)(void *),
+    void *arg, struct err *err)
 {
 	PGresult *res, *more;
 	int failed;
 
-	res = conn_next(c, sig, tick, arg, &failed, err);
+	res = conn_next(c, b, sig, tick, arg, &failed, err);
 	if (res == NULL && !failed)
 		conn_reason(c, err);
 	if (res == NULL || PQresultStatus(res) == PGRES_PIPELINE_SYNC)
 		return res;
-	while ((more = conn_next(c, sig, NULL, NULL, &failed, err)) != NULL)
+	while ((more = conn_next(c, b, sig, NULL, NULL, &failed, err)) !=
+	    NULL)
 		PQclear(more);
 	if (failed) {
 		/* Why it hung up, such as a pooler's refusal, came first. */
@@ -405,14 +409,14 @@ conn_pipe_next(PGconn *c, int *sig, void (*tick)(void *), void *arg,
 }
 
 int
-conn_pipe_to_sync(PGconn *c, int *sig, struct err *err)
+conn_pipe_to_sync(PGconn *c, struct budget *b, int *sig, struct err *err)
 {
 	PGresult *res;
 	struct err later;
 	int synced;
 
 	do {
-		if ((res = conn_pipe_next(c, sig, NULL, NULL, err != NULL ?
+		if ((res = conn_pipe_next(c, b, sig, NULL, NULL, err != NULL ?
 		    err : &later)) == NULL)
 			return -1;
 		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
@@ -422,9 +426,9 @@ conn_pipe_to_sync(PGconn *c, int *sig, struct err *err)
 }
 
 int
-conn_pipe_end(PGconn *c, int *sig, struct err *err)
+conn_pipe_end(PGconn *c, struct budget *b, int *sig, struct err *err)
 {
-	if (conn_pipe_to_sync(c, sig, err) == -1)
+	if (conn_pipe_to_sync(c, b, sig, err) == -1)
 		return -1;
 	(void)PQexitPipelineMode(c);
 	return 0;

@@ -42,11 +42,28 @@ int conn_pipe_leave(PGconn *c);
 int conn_take_input(PGconn *c);
 
 /*
- * From now on, conn_pipe_next() waits for an answer until by (mono_ms(); -1:
- * never), then cancels the query and fails with "the server did not answer
- * within" ms/1000 s: no frozen or unreachable server may outlast -w or -n.
+ * A run's time budget before its command, derived once (as lease_of() derives
+ * the lease) and handed to every exchange up to the lock held: each answer is
+ * awaited until by at the latest, then the query is cancelled (once) and the
+ * wait fails with "the server did not answer within" ms: no frozen or
+ * unreachable server outlasts -w or -n.
  */
-void conn_deadline(long by, long ms);
+struct budget {
+	long by;		/* mono_ms(); -1: no bound */
+	long ms;		/* what by allowed, for the message */
+	int over;		/* by came, what ran was cancelled: later
+				   waits fail at once, cancelling nothing */
+};
+
+/* The budget that ends at by (-1: none), ms being what it allows. */
+struct budget budget_of(long by, long ms);
+
+/*
+ * At most ms, and no more than what is left of b (1 at least): the bound of a
+ * single statement. b NULL, or over (the reads of what it cancelled fail at
+ * once; a statement after, such as a rollback, gets its own bound): ms.
+ */
+long budget_ms(const struct budget *b, long ms);
 
 /*
  * The least pglock waits for the answer to a check, release or commit: a frozen
@@ -112,20 +129,22 @@ int conn_end(PGconn *c, int commit, long ms, struct err *err);
 /*
  * The one reader of pipelines: the next statement's result, with the NULL that
  * ends it read too, or the PGRES_PIPELINE_SYNC; NULL (the reason in err) if the
- * connection failed. While waiting, the first forwarded signal (sig.h) cancels
- * the query and is kept in *sig, and tick(arg), if set, is called every second.
+ * connection failed or b (NULL: none) ran out. While waiting, the first
+ * forwarded signal (sig.h) cancels the query and is kept in *sig, and
+ * tick(arg), if set, is called every second.
  */
-PGresult *conn_pipe_next(PGconn *c, int *sig, void (*tick)(void *),
-    void *arg, struct err *err);
+PGresult *conn_pipe_next(PGconn *c, struct budget *b, int *sig,
+    void (*tick)(void *), void *arg, struct err *err);
 
 /*
  * Read the pipeline to its sync, leave pipeline mode: 0, or -1 if the
  * connection failed (err NULL: the caller has the first reason, which counts).
  */
-int conn_pipe_end(PGconn *c, int *sig, struct err *err);
+int conn_pipe_end(PGconn *c, struct budget *b, int *sig, struct err *err);
 
 /* The same, staying in pipeline mode: what was queued after is yet to come. */
-int conn_pipe_to_sync(PGconn *c, int *sig, struct err *err);
+int conn_pipe_to_sync(PGconn *c, struct budget *b, int *sig,
+    struct err *err);
 
 /* Is c in pipeline mode: are answers queued after a lock's yet to be read? */
 int conn_piped(PGconn *c);

@@ -43,20 +43,20 @@
 #define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM'"
 
 int
-runs_table(PGconn *c, const char *table, struct err *err)
+runs_table(PGconn *c, const char *table, long ms, struct err *err)
 {
 	const char *params[2] = { table, NULL };
 	PGresult *res;
 	int there;
 
 	if ((res = conn_exec(c, "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
-	    params, CONN_ANSWER_MS, err)) == NULL)
+	    params, ms, err)) == NULL)
 		return -1;
 	there = PQresultStatus(res) == PGRES_TUPLES_OK &&
 	    PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);
 	return there ? 0 : table_create(c, table, COLUMNS,
-	    "SELECT, INSERT, UPDATE, DELETE", err);
+	    "SELECT, INSERT, UPDATE, DELETE", ms, err);
 }
 
 /*
@@ -309,7 +309,7 @@ int
 runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, struct err *err)
 {
-	return runs_read_when(c, table, key, NULL, row, err);
+	return runs_read_when(c, table, key, NULL, CONN_ANSWER_MS, row, err);
 }
 
 /* runs_read_when()'s statement and its parameters. */
@@ -380,7 +380,7 @@ static const char snapshot_end_sql[] = "SET LOCAL statement_timeout = 0";
 
 int
 runs_read_when(PGconn *c, const char *table, const char *key,
-    const struct runs_when *w, struct runs_row *row, struct err *err)
+    const struct runs_when *w, long ms, struct runs_row *row, struct err *err)
 {
 	struct read_query q;
 	PGresult *res;
@@ -388,13 +388,12 @@ runs_read_when(PGconn *c, const char *table, const char *key,
 
 	row_init(row);
 	read_query(&q, table, key, w);
-	if ((res = conn_exec(c, q.sql, q.params, CONN_ANSWER_MS, err)) == NULL)
+	if ((res = conn_exec(c, q.sql, q.params, ms, err)) == NULL)
 		return -1;
 	rc = read_answer(res, w, row, err);
 	if (rc == 0 && !row->no_table && !row->denied &&
 	    PQtransactionStatus(c) == PQTRANS_INTRANS)
-		PQclear(conn_exec(c, snapshot_end_sql, NULL, CONN_ANSWER_MS,
-		    err));
+		PQclear(conn_exec(c, snapshot_end_sql, NULL, ms, err));
 	return rc;
 }
 
@@ -659,7 +658,8 @@ runs_pause(PGconn *c, const char *table, const struct runs_pause *p,
 		return -1;
 	if (conn_is_state(res, "42P01")) {
 		PQclear(res);
-		if (runs_table(c, table, err) == -1 || (res = conn_exec(c, sql,
+		if (runs_table(c, table, CONN_ANSWER_MS, err) == -1 ||
+		    (res = conn_exec(c, sql,
 		    params, CONN_ANSWER_MS, err)) == NULL)
 			return -1;
 	}

@@ -59,8 +59,9 @@ struct runs_when {
 /*
  * Create table (quoted, as counter_table_sql() writes it) unless it exists: 0,
  * or -1, the reason in err (for a role that may not: the statements to run).
+ * Each statement is answered within ms.
  */
-int runs_table(PGconn *c, const char *table, struct err *err);
+int runs_table(PGconn *c, const char *table, long ms, struct err *err);
 
 /*
  * Read key's record into *row (zeroed when there is none; no_table set when
@@ -84,7 +85,8 @@ int runs_list(PGconn *c, const char *table, char ***names,
  * (a fixed offset: CEST), sets zone_bad and returns -1.
  */
 int runs_read_when(PGconn *c, const char *table, const char *key,
-    const struct runs_when *w, struct runs_row *row, struct err *err);
+    const struct runs_when *w, long ms, struct runs_row *row,
+    struct err *err);
 
 /*
  * The same in two halves, for the lock's round trip: queue the read on c in

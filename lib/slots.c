@@ -62,8 +62,8 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 		return NULL;
 	}
 	/* BEGIN and the settings answer first; the first error is kept. */
-	while ((res = conn_pipe_next(s->c, s->sig, r->waiting, r->waiting_arg,
-	    s->err)) != NULL && steps-- > 0) {
+	while ((res = conn_pipe_next(s->c, r->budget, s->sig, r->waiting,
+	    r->waiting_arg, s->err)) != NULL && steps-- > 0) {
 		if (PQresultStatus(res) != PGRES_COMMAND_OK &&
 		    PQresultStatus(res) != PGRES_TUPLES_OK) {
 			conn_result_error(res, s->err);
@@ -74,10 +74,10 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 			continue;
 		}
 		PQclear(res);
-		(void)conn_pipe_end(s->c, s->sig, NULL);
+		(void)conn_pipe_end(s->c, r->budget, s->sig, NULL);
 		return NULL;
 	}
-	if (res == NULL || conn_pipe_end(s->c, s->sig, NULL) == -1) {
+	if (res == NULL || conn_pipe_end(s->c, r->budget, s->sig, NULL) == -1) {
 		PQclear(res);
 		return NULL;
 	}
@@ -160,13 +160,13 @@ nap(const struct slotter *s)
 static void
 leave_queue(PGconn *c, const struct lock_req *r, const char *qparams[])
 {
+	long ms = budget_ms(r->budget, CONN_ANSWER_MS);
 	struct err why;
 
 	if (r->xact && PQtransactionStatus(c) == PQTRANS_INERROR)
-		PQclear(conn_exec(c, "ROLLBACK AND CHAIN", NULL, CONN_ANSWER_MS,
-		    &why));
+		PQclear(conn_exec(c, "ROLLBACK AND CHAIN", NULL, ms, &why));
 	PQclear(conn_exec(c, "SELECT pg_catalog.pg_advisory_unlock($1::bigint)",
-	    qparams, CONN_ANSWER_MS, &why));
+	    qparams, ms, &why));
 }
 
 /* The ids of slots from..n of base as an array literal, {id1,id2,...}. */

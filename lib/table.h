@@ -14,8 +14,9 @@
  * Create table q (quoted, as counter_table_sql() writes it) with columns (SQL,
  * in parentheses) unless it exists, in its own transaction: 0, or -1, the
  * reason in err (if the role may not: the CREATE TABLE and GRANT privs to run).
+ * Each statement is answered within ms.
  */
 int table_create(PGconn *c, const char *q, const char *columns,
-    const char *privs, struct err *err);
+    const char *privs, long ms, struct err *err);
 
 #endif
