@@ -369,8 +369,8 @@ acquire_or_err(struct run *r)
 	if (r->plan.watchdog)
 		fork_watchdog_or_err(r, r->c, &r->ch);
 	got = r->lk.slots > 0 ?
-	    slots_take(r->c, &r->lk, &r->backend_pid, &sig, &why) :
-	    lock_wait(r->c, &r->lk, &r->backend_pid, &sig, &why);
+	    slots_take(r->c, &r->lk, &r->lk, &r->backend_pid, &sig, &why) :
+	    lock_wait(r->c, &r->lk, &r->lk, &r->backend_pid, &sig, &why);
 	if (got == LOCK_ACQUIRED) {
 		key_format(&r->lk.key, r->id, sizeof(r->id));
 		export_lock_env_or_err(r);

@@ -359,9 +359,9 @@ lock_fn(int xact, int try, int shared)
 	return lock_fns[xact != 0][try != 0][shared != 0];
 }
 
-/* Granted (r->key: the server's id), busy or error: the lock call's answer. */
+/* Granted (held->key: the server's id), busy or error: the lock's answer. */
 static enum lock_result
-lock_answer(PGresult *res, struct lock_req *r, int *backend_pid,
+lock_answer(PGresult *res, struct lock_req *held, int *backend_pid,
     struct err *err)
 {
 	struct key k;
@@ -373,7 +373,7 @@ lock_answer(PGresult *res, struct lock_req *r, int *backend_pid,
 		conn_result_error(res, err);
 		return LOCK_ERROR;
 	}
-	if (PQntuples(res) != 1 || PQnfields(res) != 3 + r->prove) {
+	if (PQntuples(res) != 1 || PQnfields(res) != 3 + held->prove) {
 		err_set(err, "the server's answer to the lock call "
 		    "is not PostgreSQL's");
 		return LOCK_ERROR;
@@ -383,9 +383,9 @@ lock_answer(PGresult *res, struct lock_req *r, int *backend_pid,
 	if (lock_result_pid(res, 1, backend_pid, err) == -1)
 		return LOCK_ERROR;
 	if (key_parse_id(PQgetvalue(res, 0, 2), &k, &why) == 0) {
-		r->key.id = k.id;
-		r->key.a = k.a;
-		r->key.b = k.b;
+		held->key.id = k.id;
+		held->key.a = k.a;
+		held->key.b = k.b;
 	}
 	return LOCK_ACQUIRED;
 }
@@ -468,8 +468,9 @@ drain(PGconn *c, const struct lock_req *r, int *sig, struct err *err)
 	return conn_pipe_end(c, r->budget, sig, err);
 }
 
-enum lock_result
-lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
+/* lock_wait(), on what is to be held: r, changed as the server answers. */
+static enum lock_result
+wait_held(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
     struct err *err)
 {
 	enum lock_result out;
@@ -522,7 +523,16 @@ lock_wait(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 	r->xact = 1;
 	if (lock_send(c, r, err) == -1)
 		return LOCK_ERROR;
-	return lock_wait(c, r, backend_pid, sig, err);
+	return wait_held(c, r, backend_pid, sig, err);
+}
+
+enum lock_result
+lock_wait(PGconn *c, const struct lock_req *r, struct lock_req *held,
+    int *backend_pid, int *sig, struct err *err)
+{
+	if (held != r)
+		*held = *r;
+	return wait_held(c, held, backend_pid, sig, err);
 }
 
 enum lock_result

@@ -14,6 +14,11 @@
 
 struct conn_opts;
 
+/*
+ * A lock: as asked (lock_send(), lock_wait(), slots_take() take it const),
+ * and, filled in by them, as held (the server's id, the scope a pooler left
+ * it, the slot), which verifying, checking and releasing it read.
+ */
 struct lock_req {
 	struct key key;
 	int shared;		/* pg_advisory_lock_shared, not exclusive */
@@ -34,7 +39,7 @@ struct lock_req {
 				   lock_verify() read them away (lock_wait()
 				   sets then to 0) */
 	int slots;		/* --slots N: one of N locks; 0: the key's */
-	int slot;		/* slots_take(): which one, 1..N */
+	int slot;		/* held: which one, 1..N (slots_take()) */
 	struct budget *budget;	/* bounds each answer until the lock is
 				   held (-w, -n); NULL: none */
 	void (*waiting)(void *);	/* if set, called each second of waiting */
@@ -60,15 +65,17 @@ enum lock_result {
 int lock_send(PGconn *c, const struct lock_req *r, struct err *err);
 
 /*
- * Wait for the lock call's answer. LOCK_ACQUIRED: granted to server process
- * *backend_pid, r->key the id the server computed; lock_verify() reads the
+ * Wait for the answer to lock_send(c, r). The request stays as asked; what is
+ * held comes in *held (r itself, if the caller keeps one struct): r as the
+ * server granted it. LOCK_ACQUIRED: granted to server process *backend_pid,
+ * held->key the id the server computed; lock_verify(c, held, ...) reads the
  * check (the caller may get the command ready first). Under r->prove, a path
- * not proven direct gets a transaction's lock, or under r->prove_only none:
- * LOCK_UNPROVEN. A forwarded signal (sig.h) cancels the wait on the server;
- * *sig tells which.
+ * not proven direct gets a transaction's lock (held->xact set, held->then 0),
+ * or under r->prove_only none: LOCK_UNPROVEN. A forwarded signal (sig.h)
+ * cancels the wait on the server; *sig tells which.
  */
-enum lock_result lock_wait(PGconn *c, struct lock_req *r, int *backend_pid,
-    int *sig, struct err *err);
+enum lock_result lock_wait(PGconn *c, const struct lock_req *r,
+    struct lock_req *held, int *backend_pid, int *sig, struct err *err);
 
 /*
  * After lock_wait()'s LOCK_ACQUIRED, read the check: LOCK_ACQUIRED if the lock

@@ -190,8 +190,9 @@ slot_array(const struct key *base, int from, int n)
 	return list;
 }
 
-enum lock_result
-slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
+/* slots_take(), on what is to be held: r, changed as the server answers. */
+static enum lock_result
+take_held(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
     struct err *err)
 {
 	struct slotter s = { c, r, sig, err };
@@ -251,6 +252,15 @@ slots_take(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 		return *backend_pid == PQbackendPID(c) ? LOCK_ACQUIRED :
 		    LOCK_NOT_REAL;
 	return lock_recheck(c, r, *backend_pid, sig, err);
+}
+
+enum lock_result
+slots_take(PGconn *c, const struct lock_req *r, struct lock_req *held,
+    int *backend_pid, int *sig, struct err *err)
+{
+	if (held != r)
+		*held = *r;
+	return take_held(c, held, backend_pid, sig, err);
 }
 
 int

@@ -15,11 +15,12 @@
 /*
  * Take the first free of r->slots locks (slots_key 1..N), waiters queueing in
  * arrival order on slots_key 0, held only by the first of them while it waits.
- * Then r->slot says which, r->key is its key, the lock verified as by
+ * Then held (r itself, if the caller keeps one struct) is r as held:
+ * held->slot says which, held->key is its key, the lock verified as by
  * lock_verify(); release it with lock_release(). Results as lock_wait()'s.
  */
-enum lock_result slots_take(PGconn *c, struct lock_req *r, int *backend_pid,
-    int *sig, struct err *err);
+enum lock_result slots_take(PGconn *c, const struct lock_req *r,
+    struct lock_req *held, int *backend_pid, int *sig, struct err *err);
 
 /* The most slots a KEY may have (--slots N). */
 #define SLOTS_MAX 1000
