@@ -357,8 +357,8 @@ acquire_or_err(struct run *r)
 	 */
 	if (r->plan.with_lock) {
 		key_format(&r->lk.key, r->id, sizeof(r->id));
-		if (delay_queue(r->c, r->id, lease_of(o->check_ms).server_ms,
-		    r->lk.xact, &why) == -1)
+		if (delay_queue(r->c, r->id, r->lk.lease_ms, r->lk.xact,
+		    &why) == -1)
 			return again_or_err(r, why.msg);
 		r->lk.then = 1;
 		/* And the record's read under it: one round trip for all. */
@@ -610,16 +610,16 @@ once_queue(struct run *r, struct err *why)
 
 /*
  * What rode with the lock and is not read (the record's read after a look
- * that found a lock-delay): read it away and leave pipeline mode. 0, or -1
- * (why) if the connection failed.
+ * that found a lock-delay): read it away by by (mono_ms()), cancelled if it
+ * waits, and leave pipeline mode. 0, or -1 (why) if that failed.
  */
 static int
-after_drop(struct run *r, struct err *why)
+after_drop(struct run *r, long by, struct err *why)
 {
-	long ms = answer_ms(r->o);
+	long ms = by - mono_ms();
 
-	if (r->read_queued && conn_pipe_skip(r->c, mono_ms() + ms, ms, why) ==
-	    -1)
+	if (r->read_queued && conn_pipe_discard(r->c, by, ms > 0 ? ms : 1,
+	    why) == -1)
 		return -1;
 	r->read_queued = 0;
 	if (conn_pipe_leave(r->c) == -1) {
@@ -652,8 +652,8 @@ once_done_or_err(struct run *r)
 			rc = -1;
 		}
 	}
-	if (rc == -1 || (row.no_table && (runs_table(r->c, o->runs_sql,
-	    CONN_ANSWER_MS, &why) == -1 ||
+	if (rc == -1 || (row.no_table && (runs_table(r->c, o->runs_sql, NULL,
+	    &why) == -1 ||
 	    once_read(r, spread, &row, &why) == -1)) ||
 	    row.denied) {
 		if (row.zone_bad)
@@ -1092,12 +1092,15 @@ delay_or_err(struct run *r)
 		if (o->lock.wait_ms > 0 && by > o->conn.deadline_ms)
 			by = o->conn.deadline_ms > t + 1000 ?
 			    o->conn.deadline_ms : t + 1000;
-		rc = delay_look(r->c, r->id, lease, r->lk.xact, by - t,
-		    &look, &why);
-		/* The record's read queued with the lock waits, if no delay. */
-		if (conn_piped(r->c) && (rc != 0 || look.broken ||
+		rc = delay_look(r->c, r->id, lease, r->lk.lease_ms, r->lk.xact,
+		    by - t, &look, &why);
+		/*
+		 * The record's read queued with the lock waits, if no delay.
+		 * A look that failed leaves the connection to again_or_err().
+		 */
+		if (rc != -1 && conn_piped(r->c) && (rc != 0 || look.broken ||
 		    look.wait_ms > 0 || !r->read_queued) &&
-		    after_drop(r, &why) == -1 && rc == 0)
+		    after_drop(r, by, &why) == -1)
 			rc = -1;
 		if (rc == -3)
 			continue;	/* not allowed pg_control: without */
@@ -1169,8 +1172,8 @@ take_or_err(struct run *r)
 	 * --scope session).
 	 */
 	if (o->record && !r->table_seen && (r->lk.xact || (r->lk.prove &&
-	    !r->lk.prove_only)) && runs_table(r->c, o->runs_sql,
-	    budget_ms(r->lk.budget, CONN_ANSWER_MS), &why) == -1)
+	    !r->lk.prove_only)) && runs_table(r->c, o->runs_sql, r->lk.budget,
+	    &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 	if (o->verbose && r->lk.wait_ms != 0 &&
 	    *holder(r->c, &r->lk, who, sizeof(who)) != '\0')

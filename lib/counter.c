@@ -221,8 +221,7 @@ counter_next(PGconn *c, const struct counter_req *r, long long *version,
 		if (conn_end(c, 0, budget_ms(r->lock.budget, CONN_ANSWER_MS),
 		    err) == -1 || table_create(c, r->table, "(tenant text "
 		    "PRIMARY KEY, version bigint NOT NULL)", "SELECT, INSERT, "
-		    "UPDATE", budget_ms(r->lock.budget, CONN_ANSWER_MS),
-		    err) == -1)
+		    "UPDATE", r->lock.budget, err) == -1)
 			return COUNTER_ERROR;
 		b.no_table = 0;
 		res = bump(c, r, &b, err);

@@ -139,7 +139,7 @@ set_local_sql(char *sql, size_t len, long lease_ms)
 }
 
 int
-delay_queue(PGconn *c, const char *id, long lease_ms, int xact,
+delay_queue(PGconn *c, const char *id, long idle_ms, int xact,
     struct err *err)
 {
 	char num[24], sql[96];
@@ -147,7 +147,7 @@ delay_queue(PGconn *c, const char *id, long lease_ms, int xact,
 
 	if (companion(id, num, err) == -1)
 		return -1;
-	set_local_sql(sql, sizeof(sql), lease_ms);
+	set_local_sql(sql, sizeof(sql), idle_ms);
 	if (conn_queue(c, no_control ? look_plain_sql : look_sql, 1,
 	    params) == -1 || (xact && conn_queue(c, sql, 0, NULL) == -1) ||
 	    conn_sync(c) == -1) {
@@ -173,8 +173,8 @@ answer(PGconn *c, int queued, const char *sql, const char *const *params,
 }
 
 int
-delay_look(PGconn *c, const char *id, long lease_ms, int xact, long ms,
-    struct delay_look *out, struct err *err)
+delay_look(PGconn *c, const char *id, long lease_ms, long idle_ms, int xact,
+    long ms, struct delay_look *out, struct err *err)
 {
 	char num[24], sql[96];
 	const char *params[2] = { num, NULL };
@@ -201,7 +201,7 @@ delay_look(PGconn *c, const char *id, long lease_ms, int xact, long ms,
 	PQclear(res);
 	if (rc == 0 && xact) {
 		/* The SELECT's snapshot goes with the next statement. */
-		set_local_sql(sql, sizeof(sql), lease_ms);
+		set_local_sql(sql, sizeof(sql), idle_ms);
 		if ((res = answer(c, queued, sql, NULL, by, ms, err)) == NULL)
 			return -1;
 		if (PQresultStatus(res) != PGRES_COMMAND_OK) {

@@ -21,9 +21,9 @@ struct delay_look {
 /*
  * Queue the look on c, in pipeline mode after a lock's statements, with a
  * sync of its own (lock_req's then): the server looks as it grants the lock,
- * in the same round trip. 0, or -1 (err).
+ * in the same round trip. 0, or -1 (err). idle_ms: as delay_look()'s.
  */
-int delay_queue(PGconn *c, const char *id, long lease_ms, int xact,
+int delay_queue(PGconn *c, const char *id, long idle_ms, int xact,
     struct err *err);
 
 /*
@@ -32,13 +32,15 @@ int delay_queue(PGconn *c, const char *id, long lease_ms, int xact,
  * granted the lock whose id (as PGLOCK_ID shows it) is id may not use yet: a
  * --break's hold on it, and a start, crash recovery or promotion of the
  * server less than lease_ms ago.
- * xact: in the lock's transaction, which keeps no snapshot after it. 0, or
- * -1 with the reason in err (an error in a transaction ends the lock); when
+ * xact: in the lock's transaction, which keeps no snapshot after it and idles
+ * idle_ms at most (the lock's lease; 0: -F, for ever). 0, or -1 with the
+ * reason in err (an error in a transaction ends the lock; a queued look may
+ * be left unread, the connection not to be used again); when
  * the role may not read pg_control, -2 in a transaction (its lock is gone: the
  * next look, on a new one, does without), else -3: look again, without.
  */
-int delay_look(PGconn *c, const char *id, long lease_ms, int xact,
-    long ms, struct delay_look *out, struct err *err);
+int delay_look(PGconn *c, const char *id, long lease_ms, long idle_ms,
+    int xact, long ms, struct delay_look *out, struct err *err);
 
 /*
  * --break, before ending id's holder: keep its lock-delay on session c,

@@ -452,20 +452,29 @@ lock_send(PGconn *c, const struct lock_req *r, struct err *err)
 }
 
 /*
- * Read the pipeline to its end, the caller's r->then syncs after the lock's
- * too: 0, or -1 if the connection failed (err as conn_pipe_end()'s).
+ * Read the pipeline to its end: the lock's answers, then the r->then
+ * segments the caller queued after them, which the server ran whatever the
+ * lock's answer (one that waits is cancelled: conn_pipe_discard()). 0, or -1
+ * if the connection failed (err as conn_pipe_end()'s).
  */
 static int
 drain(PGconn *c, const struct lock_req *r, int *sig, struct err *err)
 {
+	long ms = budget_ms(r->budget, CONN_ANSWER_MS);
 	struct err later;
 	int i;
 
+	if (r->then == 0)
+		return conn_pipe_end(c, r->budget, sig, err);
+	if (conn_pipe_to_sync(c, r->budget, sig, err != NULL ? err : &later) ==
+	    -1)
+		return -1;
 	for (i = 0; i < r->then; i++)
-		if (conn_pipe_to_sync(c, r->budget, sig, err != NULL ? err :
+		if (conn_pipe_discard(c, mono_ms() + ms, ms, err != NULL ? err :
 		    &later) == -1)
 			return -1;
-	return conn_pipe_end(c, r->budget, sig, err);
+	(void)conn_pipe_leave(c);
+	return 0;
 }
 
 /* lock_wait(), on what is to be held: r, changed as the server answers. */
@@ -566,11 +575,8 @@ lock_verify(PGconn *c, const struct lock_req *r, int backend_pid, int *sig,
 	} else if (drain(c, r, sig, out == LOCK_ERROR ? NULL : err) == -1) {
 		out = LOCK_ERROR;
 	}
-	if (*sig != 0) {
-		if (out != LOCK_ERROR && conn_piped(c))
-			(void)conn_pipe_end(c, r->budget, sig, NULL);
-		return LOCK_INTERRUPTED;
-	}
+	if (*sig != 0)
+		return LOCK_INTERRUPTED;	/* the caller's may be pending */
 	if (out == LOCK_ACQUIRED && recheck)
 		out = lock_recheck(c, r, backend_pid, sig, err);
 	return out;

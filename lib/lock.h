@@ -34,10 +34,10 @@ struct lock_req {
 				   (lease.h's S); 0: never */
 	int then;		/* the caller queued statements and this many
 				   syncs of its own after lock_send()'s: a lock
-				   granted and verified leaves them to it
-				   (conn_piped()), else lock_wait() and
-				   lock_verify() read them away (lock_wait()
-				   sets then to 0) */
+				   granted and verified with no recheck leaves
+				   them to it (conn_piped()); a signal may
+				   leave them; any other outcome reads them
+				   away (held->then 0 after lock_wait()'s) */
 	int slots;		/* --slots N: one of N locks; 0: the key's */
 	int slot;		/* held: which one, 1..N (slots_take()) */
 	struct budget *budget;	/* bounds each answer until the lock is
@@ -81,6 +81,7 @@ enum lock_result lock_wait(PGconn *c, const struct lock_req *r,
  * After lock_wait()'s LOCK_ACQUIRED, read the check: LOCK_ACQUIRED if the lock
  * is verified held by backend_pid (through a pooler, checked again in a
  * transaction of its own), else LOCK_NOT_REAL, LOCK_INTERRUPTED or LOCK_ERROR.
+ * r is the lock as held; its then segments stay queued as lock_req says.
  */
 enum lock_result lock_verify(PGconn *c, const struct lock_req *r,
     int backend_pid, int *sig, struct err *err);

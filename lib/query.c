@@ -160,6 +160,7 @@ conn_pipe_result(PGconn *c, long by, long ms, struct err *err)
 {
 	PGresult *res = NULL, *next;
 	enum conn_ready ready;
+	int ends = 0;
 
 	for (;;) {
 		next = conn_result_by(c, by, &ready);
@@ -181,7 +182,11 @@ conn_pipe_result(PGconn *c, long by, long ms, struct err *err)
 		if (next == NULL) {
 			if (res != NULL)
 				return res;	/* the statement's end */
-			continue;
+			/* A statement's end read before: one, then none due. */
+			if (ends++ == 0)
+				continue;
+			err_set(err, "no answer is due");
+			break;
 		}
 		if (res == NULL && PQresultStatus(next) == PGRES_PIPELINE_SYNC)
 			return next;
@@ -192,6 +197,30 @@ conn_pipe_result(PGconn *c, long by, long ms, struct err *err)
 	}
 	PQclear(res);
 	return NULL;
+}
+
+int
+conn_pipe_discard(PGconn *c, long by, long ms, struct err *err)
+{
+	long quick = mono_ms() + CONN_DISCARD_MS;
+	PGresult *res;
+	int synced, cancelled = 0;
+
+	do {
+		res = conn_pipe_result(c, cancelled || (by >= 0 && by < quick) ?
+		    by : quick, ms, err);
+		if (res == NULL && !cancelled && PQstatus(c) == CONNECTION_OK &&
+		    (by < 0 || mono_ms() < by)) {
+			conn_cancel(c);		/* waiting: a table locked */
+			cancelled = 1;
+			continue;
+		}
+		if (res == NULL)
+			return -1;
+		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+		PQclear(res);
+	} while (!synced);
+	return 0;
 }
 
 int

@@ -43,10 +43,11 @@ int conn_take_input(PGconn *c);
 
 /*
  * A run's time budget before its command, derived once (as lease_of() derives
- * the lease) and handed to every exchange up to the lock held: each answer is
- * awaited until by at the latest, then the query is cancelled (once) and the
- * wait fails with "the server did not answer within" ms: no frozen or
- * unreachable server outlasts -w or -n.
+ * the lease) and handed to every exchange up to the lock held: a pipeline's
+ * answers are awaited until by at the latest, then the query is cancelled
+ * (once) and the wait fails with "the server did not answer within" ms; a
+ * single statement gets budget_ms(), what is left: no frozen or unreachable
+ * server outlasts -w or -n.
  */
 struct budget {
 	long by;		/* mono_ms(); -1: no bound */
@@ -119,6 +120,14 @@ PGresult *conn_pipe_result(PGconn *c, long by, long ms, struct err *err);
  * (the reason in err). c stays in pipeline mode.
  */
 int conn_pipe_skip(PGconn *c, long by, long ms, struct err *err);
+
+/*
+ * The same for answers nobody will read (statements queued behind a lock that
+ * was not granted): what has not answered within CONN_DISCARD_MS (waiting,
+ * say, on a table another session locked) is cancelled, and then read.
+ */
+int conn_pipe_discard(PGconn *c, long by, long ms, struct err *err);
+#define CONN_DISCARD_MS 500L
 
 /*
  * End the open transaction (COMMIT if commit, else ROLLBACK) within ms: 0, or

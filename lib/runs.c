@@ -43,20 +43,21 @@
 #define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM'"
 
 int
-runs_table(PGconn *c, const char *table, long ms, struct err *err)
+runs_table(PGconn *c, const char *table, const struct budget *b,
+    struct err *err)
 {
 	const char *params[2] = { table, NULL };
 	PGresult *res;
 	int there;
 
 	if ((res = conn_exec(c, "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
-	    params, ms, err)) == NULL)
+	    params, budget_ms(b, CONN_ANSWER_MS), err)) == NULL)
 		return -1;
 	there = PQresultStatus(res) == PGRES_TUPLES_OK &&
 	    PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 	PQclear(res);
 	return there ? 0 : table_create(c, table, COLUMNS,
-	    "SELECT, INSERT, UPDATE, DELETE", ms, err);
+	    "SELECT, INSERT, UPDATE, DELETE", b, err);
 }
 
 /*
@@ -658,7 +659,7 @@ runs_pause(PGconn *c, const char *table, const struct runs_pause *p,
 		return -1;
 	if (conn_is_state(res, "42P01")) {
 		PQclear(res);
-		if (runs_table(c, table, CONN_ANSWER_MS, err) == -1 ||
+		if (runs_table(c, table, NULL, err) == -1 ||
 		    (res = conn_exec(c, sql,
 		    params, CONN_ANSWER_MS, err)) == NULL)
 			return -1;

@@ -59,9 +59,10 @@ struct runs_when {
 /*
  * Create table (quoted, as counter_table_sql() writes it) unless it exists: 0,
  * or -1, the reason in err (for a role that may not: the statements to run).
- * Each statement is answered within ms.
+ * Each statement is answered within b (budget_ms(); NULL: CONN_ANSWER_MS).
  */
-int runs_table(PGconn *c, const char *table, long ms, struct err *err);
+int runs_table(PGconn *c, const char *table, const struct budget *b,
+    struct err *err);
 
 /*
  * Read key's record into *row (zeroed when there is none; no_table set when

@@ -160,13 +160,13 @@ nap(const struct slotter *s)
 static void
 leave_queue(PGconn *c, const struct lock_req *r, const char *qparams[])
 {
-	long ms = budget_ms(r->budget, CONN_ANSWER_MS);
 	struct err why;
 
 	if (r->xact && PQtransactionStatus(c) == PQTRANS_INERROR)
-		PQclear(conn_exec(c, "ROLLBACK AND CHAIN", NULL, ms, &why));
+		PQclear(conn_exec(c, "ROLLBACK AND CHAIN", NULL,
+		    budget_ms(r->budget, CONN_ANSWER_MS), &why));
 	PQclear(conn_exec(c, "SELECT pg_catalog.pg_advisory_unlock($1::bigint)",
-	    qparams, ms, &why));
+	    qparams, budget_ms(r->budget, CONN_ANSWER_MS), &why));
 }
 
 /* The ids of slots from..n of base as an array literal, {id1,id2,...}. */

@@ -13,7 +13,7 @@
 
 int
 table_create(PGconn *c, const char *q, const char *columns,
-    const char *privs, long ms, struct err *err)
+    const char *privs, const struct budget *b, struct err *err)
 {
 	char sql[1024];
 	struct err why;
@@ -21,17 +21,19 @@ table_create(PGconn *c, const char *q, const char *columns,
 	PGresult *res;
 	int rc = -1;
 
-	if ((res = conn_exec(c, "BEGIN", NULL, ms, err)) == NULL)
+	if ((res = conn_exec(c, "BEGIN", NULL, budget_ms(b, CONN_ANSWER_MS),
+	    err)) == NULL)
 		return -1;
 	PQclear(res);
 	if ((res = conn_exec(c, "SELECT pg_catalog.pg_advisory_xact_lock("
 	    "pg_catalog.hashtextextended('pglock-create ' || $1, 0))", params,
-	    ms, err)) == NULL)
+	    budget_ms(b, CONN_ANSWER_MS), err)) == NULL)
 		return -1;
 	PQclear(res);
 	snprintf(sql, sizeof(sql), "CREATE TABLE IF NOT EXISTS %s %s", q,
 	    columns);
-	if ((res = conn_exec(c, sql, NULL, ms, err)) == NULL)
+	if ((res = conn_exec(c, sql, NULL, budget_ms(b, CONN_ANSWER_MS),
+	    err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) == PGRES_COMMAND_OK) {
 		rc = 0;
@@ -49,7 +51,7 @@ table_create(PGconn *c, const char *q, const char *columns,
 	}
 	PQclear(res);
 	if (rc == 0)
-		return conn_end(c, 1, ms, err);
-	(void)conn_end(c, 0, ms, &why);
+		return conn_end(c, 1, budget_ms(b, CONN_ANSWER_MS), err);
+	(void)conn_end(c, 0, budget_ms(b, CONN_ANSWER_MS), &why);
 	return rc;
 }

@@ -9,14 +9,15 @@
 #include <libpq-fe.h>
 
 #include "err.h"
+#include "query.h"
 
 /*
  * Create table q (quoted, as counter_table_sql() writes it) with columns (SQL,
  * in parentheses) unless it exists, in its own transaction: 0, or -1, the
  * reason in err (if the role may not: the CREATE TABLE and GRANT privs to run).
- * Each statement is answered within ms.
+ * Each statement is answered within b (budget_ms(); NULL: CONN_ANSWER_MS).
  */
 int table_create(PGconn *c, const char *q, const char *columns,
-    const char *privs, long ms, struct err *err);
+    const char *privs, const struct budget *b, struct err *err);
 
 #endif

@@ -497,6 +497,22 @@ sync-sessionrecord"
 	wait_until 5 bash -c "[ -z \"\$(psql -XAtc \"SELECT 1 FROM pg_locks WHERE relation = 'pglock_runs'::regclass AND NOT granted\")\" ]"
 }
 
+@test "-n behind a holder while the runs table is locked: the conflict status at once, the record's read queued behind the lock cancelled, not waited for" {
+	run -0 pglock --record nbusy-init true
+	bg holder pglock nbusy-k sleep 30
+	wait_until 10 held "$(sha_id nbusy-k)"
+	bg locker psql -XAtqc "BEGIN; LOCK TABLE pglock_runs; SELECT pg_sleep(8); COMMIT"
+	wait_until 10 bash -c "[ -n \"\$(psql -XAtc \"SELECT 1 FROM pg_locks WHERE relation = 'pglock_runs'::regclass AND mode = 'AccessExclusiveLock' AND granted\")\" ]"
+	t0=$SECONDS
+	run -1 --separate-stderr timeout 20 "$PGLOCK" -n --record nbusy-k touch "$BATS_TEST_TMPDIR/ran"
+	[[ "$stderr" == "pglock: nbusy-k: the lock is held by server pid "* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	# Not the 10 s a read waited for -n's bound (then 69).
+	[ $((SECONDS - t0)) -lt 6 ]
+	# Nothing of pglock's waits on the table.
+	wait_until 5 bash -c "[ -z \"\$(psql -XAtc \"SELECT 1 FROM pg_locks WHERE relation = 'pglock_runs'::regclass AND NOT granted\")\" ]"
+}
+
 # The issue's 1d then 86401s share slot 20418 only after 05:40 UTC; these
 # share their slot number (20) until mid-2027, far from any boundary.
 @test "a slot is its start and its length: --once-per 1000d, then 24001h, then 100000d (slot 0, as --once) each run again, then skip" {
