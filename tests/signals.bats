@@ -278,6 +278,19 @@ time.sleep(60)' "$PGLOCK" "$d"
 	wait_until 5 free "$id"
 }
 
+@test "-F with a transaction's lock: the lock outlives the lease of --check-interval, nobody renewing it (the lock-delay's look re-arms no idle timeout)" {
+	id=$(sha_id nofork-x)
+	# S = 4 s for --check-interval 1s; the command idles 6 s in the
+	# lock's transaction.
+	bg runner pglock -F --scope transaction --check-interval 1 nofork-x sleep 6
+	wait_until 10 held "$id"
+	sleep 5
+	held "$id"
+	run -1 pglock -n nofork-x true
+	bgwait runner 15
+	[ "$bg_status" -eq 0 ]
+}
+
 @test "-F passes the command's exit status and exec errors" {
 	run -5 pglock -F nofork-k sh -c 'exit 5'
 	run -127 pglock -F nofork-k /nonexistent
