@@ -769,27 +769,32 @@ enum arity {
 static const struct mode_rule {
 	const char *option;
 	const char *app;
-	enum arity arity;
 	const char *key;
+	int (*run)(const struct opts *, PGconn *);
+	enum arity arity;
 	int resolves;
 	int record;
 	int signals;
-	int (*run)(const struct opts *, PGconn *);
 } modes[] = {
-	[MODE_RUN] = { "", NULL, KEY_COMMAND, "KEY", 1, 0, 1, run_lock },
-	[MODE_HOLD] = { "--hold", NULL, KEY_MAYBE, "KEY", 1, 0, 1, run_lock },
-	[MODE_COUNTER] = { "--version-counter", NULL, KEY_MAYBE, "TENANT", 1,
-	    0, 1, run_counter },
-	[MODE_STATUS] = { "--status", "--status", KEYS, "KEY", 0, 0, 0,
-	    show_status },
-	[MODE_EXPLAIN] = { "--explain", NULL, ONE_KEY, "KEY", 1, 0, 0, NULL },
-	[MODE_BREAK] = { "--break", "--break", ONE_KEY, "KEY", 1, 0, 0,
-	    break_holders },
-	[MODE_FORGET] = { "--forget", "--forget", ONE_KEY, "KEY", 1, 0, 0,
-	    forget },
-	[MODE_PAUSE] = { "--pause", NULL, ONE_KEY, "KEY", 1, 1, 0, pause_key },
-	[MODE_RESUME] = { "--resume", NULL, ONE_KEY, "KEY", 1, 1, 0,
-	    resume_key },
+	[MODE_RUN] = { .option = "", .key = "KEY", .run = run_lock,
+	    .arity = KEY_COMMAND, .resolves = 1, .signals = 1 },
+	[MODE_HOLD] = { .option = "--hold", .key = "KEY", .run = run_lock,
+	    .arity = KEY_MAYBE, .resolves = 1, .signals = 1 },
+	[MODE_COUNTER] = { .option = "--version-counter", .key = "TENANT",
+	    .run = run_counter, .arity = KEY_MAYBE, .resolves = 1,
+	    .signals = 1 },
+	[MODE_STATUS] = { .option = "--status", .app = "--status", .key = "KEY",
+	    .run = show_status, .arity = KEYS },
+	[MODE_EXPLAIN] = { .option = "--explain", .key = "KEY",
+	    .arity = ONE_KEY, .resolves = 1 },
+	[MODE_BREAK] = { .option = "--break", .app = "--break", .key = "KEY",
+	    .run = break_holders, .arity = ONE_KEY, .resolves = 1 },
+	[MODE_FORGET] = { .option = "--forget", .app = "--forget", .key = "KEY",
+	    .run = forget, .arity = ONE_KEY, .resolves = 1 },
+	[MODE_PAUSE] = { .option = "--pause", .key = "KEY", .run = pause_key,
+	    .arity = ONE_KEY, .resolves = 1, .record = 1 },
+	[MODE_RESUME] = { .option = "--resume", .key = "KEY",
+	    .run = resume_key, .arity = ONE_KEY, .resolves = 1, .record = 1 },
 };
 
 /*

@@ -204,7 +204,7 @@ conn_pipe_discard(PGconn *c, long by, long ms, struct err *err)
 {
 	long quick = mono_ms() + CONN_DISCARD_MS;
 	PGresult *res;
-	int synced, cancelled = 0;
+	int synced = 0, cancelled = 0;
 
 	do {
 		res = conn_pipe_result(c, cancelled || (by >= 0 && by < quick) ?
@@ -397,6 +397,8 @@ conn_next(PGconn *c, struct budget *b, int *sig, void (*tick)(void *),
 			break;
 		case EV_DEADLINE:
 			/* Once: later waits fail at once, with no cancel. */
+			if (b == NULL)		/* by -1: never */
+				break;
 			if (!b->over)
 				conn_cancel(c);
 			b->over = 1;
