@@ -203,24 +203,13 @@ int
 conn_pipe_discard(PGconn *c, long by, long ms, struct err *err)
 {
 	long quick = mono_ms() + CONN_DISCARD_MS;
-	PGresult *res;
-	int synced = 0, cancelled = 0;
 
-	do {
-		res = conn_pipe_result(c, cancelled || (by >= 0 && by < quick) ?
-		    by : quick, ms, err);
-		if (res == NULL && !cancelled && PQstatus(c) == CONNECTION_OK &&
-		    (by < 0 || mono_ms() < by)) {
-			conn_cancel(c);		/* waiting: a table locked */
-			cancelled = 1;
-			continue;
-		}
-		if (res == NULL)
-			return -1;
-		synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
-		PQclear(res);
-	} while (!synced);
-	return 0;
+	if (conn_pipe_skip(c, by >= 0 && by < quick ? by : quick, ms, err) == 0)
+		return 0;
+	if (PQstatus(c) != CONNECTION_OK || (by >= 0 && mono_ms() >= by))
+		return -1;
+	conn_cancel(c);		/* waiting: a table locked */
+	return conn_pipe_skip(c, by, ms, err);
 }
 
 int
