@@ -7,9 +7,11 @@
  *   acquire   choose the scope; send the lock; fork the watchdog; wait
  *   spawn     granted: fork the command, which waits at its gate
  *   verify    pg_locks shows the lock held by this very session
+ *   delay     the lock-delay: no earlier holder's command may still run
+ *   witness   a second session keeps the lock-delay while the command lives
  *   watch     open the gate; check the lock (the lease) while it runs
  *   record    --once*, --record: the outcome, before the release
- *   release   unlock, or commit the lock's transaction; reap
+ *   release   let the witness go; unlock, or commit the lock's transaction
  *
  * run_counter() (--version-counter) allocates under the tenant's lock, then
  * watches its command alike. This file prints and exits; lib/ does neither.
@@ -68,6 +70,9 @@ struct plan {
 	int spawn_at_grant;	/* the command forked at its gate as the lock
 				   is granted: nothing to read first (no
 				   --fence, no record) */
+	int allocates;		/* --version-counter: the lock is the open
+				   transaction's that allocated the version
+				   (its checks, a session's: lk.xact 0) */
 };
 
 static struct plan
@@ -82,6 +87,7 @@ plan_of(const struct opts *o)
 		.with_lock = o->lock.slots == 0 && o->lock.key.sql == NULL &&
 		    !o->fence,
 		.spawn_at_grant = !o->no_fork && !o->fence && !o->record,
+		.allocates = o->mode == MODE_COUNTER,
 	};
 
 	return p;
@@ -91,6 +97,7 @@ struct run {
 	const struct opts *o;
 	struct plan plan;
 	PGconn *c;
+	PGconn *w;		/* the witness (lib/delay.h), or NULL */
 	struct lock_req lk;	/* asked for; then what was granted */
 	struct child ch;	/* watchdog, command (pid -1: none); not -F */
 	int shown;		/* -v's live "waiting Ns" line: end it */
@@ -105,6 +112,13 @@ struct run {
 	int table_seen;		/* the record's table was read: it exists */
 	int read_queued;	/* the record's read rides with the lock */
 };
+
+/* Is the lock held in an open transaction: the lock-delay's, the witness's? */
+static int
+in_xact(const struct run *r)
+{
+	return r->lk.xact || r->plan.allocates;
+}
 
 /* How long the server has to answer a release or a commit: lease.h's R. */
 static long
@@ -241,7 +255,7 @@ report_busy(const struct run *r)
 }
 
 /*
- * The session failed before anything ran (why): if the server cut it (a
+ * Session c failed before anything ran (why): if the server cut it (a
  * restart) or answered as a standby or read-only (a pooler's other server,
  * a role about to change), --connect-timeout is not 0 and -w leaves time, say
  * so under -v and return RUN_AGAIN, for main() to connect again with a budget
@@ -252,14 +266,14 @@ report_busy(const struct run *r)
  * came meanwhile.
  */
 static int
-again_or_err(const struct run *r, const char *why)
+again_on_or_err(const struct run *r, PGconn *c, const char *why)
 {
 	const struct opts *o = r->o;
 	long now = mono_ms();
 	int role, sig;
 
 	/* Read what came last (a FATAL, or end of file) to know. */
-	(void)conn_take_input(r->c);
+	(void)conn_take_input(c);
 	role = conn_read_only() || strcmp(why, lock_standby_said) == 0;
 	/* A run of role answers: the first sets their bound. */
 	if (!role)
@@ -267,7 +281,7 @@ again_or_err(const struct run *r, const char *why)
 	else if (role_by < 0)
 		role_by = now + o->conn.connect_ms;
 	/* -w: no time left for another try is none. */
-	if ((!conn_cut(r->c) && !role) || o->conn.connect_ms == 0 ||
+	if ((!conn_cut(c) && !role) || o->conn.connect_ms == 0 ||
 	    (o->conn.deadline_ms >= 0 && now + (role ? 250 : 0) >=
 	    o->conn.deadline_ms))
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
@@ -280,6 +294,13 @@ again_or_err(const struct run *r, const char *why)
 	if (role && (sig = pause_until(now + 250)) != 0)
 		return 128 + sig;
 	return RUN_AGAIN;
+}
+
+/* The lock's session failed before anything ran: again_on_or_err() of it. */
+static int
+again_or_err(const struct run *r, const char *why)
+{
+	return again_on_or_err(r, r->c, why);
 }
 
 static void
@@ -357,8 +378,8 @@ acquire_or_err(struct run *r)
 	 */
 	if (r->plan.with_lock) {
 		key_format(&r->lk.key, r->id, sizeof(r->id));
-		if (delay_queue(r->c, r->id, r->lk.lease_ms, r->lk.xact,
-		    &why) == -1)
+		if (delay_queue(r->c, r->id, r->lk.shared, r->lk.lease_ms,
+		    r->lk.xact, &why) == -1)
 			return again_or_err(r, why.msg);
 		r->lk.then = 1;
 		/* And the record's read under it: one round trip for all. */
@@ -1068,7 +1089,9 @@ in_delay(struct run *r, const char *why)
 /*
  * The lock-delay (lib/delay.h), after the grant, before the gate: a lock the
  * server freed early may have had a holder whose command runs on to its
- * lease's end, that of this run's --check-interval. Wait it out, looking
+ * lease's end, that of this run's --check-interval; an ended holder's
+ * witness, or a --break, keeps it while the old command is stopped, waited
+ * for as long (a frozen old holder keeps its witness). Wait it out, looking
  * again at least every second (a transaction's lock must not idle), within
  * -w, as the wait for the lock; the lease then runs from the last look,
  * answered while holding the lock. A look is answered within a check's bound
@@ -1079,7 +1102,8 @@ static int
 delay_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
-	long lease = lease_of(o->check_ms).server_ms, until = -1, sent, t, by;
+	long lease = lease_of(o->check_ms).server_ms, until = -1, kept = -1;
+	long sent, t, by;
 	struct delay_look look;
 	struct err why;
 	int rc, said = 0, sig;
@@ -1092,8 +1116,8 @@ delay_or_err(struct run *r)
 		if (o->lock.wait_ms > 0 && by > o->conn.deadline_ms)
 			by = o->conn.deadline_ms > t + 1000 ?
 			    o->conn.deadline_ms : t + 1000;
-		rc = delay_look(r->c, r->id, lease, r->lk.lease_ms, r->lk.xact,
-		    by - t, &look, &why);
+		rc = delay_look(r->c, r->id, r->lk.shared, lease,
+		    r->lk.lease_ms, in_xact(r), by - t, &look, &why);
 		/*
 		 * The record's read queued with the lock waits, if no delay.
 		 * A look that failed leaves the connection to again_or_err().
@@ -1113,14 +1137,17 @@ delay_or_err(struct run *r)
 		t = mono_ms();
 		if (look.wait_ms > 0 && t + look.wait_ms > until)
 			until = t + look.wait_ms;
-		if (!look.broken && t >= until) {
+		if (look.broken && kept == -1)
+			kept = t + lease;
+		if ((!look.broken || t >= kept) && t >= until) {
 			if (sent > r->since)
 				r->since = sent;
 			return 0;
 		}
 		if (look.broken)
-			snprintf(look.why, sizeof(look.why), "a --break keeps "
-			    "it for the broken holder's lease");
+			snprintf(look.why, sizeof(look.why), "a --break, or an "
+			    "ended holder's witness, keeps it while the old "
+			    "command is stopped");
 		if (o->lock.wait_ms == 0 ||
 		    (o->lock.wait_ms > 0 && t >= o->conn.deadline_ms))
 			return in_delay(r, look.why);
@@ -1149,6 +1176,64 @@ delay_or_err(struct run *r)
 		    (look.broken || mono_ms() < until))
 			return in_delay(r, look.why);
 	}
+}
+
+/*
+ * The witness (lib/delay.h), before the gate: a session of its own keeps the
+ * lock-delay while the command lives, so that a lock its session loses early
+ * (pg_terminate_backend(), --break) keeps the next holder waiting until all
+ * of the command is gone. Its server is the lock's (of a host list, the one
+ * the lock's session found); not under -F (nobody stays to let it go). One
+ * try, answered within the lease's A: a server, role or pool with no session
+ * to spare (waiters hold them all, in a storm) has the command run without,
+ * saying so. 0; RUN_AGAIN (again_on_or_err()) if a restart cut it, nothing
+ * having run.
+ */
+static int
+witness_or_err(struct run *r)
+{
+	const struct opts *o = r->o;
+	struct conn_opts co = o->conn;
+	struct err why;
+	char msg[sizeof(why.msg) + 32];
+	long ms = lease_of(o->check_ms).answer_ms;
+	int status = 0;
+
+	co.host = PQhost(r->c);
+	co.port = PQport(r->c);
+	co.deadline_ms = mono_ms() + ms;
+	co.connect_ms = 0;
+	if ((r->w = conn_open(&co, &why)) != NULL &&
+	    delay_witness(r->w, r->id, r->lk.shared, in_xact(r),
+	    r->lk.lease_ms, ms, &why) == 0)
+		return 0;
+	snprintf(msg, sizeof(msg), "the witness's session: %s", why.msg);
+	if (r->w != NULL && PQstatus(r->w) == CONNECTION_BAD) {
+		child_abort(&r->ch);
+		status = again_on_or_err(r, r->w, msg);
+	} else if (!o->quiet) {
+		say("%s: no witness: the lock-delay will not cover an early "
+		    "end of its session (%s)", o->label, why.msg);
+	}
+	PQfinish(r->w);
+	r->w = NULL;
+	return status;
+}
+
+/*
+ * Let the witness go, all of the command gone, before the lock: the next
+ * holder finds it gone. One that does not answer is closed all the same.
+ */
+static void
+witness_end(struct run *r)
+{
+	struct err why;
+
+	if (r->w == NULL)
+		return;
+	(void)delay_witness_end(r->w, in_xact(r), answer_ms(r->o), &why);
+	PQfinish(r->w);
+	r->w = NULL;
 }
 
 /* ---- the run ----------------------------------------------------------- */
@@ -1253,10 +1338,13 @@ run_lock(const struct opts *o, PGconn *c)
 	} else {
 		/* As the hold begins: a pipe's writer may have closed it. */
 		no_input = r.plan.hold && stdin_empty();
+		if (r.plan.watchdog && (status = witness_or_err(&r)) != 0)
+			return status;
 		ran = mono_seconds();
 		status = watch_or_err(&r);
 		if (!r.plan.watchdog)
 			return status;
+		witness_end(&r);
 		/* A hold ends at end of input, or when told to (TERM, INT). */
 		if (r.plan.hold && (status == 128 + SIGTERM ||
 		    status == 128 + SIGINT))
@@ -1338,11 +1426,19 @@ run_counter(const struct opts *o, PGconn *c)
 	} else {
 		r.lk = cr.lock;
 		r.lk.budget = NULL;
+		key_format(&r.lk.key, r.id, sizeof(r.id));
 		snprintf(num, sizeof(num), "%lld", v);
 		setenv_or_err("PGLOCK_VERSION", num);
 		setenv_or_err("PGLOCK_TENANT", o->key);
 		fork_watchdog_or_err(&r, c, &r.ch);
+		/* As run_lock(): an earlier holder's command may still run. */
+		if ((status = delay_or_err(&r)) != 0 ||
+		    (status = witness_or_err(&r)) != 0) {
+			(void)conn_end(c, 0, answer_ms(o), &why);
+			return step_exit(o, status);
+		}
 		status = watch_or_err(&r);
+		witness_end(&r);
 	}
 	/* A failed command consumes no number. */
 	if (conn_end(c, status == 0, answer_ms(o), &why) == -1 && status == 0)

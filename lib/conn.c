@@ -295,14 +295,17 @@ conn_open(const struct conn_opts *o, struct err *err)
 	return c;
 }
 
-/* ms: $1 lock_timeout, $2 lease, $3 tcp_user_timeout; s: $4 keepalives_idle */
+/*
+ * ms: $1 lock_timeout, $2 the idle timeouts, $3 tcp_user_timeout; s: $4
+ * keepalives_idle
+ */
 static void
-setup_params(char val[4][32], long wait_ms, long lease_ms)
+setup_params(char val[4][32], long wait_ms, long idle_ms, long lease_ms)
 {
 	long idle;
 
 	snprintf(val[0], sizeof(val[0]), "%ld", wait_ms > 0 ? wait_ms : 0);
-	snprintf(val[1], sizeof(val[1]), "%ld", lease_ms);
+	snprintf(val[1], sizeof(val[1]), "%ld", idle_ms);
 	if (lease_ms > 0) {
 		idle = (lease_ms + 999) / 1000 - (long)KA_COUNT * KA_INTERVAL;
 		/* Linux takes at most 32767 s: tcp_user_timeout bounds it. */
@@ -352,8 +355,8 @@ static const struct setting {
 };
 
 int
-conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
-    struct err *err)
+conn_send_setup(PGconn *c, long wait_ms, long idle_ms, long lease_ms,
+    enum conn_scope scope, struct err *err)
 {
 	char sql[2048], val[4][32];
 	const char *params[8] = { val[0], val[1], val[2], val[3] };
@@ -405,7 +408,7 @@ conn_send_setup(PGconn *c, long wait_ms, long lease_ms, enum conn_scope scope,
 		err_set(err, "the set-up statement is too long");
 		return -1;
 	}
-	setup_params(val, wait_ms, lease_ms);
+	setup_params(val, wait_ms, idle_ms, lease_ms);
 	if ((scope == CONN_XACT && conn_queue(c, "BEGIN ISOLATION LEVEL READ "
 	    "COMMITTED", 0, NULL) == -1) || conn_queue_text(c, sql,
 	    scope == CONN_PROVE ? 8 : 4, params) == -1) {

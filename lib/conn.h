@@ -51,14 +51,15 @@ enum conn_scope {
  * BEGIN ISOLATION LEVEL READ COMMITTED; then a statement that asks if the
  * server is a standby (see conn_setup_standby()) and sets statement_timeout
  * off, lock_timeout to wait_ms (none unless over 0), the idle timeouts to
- * lease_ms (0: off), the server's tcp_user_timeout to lease_ms (10 s without
+ * idle_ms (0: off; a lock's lease, lease_ms, but for a witness, delay.h), the
+ * server's tcp_user_timeout to lease_ms (10 s without
  * one), synchronous_commit to on (unless remote_apply) and dead-peer detection
  * unless the user set it (keepalives give up no sooner than lease_ms where the
  * server lacks tcp_user_timeout). Settings not
  * the session's are SET LOCAL: nothing leaks into a pooler's server connection.
  * Those the server lacks are skipped: old servers work. Returns 0 or -1.
  */
-int conn_send_setup(PGconn *c, long wait_ms, long lease_ms,
+int conn_send_setup(PGconn *c, long wait_ms, long idle_ms, long lease_ms,
     enum conn_scope scope, struct err *err);
 
 /* Does the answer to conn_send_setup()'s statement say "a standby"? */

@@ -167,7 +167,8 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 	    "pg_catalog.pg_replication_slots s WHERE s.active_pid = w.pid AND "
 	    "s.slot_type = 'logical'))" : "false");
 	if (conn_pipe_begin(c) == -1 ||
-	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, CONN_XACT, err) == -1 ||
+	    conn_send_setup(c, lk->wait_ms, lk->lease_ms, lk->lease_ms,
+	    CONN_XACT, err) == -1 ||
 	    conn_queue(c, sql, 2, params) == -1 ||
 	    conn_sync(c) == -1) {
 		conn_oneline(PQerrorMessage(c), err);

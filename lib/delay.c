@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * delay: the lock-delay's SQL. --break keeps a companion lock of the broken
- * lock's, which every new holder looks at (and lets go at once) before its
- * command starts; the server's start, crash recovery and promotion are read
- * from what any role may see: pg_postmaster_start_time(),
+ * delay: the lock-delay's SQL. A holder's witness, and --break, keep a
+ * companion lock of the lock's (shared, so that they never wait for each
+ * other), which every new holder looks at before its command starts (a try
+ * for it exclusive, let go at once); the server's start, crash recovery and
+ * promotion are read from what any role may see: pg_postmaster_start_time(),
  * pg_last_xact_replay_timestamp() and, where the role may call it,
  * pg_control_checkpoint().
  */
@@ -14,22 +15,31 @@
 #include <string.h>
 
 #include "clock.h"
+#include "conn.h"
 #include "delay.h"
 #include "key.h"
+#include "lock.h"
 #include "query.h"
 #include "said.h"
 
 /* The role may not call pg_control_checkpoint(): look without it. */
 static int no_control;
 
-/* id's companion lock, as a bigint parameter: a key no user KEY names. */
+/*
+ * id's companion lock, as a bigint parameter: a key no user KEY names. Two
+ * of them: an exclusive holder's witness, and --break, keep the first, which
+ * a new holder of either mode waits for; a shared holder's witness keeps the
+ * second, which only a new exclusive holder waits for (shared holders run
+ * together).
+ */
 static int
-companion(const char *id, char num[24], struct err *err)
+companion(const char *id, int shared, char num[24], struct err *err)
 {
-	char name[80];
+	char name[96];
 	struct key k;
 
-	snprintf(name, sizeof(name), "pglock-delay:%s", id);
+	snprintf(name, sizeof(name), "pglock-delay%s:%s",
+	    shared ? "-shared" : "", id);
 	if (key_hash(name, strlen(name), &k, err) == -1)
 		return -1;
 	snprintf(num, 24, "%" PRId64, k.id);
@@ -37,7 +47,9 @@ companion(const char *id, char num[24], struct err *err)
 }
 
 /*
- * The companion is free (a --break keeps it exclusive); ms since the start;
+ * The companions are free ($1, the first; $2, the second for an exclusive
+ * holder, else the first again: a CASE takes and lets go in that order);
+ * ms since the start;
  * since the end of crash recovery after the start (an end-of-recovery
  * checkpoint: a shutdown one, oldest_active_xid 0, newer than the start;
  * its time is in whole seconds: one more); a promotion whose first
@@ -51,9 +63,12 @@ companion(const char *id, char num[24], struct err *err)
 #define REPLAYED_SQL "(extract(epoch FROM pg_catalog.clock_timestamp() - " \
     "pg_catalog.pg_last_xact_replay_timestamp()) * 1000)::bigint"
 
-static const char look_sql[] = "SELECT "
-    "pg_catalog.pg_try_advisory_lock_shared($1::bigint) AND "
-    "pg_catalog.pg_advisory_unlock_shared($1::bigint), "
+#define FREE_SQL(p) "CASE WHEN pg_catalog.pg_try_advisory_lock(" p \
+    "::bigint) THEN pg_catalog.pg_advisory_unlock(" p "::bigint) ELSE " \
+    "false END"
+#define BOTH_FREE_SQL FREE_SQL("$1") " AND " FREE_SQL("$2")
+
+static const char look_sql[] = "SELECT " BOTH_FREE_SQL ", "
     "(extract(epoch FROM pg_catalog.clock_timestamp() - "
     "pg_catalog.pg_postmaster_start_time()) * 1000)::bigint, "
     "CASE WHEN k.oldest_active_xid = '0'::xid AND k.checkpoint_time >= "
@@ -63,9 +78,7 @@ static const char look_sql[] = "SELECT "
     "pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::int, " REPLAYED_SQL
     " FROM pg_catalog.pg_control_checkpoint() k";
 
-static const char look_plain_sql[] = "SELECT "
-    "pg_catalog.pg_try_advisory_lock_shared($1::bigint) AND "
-    "pg_catalog.pg_advisory_unlock_shared($1::bigint), "
+static const char look_plain_sql[] = "SELECT " BOTH_FREE_SQL ", "
     "(extract(epoch FROM pg_catalog.clock_timestamp() - "
     "pg_catalog.pg_postmaster_start_time()) * 1000)::bigint, NULL, false, "
     REPLAYED_SQL;
@@ -138,17 +151,28 @@ set_local_sql(char *sql, size_t len, long lease_ms)
 	    "idle_in_transaction_session_timeout = %ld", lease_ms);
 }
 
+/*
+ * The look's parameters: the companions a holder in this mode waits for,
+ * the first, then the second (exclusive) or the first again (shared).
+ */
+static int
+look_params(const char *id, int shared, char num[2][24], struct err *err)
+{
+	return companion(id, 0, num[0], err) == -1 ||
+	    companion(id, !shared, num[1], err) == -1 ? -1 : 0;
+}
+
 int
-delay_queue(PGconn *c, const char *id, long idle_ms, int xact,
+delay_queue(PGconn *c, const char *id, int shared, long idle_ms, int xact,
     struct err *err)
 {
-	char num[24], sql[96];
-	const char *params[2] = { num, NULL };
+	char num[2][24], sql[96];
+	const char *params[3] = { num[0], num[1], NULL };
 
-	if (companion(id, num, err) == -1)
+	if (look_params(id, shared, num, err) == -1)
 		return -1;
 	set_local_sql(sql, sizeof(sql), idle_ms);
-	if (conn_queue(c, no_control ? look_plain_sql : look_sql, 1,
+	if (conn_queue(c, no_control ? look_plain_sql : look_sql, 2,
 	    params) == -1 || (xact && conn_queue(c, sql, 0, NULL) == -1) ||
 	    conn_sync(c) == -1) {
 		conn_oneline(PQerrorMessage(c), err);
@@ -173,17 +197,17 @@ answer(PGconn *c, int queued, const char *sql, const char *const *params,
 }
 
 int
-delay_look(PGconn *c, const char *id, long lease_ms, long idle_ms, int xact,
-    long ms, struct delay_look *out, struct err *err)
+delay_look(PGconn *c, const char *id, int shared, long lease_ms, long idle_ms,
+    int xact, long ms, struct delay_look *out, struct err *err)
 {
-	char num[24], sql[96];
-	const char *params[2] = { num, NULL };
+	char num[2][24], sql[96];
+	const char *params[3] = { num[0], num[1], NULL };
 	int queued = conn_piped(c), rc;
 	long by = mono_ms() + ms;
 	PGresult *res;
 	struct err late;
 
-	if (!queued && companion(id, num, err) == -1)
+	if (!queued && look_params(id, shared, num, err) == -1)
 		return -1;
 	if ((res = answer(c, queued, no_control ? look_plain_sql : look_sql,
 	    params, by, ms, err)) == NULL)
@@ -224,7 +248,7 @@ run(PGconn *c, const char *sql, const char *id, long ms, struct err *err)
 	PGresult *res;
 	int rc = 0;
 
-	if (id != NULL && companion(id, num, err) == -1)
+	if (id != NULL && companion(id, 0, num, err) == -1)
 		return -1;
 	if ((res = conn_exec(c, sql, id != NULL ? params : NULL, ms, err)) ==
 	    NULL)
@@ -243,7 +267,61 @@ delay_hold(PGconn *c, const char *id, long ms, struct err *err)
 	/* Waited for within ms, not the user's lock_timeout. */
 	return run(c, "SELECT pg_catalog.set_config('lock_timeout', '0', "
 	    "false), pg_catalog.set_config('statement_timeout', '0', false), "
-	    "pg_catalog.pg_advisory_lock($1::bigint)", id, ms, err);
+	    "pg_catalog.pg_advisory_lock_shared($1::bigint)", id, ms, err);
+}
+
+int
+delay_witness(PGconn *w, const char *id, int shared, int xact, long lease_ms,
+    long ms, struct err *err)
+{
+	char num[24];
+	const char *params[2] = { num, NULL };
+	long by = mono_ms() + ms;
+	PGresult *res;
+	int step, rc = 0;
+	struct err late;
+
+	if (companion(id, shared, num, err) == -1)
+		return -1;
+	/* A dead peer ends it as it ends the lock's session; idling never. */
+	if (conn_pipe_begin(w) == -1 || conn_send_setup(w, 0, 0, lease_ms,
+	    xact ? CONN_XACT : CONN_SESSION, err) == -1)
+		return -1;
+	/* Named, for --status to leave out (lock.h: LOCK_WITNESS_APP). */
+	if (conn_queue(w, xact ? "SELECT pg_catalog.set_config("
+	    "'application_name', '" LOCK_WITNESS_APP "', true), pg_catalog."
+	    "pg_advisory_xact_lock_shared($1::bigint)" : "SELECT pg_catalog."
+	    "set_config('application_name', '" LOCK_WITNESS_APP "', false), "
+	    "pg_catalog.pg_advisory_lock_shared($1::bigint)", 1, params) == -1 ||
+	    conn_sync(w) == -1) {
+		conn_oneline(PQerrorMessage(w), err);
+		return -1;
+	}
+	/* BEGIN (a transaction's), the settings, the hold; then the sync. */
+	for (step = 0; step < 2 + xact; step++) {
+		if ((res = conn_pipe_result(w, by, ms, rc == 0 ? err :
+		    &late)) == NULL)
+			return -1;
+		if (rc == 0 && PQresultStatus(res) != PGRES_COMMAND_OK &&
+		    PQresultStatus(res) != PGRES_TUPLES_OK) {
+			conn_result_error(res, err);
+			rc = -1;
+		}
+		PQclear(res);
+	}
+	if (conn_pipe_skip(w, by, ms, rc == 0 ? err : &late) == -1 ||
+	    conn_pipe_leave(w) == -1)
+		return -1;
+	return rc;
+}
+
+int
+delay_witness_end(PGconn *w, int xact, long ms, struct err *err)
+{
+	if (xact)
+		return conn_end(w, 0, ms, err);
+	return run(w, "SELECT pg_catalog.pg_advisory_unlock_all()", NULL, ms,
+	    err);
 }
 
 int

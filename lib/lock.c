@@ -438,8 +438,9 @@ lock_send(PGconn *c, const struct lock_req *r, struct err *err)
 		conn_oneline(PQerrorMessage(c), err);
 		return -1;
 	}
-	if (conn_send_setup(c, r->wait_ms, r->lease_ms, r->prove ? CONN_PROVE :
-	    r->xact ? CONN_XACT : CONN_SESSION, err) == -1)
+	if (conn_send_setup(c, r->wait_ms, r->lease_ms, r->lease_ms,
+	    r->prove ? CONN_PROVE : r->xact ? CONN_XACT : CONN_SESSION,
+	    err) == -1)
 		return -1;
 	if (conn_queue(c, sql, a.n + (r->prove ? 4 : 0), params) == -1 ||
 	    conn_flush(c) == -1 ||
@@ -684,6 +685,7 @@ status_rows(PGconn *c, const char *tag, const char *const *params, long ms,
 	    " FROM pg_catalog.pg_locks l"
 	    " LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid"
 	    " WHERE l.locktype = 'advisory' AND l.pid <> pg_catalog.pg_backend_pid()"
+	    " AND a.application_name IS DISTINCT FROM '" LOCK_WITNESS_APP "'"
 	    " AND l.database = (SELECT oid FROM pg_catalog.pg_database"
 	    " WHERE datname = pg_catalog.current_database()) AND %s"
 	    " ORDER BY 1, l.granted DESC, since, l.pid", since, since, tag);

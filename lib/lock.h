@@ -168,10 +168,14 @@ struct lock_row {
 				   client, since "?"; seconds, xact -1 */
 };
 
+/* The application_name of a holder's witness (delay.h): not a holder. */
+#define LOCK_WITNESS_APP "pglock witness"
+
 /*
  * Every advisory lock held or awaited in this database (only k's unless k is
  * NULL), by id, held first, then oldest first, answered within ms: the number
- * of rows in *rows (the caller frees them), or -1, the reason in err.
+ * of rows in *rows (the caller frees them), or -1, the reason in err. A
+ * witness's (LOCK_WITNESS_APP) are left out.
  */
 int lock_status(PGconn *c, const struct key *k, long ms,
     struct lock_row **rows, struct err *err);

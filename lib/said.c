@@ -89,7 +89,8 @@ int
 conn_cut(PGconn *c)
 {
 	return PQstatus(c) == CONNECTION_BAD && (last_state[0] == '\0' ||
-	    strncmp(last_state, "57P0", 4) == 0);
+	    strncmp(last_state, "57P0", 4) == 0 ||
+	    strcmp(last_state, "25P03") == 0);
 }
 
 int

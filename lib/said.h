@@ -12,8 +12,9 @@
 
 /*
  * Was c's session ended by the server, not refused: a shutdown, a crash, an
- * administrator (57P01 to 57P03), or closed with no word? What it had not
- * answered was not done, and a new session may ask again.
+ * administrator (57P01 to 57P03), an idle timeout (57P05, 25P03: a waiter
+ * granted while stopped), or closed with no word? What it had not answered
+ * was not done, and a new session may ask again.
  */
 int conn_cut(PGconn *c);
 

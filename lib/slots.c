@@ -54,8 +54,8 @@ exchange(const struct slotter *s, const char *sql, const char **params,
 		n++;
 	steps = first ? 1 + r->xact : 0;
 	if (conn_pipe_begin(s->c) == -1 || (first &&
-	    conn_send_setup(s->c, r->wait_ms, r->lease_ms, r->xact ? CONN_XACT :
-	    CONN_SESSION, s->err) == -1) ||
+	    conn_send_setup(s->c, r->wait_ms, r->lease_ms, r->lease_ms,
+	    r->xact ? CONN_XACT : CONN_SESSION, s->err) == -1) ||
 	    conn_queue(s->c, sql, n, params) == -1 ||
 	    conn_sync(s->c) == -1) {
 		conn_oneline(PQerrorMessage(s->c), s->err);

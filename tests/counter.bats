@@ -381,6 +381,28 @@ release_tenant() {
 	assert_output 2
 }
 
+@test "terminating the counter's backend while a TERM-ignoring COMMAND runs: the next allocation's command, with the same version, starts once the old one is dead" {
+	d=$BATS_TEST_TMPDIR
+	old='trap "" TERM; echo "$PGLOCK_VERSION" >"$0.old"; echo $$ >"$0.pid"; while :; do sleep 0.05; done'
+	new='s=$(cut -d" " -f3 "/proc/$(cat "$0.pid")/stat" 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "$PGLOCK_VERSION, old alive" >>"$0" || echo "$PGLOCK_VERSION, old dead" >>"$0"'
+	bg old pglock --check-interval 0.5 --kill-after 60 --version-counter c-wit sh -c "$old" "$d/log"
+	wait_until 10 test -s "$d/log.old"
+	bg new pglock -v --check-interval 0.5 --version-counter c-wit sh -c "$new" "$d/log"
+	wait_until 10 bash -c "[ \"\$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted\")\" -ge 1 ]"
+	run -0 sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pglock: c-wit' AND state = 'idle in transaction'"
+	assert_output t
+	bgwait old 20
+	[ "$bg_status" -eq 75 ]
+	bgwait new 20
+	[ "$bg_status" -eq 0 ]
+	# The old version was never committed: the new command has it.
+	[ "$(cat "$d/log.old")" = 1 ]
+	[ "$(cat "$d/log")" = "1, old dead" ]
+	grep -q "lock-delay: a --break, or an ended holder's witness, keeps it" "$d/new.err"
+	run -0 peek c-wit
+	assert_output 1
+}
+
 @test "KILL on pglock: its version is handed out again only once its COMMAND is gone, never to two running commands" {
 	d=$BATS_TEST_TMPDIR
 	# The command ignores TERM: only --kill-after's KILL ends it.

@@ -74,7 +74,9 @@ beats='trap "" TERM; while :; do echo $(( $(date +%s%N) / 1000000 )) >"$0.tmp"; 
 	bg holder pglock --check-interval 1 stopped-k sh -c "$beats" "$BATS_TEST_TMPDIR/beat"
 	wait_until 10 held "$id"
 	wait_until 10 test -s "$BATS_TEST_TMPDIR/beat"
-	bg waiter pglock stopped-k sh -c 'echo $(( $(date +%s%N) / 1000000 )) >"$0"' "$BATS_TEST_TMPDIR/started"
+	# The same job's next run, with its options: the stopped holder keeps
+	# its witness, which the waiter waits for as long as its own lease.
+	bg waiter pglock --check-interval 1 stopped-k sh -c 'echo $(( $(date +%s%N) / 1000000 )) >"$0"' "$BATS_TEST_TMPDIR/started"
 	wait_until 10 waiting "$id"
 	pid=$(bgpid holder)
 	CLEANUP="kill -CONT $pid"
@@ -223,17 +225,20 @@ frozen_recheck() {
 	log=$PGLOCK_TEST_DIR/pg/log
 	# C:S:tcp_user_timeout:idle. S rounds up to whole seconds (C 2.1 s:
 	# S 8.4 s, idle 3 s, not 2). Without a lease (-F) S is 0,
-	# tcp_user_timeout libpq's 10 s and the idle part 5 s.
+	# tcp_user_timeout libpq's 10 s and the idle part 5 s. The witness's
+	# session alike, but that it never idles out ($2 0); none under -F.
 	for c_s_t_idle in 5:20000:20000:14 10:40000:40000:34 0.5:3500:3500:1 2.1:8400:8400:3 -F:0:10000:5; do
 		IFS=: read -r c s t idle <<<"$c_s_t_idle"
-		args=(--check-interval "$c")
-		[ "$c" != -F ] || args=(-F)
+		args=(--check-interval "$c") sessions=2
+		[ "$c" != -F ] || args=(-F) sessions=1
 		n=$(wc -l <"$log")
 		run -0 pglock -h 127.0.0.1 -U pglock_ka "${args[@]}" ka-k true
-		run -0 grep -c "parameters: .*\$2 = '$s', \$3 = '$t', \$4 = '$idle'" <(tail -n +"$((n + 1))" "$log")
+		run -0 grep -c "parameters: .*\$2 = '$s', \$3 = '$t', \$4 = '$idle', \$5 = " <(tail -n +"$((n + 1))" "$log")
 		assert_output 1
+		run grep -c "parameters: \$1 = '0', \$2 = '0', \$3 = '$t', \$4 = '$idle'\$" <(tail -n +"$((n + 1))" "$log")
+		assert_output $((sessions - 1))
 		run -0 grep -c "set_config('tcp_keepalives_idle', \$4::text" <(tail -n +"$((n + 1))" "$log")
-		assert_output 1
+		assert_output $sessions
 	done
 	# Keepalives the connection's options set are the user's: not set.
 	n=$(wc -l <"$log")
@@ -316,12 +321,14 @@ next"
 next"
 }
 
-@test "--version-counter: a waiter granted while stopped never runs with the version the next holder got: 75" {
+@test "--version-counter: a waiter granted while stopped never runs with the version the next holder got: it gives up (75) or allocates again, after" {
 	late_grant late-vc 'terminating connection due to idle-in-transaction timeout' --version-counter
 	assert_output "holder 1
 next 2"
+	# A late waiter that connected again ran after, with the next version.
 	run -0 pglock --version-counter --peek late-vc
-	assert_output 2
+	assert_output "$(wc -l <"$BATS_TEST_TMPDIR/log")"
+	[ "$(sed -n 3p "$BATS_TEST_TMPDIR/log")" = "$([ "$output" -eq 3 ] && echo "late 3")" ]
 }
 
 @test "--record whose runs-table read under the lock outlasts the lease: no command is killed before it started; it runs, and its success is recorded" {

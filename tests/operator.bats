@@ -204,7 +204,7 @@ sys.exit(subprocess.call(sys.argv[1:], stdin=r))' timeout 20 "$PGLOCK" --hold em
 	bg b pglock --slots 2 slot-s sleep 30
 	wait_until 10 bash -c "[ \$($PGLOCK --status slot-s | grep -c '	held	') -eq 2 ]"
 	bg w1 pglock --slots 2 slot-s true
-	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid) WHERE locktype = 'advisory' AND granted AND application_name = 'pglock: slot-s'\") -eq 3 ]"
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid) WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock' AND application_name = 'pglock: slot-s'\") -eq 3 ]"
 	bg w2 pglock --slots 2 slot-s true
 	# The first waiter holds the queue (slot 0) while it waits: it waits
 	# for KEY all the same; the second waits for the queue.
@@ -275,6 +275,17 @@ old_and_new() {
 	new='s=$(cut -d" " -f3 "/proc/$(cat "$0.pid")/stat" 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "new, old alive" >>"$0" || echo "new, old dead" >>"$0"'
 }
 
+# new_after_old: old exits 75, new 0, and the old command ticked, then died;
+# then the new one started, once.
+new_after_old() {
+	bgwait old 20
+	[ "$bg_status" -eq 75 ]
+	bgwait new 20
+	[ "$bg_status" -eq 0 ]
+	[ "$(tail -n 1 "$d/log")" = "new, old dead" ]
+	[ "$(grep -c new "$d/log")" -eq 1 ]
+}
+
 @test "--break keeps the lock for the broken holder's lease: the next command starts after the TERM-ignoring old one is dead" {
 	d=$BATS_TEST_TMPDIR id=$(sha_id brk-delay)
 	old_and_new
@@ -286,13 +297,79 @@ old_and_new() {
 	wait_until 10 waiting "$id"
 	run -0 timeout 20 "$PGLOCK" --check-interval 0.5 --break brk-delay
 	[ "${#lines[@]}" -eq 1 ]
-	bgwait old 20
-	[ "$bg_status" -eq 75 ]
-	bgwait new 20
+	new_after_old
+}
+
+@test "pg_terminate_backend on the holder, in either scope: the next command starts after the TERM-ignoring old one is dead (the holder's witness)" {
+	d=$BATS_TEST_TMPDIR id=$(sha_id term-delay)
+	old_and_new
+	for scope in session transaction; do
+		: >"$d/log"
+		bg old pglock --scope $scope --check-interval 0.5 --kill-after 60 term-delay sh -c "$old" "$d/log"
+		wait_until 10 test -s "$d/log"
+		bg new pglock -v --scope $scope --check-interval 0.5 term-delay sh -c "$new" "$d/log"
+		wait_until 10 waiting "$id"
+		sql "SELECT pg_terminate_backend($(locks_on "$id" | grep '^t:' | cut -d: -f2))" >/dev/null
+		new_after_old
+		grep -qx "pglock: term-delay: lock-delay: a --break, or an ended holder's witness, keeps it while the old command is stopped; waiting" "$d/new.err"
+	done
+}
+
+# wit_sessions N: wit-k's holders have N sessions, their witnesses' included.
+wit_sessions() {
+	[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE application_name IN ('pglock: wit-k', 'pglock witness') AND datname = current_database()")" -eq "$1" ]
+}
+
+# wit_hold ARGS: a holds wit-k (pglock ARGS) until wit_hand_over.
+wit_hold() {
+	bg a pglock "$@" wit-k sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/fifo"
+	wait_until 10 held "$(sha_id wit-k)"
+}
+
+# wit_hand_over: an exclusive waiter b gets wit-k from a, with no lock-delay:
+# a's command, then its witness, went before its lock.
+wit_hand_over() {
+	bg b pglock -v wit-k true
+	wait_until 10 waiting "$(sha_id wit-k)"
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
+	bgwait a 10
 	[ "$bg_status" -eq 0 ]
-	# The old command ticked, then died; then the new one started.
-	[ "$(tail -n 1 "$d/log")" = "new, old dead" ]
-	[ "$(grep -c new "$d/log")" -eq 1 ]
+	bgwait b 10
+	[ "$bg_status" -eq 0 ]
+	! grep lock-delay "$BATS_TEST_TMPDIR/b.err"
+}
+
+@test "the witness keeps no holder waiting on a handover nor a shared holder beside another; it is gone with the lock" {
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	wit_hold
+	# The holder's two sessions: the lock's and its witness's, which
+	# --status leaves out.
+	wit_sessions 2
+	run -0 pglock --status
+	[ "${#lines[@]}" -eq 2 ]
+	[[ "${lines[1]}" == *"	exclusive	held	"*"	pglock: wit-k	"* ]]
+	wit_hand_over
+	# Shared holders run together: one's witness keeps no other waiting;
+	# an exclusive one waits for its command, not its witness.
+	wit_hold --shared
+	run -0 --separate-stderr pglock -v -n --shared wit-k echo beside
+	assert_output beside
+	[[ "$stderr" != *lock-delay* ]]
+	wit_hand_over
+	wait_until 10 wit_sessions 0
+}
+
+@test "a witness that cannot be had (a role's CONNECTION LIMIT 1): at the first try the command runs without it, saying so; -q says nothing" {
+	sql "DROP ROLE IF EXISTS pglock_one; CREATE ROLE pglock_one LOGIN CONNECTION LIMIT 1"
+	CLEANUP="sql 'DROP ROLE IF EXISTS pglock_one'"
+	run -0 --separate-stderr timeout 40 "$PGLOCK" -U pglock_one one-k echo ran
+	assert_output ran
+	[[ "$stderr" == "pglock: one-k: no witness: the lock-delay will not cover an early end of its session (connection to server "*"too many connections for role \"pglock_one\")" ]]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	run -0 --separate-stderr timeout 40 "$PGLOCK" -q -U pglock_one one-k echo ran
+	assert_output ran
+	assert_equal "$stderr" ""
+	free "$(sha_id one-k)"
 }
 
 @test "-n and -w during a --break's lock-delay: the conflict code, saying so; after it, the lock is taken" {
@@ -303,9 +380,9 @@ old_and_new() {
 	bg brk pglock --check-interval 2 --break lkd-k
 	wait_until 10 free "$id"
 	run -1 --separate-stderr pglock -n lkd-k true
-	assert_equal "$stderr" "pglock: lkd-k: the lock is in its lock-delay (a --break keeps it for the broken holder's lease)"
+	assert_equal "$stderr" "pglock: lkd-k: the lock is in its lock-delay (a --break, or an ended holder's witness, keeps it while the old command is stopped)"
 	run -7 --separate-stderr pglock -E 7 -w 0.5 lkd-k true
-	assert_equal "$stderr" "pglock: lkd-k: the lock is in its lock-delay (a --break keeps it for the broken holder's lease), to the end of -w"
+	assert_equal "$stderr" "pglock: lkd-k: the lock is in its lock-delay (a --break, or an ended holder's witness, keeps it while the old command is stopped), to the end of -w"
 	bgwait brk 20
 	[ "$bg_status" -eq 0 ]
 	run -0 pglock -n lkd-k true

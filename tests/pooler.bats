@@ -192,14 +192,15 @@ session_refused() {
 	bg a pglock -h 127.0.0.1 -p "$PGB_PORT" --slots 2 pool-slots sleep 60
 	bg b pglock -h 127.0.0.1 -p "$PGB_PORT" --slots 2 pool-slots sleep 60
 	wait_until 10 bash -c "[ \$($PGLOCK --status --slots 2 pool-slots | grep -c 'held.*transaction') -eq 2 ]"
-	# The first waiter holds the queue's lock (a third advisory lock).
+	# The first waiter holds the queue's lock (a third exclusive advisory
+	# lock; each holder's witness keeps a shared one).
 	bg w pglock -h 127.0.0.1 -p "$PGB_PORT" --slots 2 pool-slots true
-	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted\") -eq 3 ]"
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock'\") -eq 3 ]"
 	kill -KILL "$(bgpid w)"
-	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted\") -eq 2 ]"
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock'\") -eq 2 ]"
 	# The next waiter gets the slot a leaves.
 	bg n pglock -h 127.0.0.1 -p "$PGB_PORT" -w 20 --slots 2 pool-slots sh -c 'echo "slot $PGLOCK_SLOT"'
-	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted\") -eq 3 ]"
+	wait_until 10 bash -c "[ \$(psql -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock'\") -eq 3 ]"
 	kill -TERM "$(bgpid a)"
 	bgwait n 30
 	[ "$bg_status" -eq 0 ]
@@ -207,8 +208,9 @@ session_refused() {
 	[[ "$output" =~ ^slot\ [12]$ ]]
 }
 
-# granted N: N advisory locks are granted in the database.
-granted() { [ "$(psql -XAtc "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")" -eq "$1" ]; }
+# granted N: N exclusive advisory locks are granted in the database (each
+# holder's witness keeps a shared one beside its lock: not counted).
+granted() { [ "$(psql -XAtc "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock'")" -eq "$1" ]; }
 
 @test "--slots through a busy transaction pool: waiters cancelled by TERM leave no advisory lock behind" {
 	start_pgbouncer transaction
