@@ -449,13 +449,14 @@ say_acquired(const struct run *r)
 
 /*
  * Allocate TENANT's next version into *v, in a transaction left open under
- * r's lock, for the caller to commit or roll back. Returns 0, NOT_GOT,
+ * r's lock (held by server process *pid), for the caller to commit or roll
+ * back. Returns 0, NOT_GOT,
  * 128 + the signal that cancelled the wait, or RUN_AGAIN (again_or_err():
  * on run's own session, cut or answered by a standby); dies on errors.
  */
 static int
 allocate_or_err(const struct run *run, PGconn *c, const char *tenant,
-    long wait_ms, struct counter_req *r, long long *v)
+    long wait_ms, struct counter_req *r, long long *v, int *pid)
 {
 	const struct opts *o = run->o;
 	struct err why;
@@ -466,7 +467,7 @@ allocate_or_err(const struct run *run, PGconn *c, const char *tenant,
 	r->lock.budget = run->lk.budget;	/* NULL under a lock held */
 	r->lock.lease_ms = lease_ms(o);
 	r->require_sync = o->require_sync;
-	switch (counter_next(c, r, v, &sig, &why)) {
+	switch (counter_next(c, r, v, pid, &sig, &why)) {
 	case COUNTER_OK:
 		role_by = -1;
 		return 0;
@@ -510,7 +511,7 @@ fence_or_err(const struct run *r)
 	size_t len = sizeof("pglock-fence:") + strlen(o->key);
 	long long v;
 	PGconn *fc;
-	int status, seen;
+	int status, seen, pid;
 
 	if ((tenant = malloc(len)) == NULL)
 		die_errno(EXIT_OSERR, "malloc");
@@ -520,7 +521,7 @@ fence_or_err(const struct run *r)
 	fc = r->lk.xact ? conn_open(&co, &why) : r->c;
 	if (fc == NULL)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why.msg);
-	status = allocate_or_err(r, fc, tenant, -1, &cr, &v);
+	status = allocate_or_err(r, fc, tenant, -1, &cr, &v, &pid);
 	free(tenant);
 	if (status != 0) {
 		if (fc != r->c)
@@ -1186,8 +1187,10 @@ delay_or_err(struct run *r)
  * the lock's session found); not under -F (nobody stays to let it go). One
  * try, answered within the lease's A: a server, role or pool with no session
  * to spare (waiters hold them all, in a storm) has the command run without,
- * saying so. 0; RUN_AGAIN (again_on_or_err()) if a restart cut it, nothing
- * having run.
+ * saying so. Once it keeps the delay, it checks that the lock is still this
+ * run's: a lock lost before is one no look could see kept, and the command
+ * must not start (75). 0; RUN_AGAIN (again_on_or_err()) if a restart cut
+ * it, nothing having run.
  */
 static int
 witness_or_err(struct run *r)
@@ -1196,19 +1199,32 @@ witness_or_err(struct run *r)
 	struct conn_opts co = o->conn;
 	struct err why;
 	char msg[sizeof(why.msg) + 32];
-	long ms = lease_of(o->check_ms).answer_ms;
-	int status = 0;
+	long by = mono_ms() + lease_of(o->check_ms).answer_ms, left;
+	int status = 0, rc = -1;
 
 	co.host = PQhost(r->c);
 	co.port = PQport(r->c);
-	co.deadline_ms = mono_ms() + ms;
+	co.deadline_ms = by;
 	co.connect_ms = 0;
-	if ((r->w = conn_open(&co, &why)) != NULL &&
-	    delay_witness(r->w, r->id, r->lk.shared, in_xact(r),
-	    r->lk.lease_ms, ms, &why) == 0)
+	if ((r->w = conn_open(&co, &why)) != NULL) {
+		left = by - mono_ms();
+		rc = delay_witness(r->w, &r->lk.key, r->backend_pid,
+		    r->lk.shared, in_xact(r), r->lk.lease_ms, left > 1 ? left :
+		    1, &why);
+	}
+	if (rc == 0)
 		return 0;
+	if (rc == -2) {
+		child_abort(&r->ch);
+		/* Why, as the lock's session says it, if it says. */
+		if (conn_take_input(r->c) == -1)
+			conn_reason(r->c, &why);
+		die(EXIT_LOST, "%s: lock lost before the command started (%s); "
+		    "the command did not run", o->label, why.msg);
+	}
 	snprintf(msg, sizeof(msg), "the witness's session: %s", why.msg);
-	if (r->w != NULL && PQstatus(r->w) == CONNECTION_BAD) {
+	if (r->w != NULL && PQstatus(r->w) == CONNECTION_BAD &&
+	    conn_cut(r->w)) {
 		child_abort(&r->ch);
 		status = again_on_or_err(r, r->w, msg);
 	} else if (!o->quiet) {
@@ -1411,7 +1427,7 @@ run_counter(const struct opts *o, PGconn *c)
 		return peek_or_err(o, c);
 	r.since = mono_ms();	/* as run_lock(): the lock's sending */
 	if ((status = allocate_or_err(&r, c, o->key, wait_left(o), &cr,
-	    &v)) != 0)
+	    &v, &r.backend_pid)) != 0)
 		return step_exit(o, status);
 	if (o->argv == NULL) {
 		/* Print first: a number nobody saw must not be committed. */

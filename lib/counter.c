@@ -139,6 +139,7 @@ counter_peek(PGconn *c, const char *table, const char *tenant,
  */
 struct bumped {
 	long long version;
+	int pid;		/* the server process that holds the lock */
 	int sig;		/* the signal that cancelled the wait */
 	int no_table;		/* the table is missing: create it, retry */
 };
@@ -157,7 +158,8 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 	snprintf(sql, sizeof(sql), "WITH l AS (%s)"
 	    " INSERT INTO %s AS t (tenant, version) SELECT $1, 1 FROM l"
 	    " WHERE l.got ON CONFLICT (tenant) DO UPDATE"
-	    " SET version = t.version + 1 RETURNING t.version, %s",
+	    " SET version = t.version + 1 RETURNING t.version, %s,"
+	    " pg_catalog.pg_backend_pid()",
 	    lk->wait_ms == 0 ?
 	    "SELECT pg_catalog.pg_try_advisory_xact_lock($2::bigint) AS got" :
 	    "SELECT true AS got FROM pg_catalog.pg_advisory_xact_lock($2::bigint)",
@@ -199,6 +201,8 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 			} else {
 				b->version = strtoll(PQgetvalue(res, 0, 0),
 				    NULL, 10);
+				b->pid = (int)strtol(PQgetvalue(res, 0, 2),
+				    NULL, 10);
 				out = COUNTER_OK;
 			}
 		}
@@ -211,9 +215,9 @@ bump(PGconn *c, const struct counter_req *r, struct bumped *b, struct err *err)
 
 enum counter_result
 counter_next(PGconn *c, const struct counter_req *r, long long *version,
-    int *sig, struct err *err)
+    int *pid, int *sig, struct err *err)
 {
-	struct bumped b = { 0, 0, 0 };
+	struct bumped b = { 0, 0, 0, 0 };
 	struct err why;
 	enum counter_result res;
 
@@ -230,6 +234,7 @@ counter_next(PGconn *c, const struct counter_req *r, long long *version,
 	if (res != COUNTER_OK)
 		(void)conn_end(c, 0, CONN_ANSWER_MS, &why);
 	*version = b.version;
+	*pid = b.pid;
 	*sig = b.sig;
 	return res;
 }

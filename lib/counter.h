@@ -49,10 +49,11 @@ int counter_peek(PGconn *c, const char *table, const char *tenant,
 
 /*
  * Open a READ COMMITTED transaction, take the tenant's xact lock, create the
- * table on first use, bump its version into *version. The transaction stays
- * open: end it with conn_end(); a forwarded signal cancels the wait (*sig).
+ * table on first use, bump its version into *version, and the server
+ * process that holds the lock into *pid. The transaction stays open: end it
+ * with conn_end(); a forwarded signal cancels the wait (*sig).
  */
 enum counter_result counter_next(PGconn *c, const struct counter_req *r,
-    long long *version, int *sig, struct err *err);
+    long long *version, int *pid, int *sig, struct err *err);
 
 #endif

@@ -2,8 +2,8 @@
 /*
  * delay: the lock-delay's SQL. A holder's witness, and --break, keep a
  * companion lock of the lock's (shared, so that they never wait for each
- * other), which every new holder looks at before its command starts (a try
- * for it exclusive, let go at once); the server's start, crash recovery and
+ * other), which every new holder looks for in pg_locks before its command
+ * starts; the server's start, crash recovery and
  * promotion are read from what any role may see: pg_postmaster_start_time(),
  * pg_last_xact_replay_timestamp() and, where the role may call it,
  * pg_control_checkpoint().
@@ -47,9 +47,10 @@ companion(const char *id, int shared, char num[24], struct err *err)
 }
 
 /*
- * The companions are free ($1, the first; $2, the second for an exclusive
- * holder, else the first again: a CASE takes and lets go in that order);
- * ms since the start;
+ * Nobody keeps the companions ($1, the first; $2, the second for an
+ * exclusive holder, else the first again), as pg_locks shows them: read, not
+ * tried, so that shared holders granted together do not see each other's
+ * looks; ms since the start;
  * since the end of crash recovery after the start (an end-of-recovery
  * checkpoint: a shutdown one, oldest_active_xid 0, newer than the start;
  * its time is in whole seconds: one more); a promotion whose first
@@ -63,10 +64,17 @@ companion(const char *id, int shared, char num[24], struct err *err)
 #define REPLAYED_SQL "(extract(epoch FROM pg_catalog.clock_timestamp() - " \
     "pg_catalog.pg_last_xact_replay_timestamp()) * 1000)::bigint"
 
-#define FREE_SQL(p) "CASE WHEN pg_catalog.pg_try_advisory_lock(" p \
-    "::bigint) THEN pg_catalog.pg_advisory_unlock(" p "::bigint) ELSE " \
-    "false END"
-#define BOTH_FREE_SQL FREE_SQL("$1") " AND " FREE_SQL("$2")
+#define BOTH_FREE_SQL "NOT EXISTS (SELECT FROM pg_catalog.pg_lock_status() " \
+    "l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND " \
+    "l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE " \
+    "d.datname = pg_catalog.current_database()) AND " \
+    "((l.classid::bigint << 32) | l.objid::bigint) IN ($1::bigint, " \
+    "$2::bigint))"
+
+/* The holder ($2, a server process) still holds the lock tagged $3 to $5. */
+#define HELD_SQL "SELECT EXISTS (SELECT FROM pg_catalog.pg_lock_status() l " \
+    "WHERE l.locktype = 'advisory' AND l.granted AND l.pid = $2::int AND " \
+    "l.objsubid = $3::int AND l.classid = $4::oid AND l.objid = $5::oid)"
 
 static const char look_sql[] = "SELECT " BOTH_FREE_SQL ", "
     "(extract(epoch FROM pg_catalog.clock_timestamp() - "
@@ -270,35 +278,65 @@ delay_hold(PGconn *c, const char *id, long ms, struct err *err)
 	    "pg_catalog.pg_advisory_lock_shared($1::bigint)", id, ms, err);
 }
 
+/*
+ * The witness's statements, each a step of its pipeline after the settings:
+ * name the session; keep the companion ($1); is the lock still the holder's
+ * ($2, its server process; $3 to $5, its pg_locks tag)? A transaction's
+ * then closes the check's portal, which would keep its snapshot (vacuum
+ * waits) while the command runs, and its idle timeout stays off.
+ */
+static const char *const witness_sql[2][4] = {
+	{ "SELECT pg_catalog.set_config('application_name', '"
+	    LOCK_WITNESS_APP "', false)",
+	  "SELECT pg_catalog.pg_advisory_lock_shared($1::bigint)",
+	  HELD_SQL, NULL },
+	{ "SELECT pg_catalog.set_config('application_name', '"
+	    LOCK_WITNESS_APP "', true)",
+	  "SELECT pg_catalog.pg_advisory_xact_lock_shared($1::bigint)",
+	  HELD_SQL, "SET LOCAL idle_in_transaction_session_timeout = 0" },
+};
+
 int
-delay_witness(PGconn *w, const char *id, int shared, int xact, long lease_ms,
-    long ms, struct err *err)
+delay_witness(PGconn *w, const struct key *k, int pid, int shared, int xact,
+    long lease_ms, long ms, struct err *err)
 {
-	char num[24];
-	const char *params[2] = { num, NULL };
+	char id[48], num[24], tag[4][24];
+	const char *params[6] = { num, tag[0], tag[1], tag[2], tag[3], NULL };
 	long by = mono_ms() + ms;
+	uint32_t classid, objid;
+	int objsubid, i, n = 0, held = 0, rc = 0;
 	PGresult *res;
-	int step, rc = 0;
 	struct err late;
 
+	key_format(k, id, sizeof(id));
+	key_locktag(k, &classid, &objid, &objsubid);
+	snprintf(tag[0], sizeof(tag[0]), "%d", pid);
+	snprintf(tag[1], sizeof(tag[1]), "%d", objsubid);
+	snprintf(tag[2], sizeof(tag[2]), "%" PRIu32, classid);
+	snprintf(tag[3], sizeof(tag[3]), "%" PRIu32, objid);
 	if (companion(id, shared, num, err) == -1)
 		return -1;
 	/* A dead peer ends it as it ends the lock's session; idling never. */
-	if (conn_pipe_begin(w) == -1 || conn_send_setup(w, 0, 0, lease_ms,
-	    xact ? CONN_XACT : CONN_SESSION, err) == -1)
-		return -1;
-	/* Named, for --status to leave out (lock.h: LOCK_WITNESS_APP). */
-	if (conn_queue(w, xact ? "SELECT pg_catalog.set_config("
-	    "'application_name', '" LOCK_WITNESS_APP "', true), pg_catalog."
-	    "pg_advisory_xact_lock_shared($1::bigint)" : "SELECT pg_catalog."
-	    "set_config('application_name', '" LOCK_WITNESS_APP "', false), "
-	    "pg_catalog.pg_advisory_lock_shared($1::bigint)", 1, params) == -1 ||
-	    conn_sync(w) == -1) {
+	if (conn_pipe_begin(w) == -1) {
 		conn_oneline(PQerrorMessage(w), err);
 		return -1;
 	}
-	/* BEGIN (a transaction's), the settings, the hold; then the sync. */
-	for (step = 0; step < 2 + xact; step++) {
+	if (conn_send_setup(w, 0, 0, lease_ms, xact ? CONN_XACT :
+	    CONN_SESSION, err) == -1)
+		return -1;
+	for (i = 0; i < 4 && witness_sql[xact != 0][i] != NULL; i++, n++) {
+		if (conn_queue_text(w, witness_sql[xact != 0][i], i == 1 ? 1 :
+		    i == 2 ? 5 : 0, params) == -1) {
+			conn_oneline(PQerrorMessage(w), err);
+			return -1;
+		}
+	}
+	if (conn_sync(w) == -1) {
+		conn_oneline(PQerrorMessage(w), err);
+		return -1;
+	}
+	/* BEGIN (a transaction's), the settings, the statements; the sync. */
+	for (i = 0; i < 1 + xact + n; i++) {
 		if ((res = conn_pipe_result(w, by, ms, rc == 0 ? err :
 		    &late)) == NULL)
 			return -1;
@@ -306,12 +344,22 @@ delay_witness(PGconn *w, const char *id, int shared, int xact, long lease_ms,
 		    PQresultStatus(res) != PGRES_TUPLES_OK) {
 			conn_result_error(res, err);
 			rc = -1;
+		} else if (i == xact + 3) {
+			held = PQntuples(res) == 1 &&
+			    strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 		}
 		PQclear(res);
 	}
-	if (conn_pipe_skip(w, by, ms, rc == 0 ? err : &late) == -1 ||
-	    conn_pipe_leave(w) == -1)
+	if (conn_pipe_skip(w, by, ms, rc == 0 ? err : &late) == -1)
 		return -1;
+	if (conn_pipe_leave(w) == -1) {
+		conn_oneline(PQerrorMessage(w), err);
+		return -1;
+	}
+	if (rc == 0 && !held) {
+		err_set(err, "server process %d no longer holds the lock", pid);
+		return -2;
+	}
 	return rc;
 }
 

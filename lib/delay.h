@@ -11,6 +11,7 @@
 #include <libpq-fe.h>
 
 #include "err.h"
+#include "key.h"
 
 /* What one look at the server says: why a new holder must wait, and how long. */
 struct delay_look {
@@ -56,15 +57,17 @@ int delay_keep(PGconn *c, long ms, struct err *err);
 
 /*
  * The witness: on w, a session of the holder's own, opened once the lock is
- * held and before its command starts, keep the lock's companion (a shared
- * lock's, for a shared one), in a transaction left open where xact, till
- * delay_witness_end(), once all of the command is gone. Should the lock's
- * session end early (pg_terminate_backend(), --break), a new holder's look
- * finds it kept, and waits. Nothing ends w's session for idling; a dead peer
- * ends it as it ends the lock's (lease_ms). Answered within ms: 0, or -1.
+ * held and before its command starts, keep the companion of the lock on k (a
+ * shared lock's, for a shared one), in a transaction left open where xact,
+ * till delay_witness_end(), once all of the command is gone; then check that
+ * server process pid still holds the lock: should its session end early
+ * (pg_terminate_backend(), --break), a new holder's look finds the companion
+ * kept, and waits. Nothing ends w's session for idling; a dead peer ends it
+ * as it ends the lock's (lease_ms). Answered within ms: 0; -1 (err); -2 if
+ * the lock was gone before the companion was kept (err says so).
  */
-int delay_witness(PGconn *w, const char *id, int shared, int xact,
-    long lease_ms, long ms, struct err *err);
+int delay_witness(PGconn *w, const struct key *k, int pid, int shared,
+    int xact, long lease_ms, long ms, struct err *err);
 
 /* Let the witness's companion go, answered within ms: 0, or -1 (err). */
 int delay_witness_end(PGconn *w, int xact, long ms, struct err *err);

@@ -359,6 +359,21 @@ wit_hand_over() {
 	wait_until 10 wit_sessions 0
 }
 
+@test "eight shared waiters granted together: none waits a lock-delay for another's witness or look" {
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	wit_hold
+	for i in 1 2 3 4 5 6 7 8; do
+		bg "s$i" pglock -v --shared wit-k sleep 0.5
+	done
+	wait_until 10 waiting "$(sha_id wit-k)" 8
+	fifo_go "$BATS_TEST_TMPDIR/fifo"
+	for i in 1 2 3 4 5 6 7 8; do
+		bgwait "s$i" 20
+		[ "$bg_status" -eq 0 ]
+		run ! grep lock-delay "$BATS_TEST_TMPDIR/s$i.err"
+	done
+}
+
 @test "a witness that cannot be had (a role's CONNECTION LIMIT 1): at the first try the command runs without it, saying so; -q says nothing" {
 	sql "DROP ROLE IF EXISTS pglock_one; CREATE ROLE pglock_one LOGIN CONNECTION LIMIT 1"
 	CLEANUP="sql 'DROP ROLE IF EXISTS pglock_one'"
