@@ -283,7 +283,8 @@ delay_hold(PGconn *c, const char *id, long ms, struct err *err)
  * name the session; keep the companion ($1); is the lock still the holder's
  * ($2, its server process; $3 to $5, its pg_locks tag)? A transaction's
  * then closes the check's portal, which would keep its snapshot (vacuum
- * waits) while the command runs, and its idle timeout stays off.
+ * waits) while the command runs: any utility statement does (its idle
+ * timeout stays off: the settings').
  */
 static const char *const witness_sql[2][4] = {
 	{ "SELECT pg_catalog.set_config('application_name', '"
@@ -293,7 +294,7 @@ static const char *const witness_sql[2][4] = {
 	{ "SELECT pg_catalog.set_config('application_name', '"
 	    LOCK_WITNESS_APP "', true)",
 	  "SELECT pg_catalog.pg_advisory_xact_lock_shared($1::bigint)",
-	  HELD_SQL, "SET LOCAL idle_in_transaction_session_timeout = 0" },
+	  HELD_SQL, "SET LOCAL lock_timeout = 0" },
 };
 
 int

@@ -289,6 +289,7 @@ late_grant() {
 	bg next pglock "$@" "$key" sh -c 'echo "next${PGLOCK_VERSION:+ $PGLOCK_VERSION}" >>"$0"' "$log"
 	bgwait next 30
 	[ "$bg_status" -eq 0 ]
+	[ -z "${LATE_BEFORE_CONT:-}" ] || "$LATE_BEFORE_CONT"
 	kill -CONT "$pid"
 	bgwait late 30
 	run cat "$BATS_TEST_TMPDIR/late.err"
@@ -317,6 +318,28 @@ next"
 
 @test "over TCP: a waiter granted while stopped, whose session the server ended, never runs its command: 75" {
 	late_grant late-tcp 'terminating connection due to idle-session timeout' -h 127.0.0.1
+	assert_output "holder
+next"
+}
+
+# take_three: pglock_three's three sessions, taken (the late waiter's lock's,
+# which the server ended, counts no more).
+three_taken() { [ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE usename = 'pglock_three'")" -eq 3 ]; }
+take_three() {
+	local i
+	for i in 1 2 3; do
+		bg "three$i" psql -U pglock_three -XAtc 'SELECT pg_sleep(60)'
+	done
+	wait_until 10 three_taken
+}
+
+@test "without a witness (its role's sessions all taken), a waiter granted while stopped never runs its command either: the lease runs from the lock's sending" {
+	# Three sessions: the holder's two and the late waiter's lock's; the
+	# test takes all three before the late waiter goes on.
+	sql "DROP ROLE IF EXISTS pglock_three; CREATE ROLE pglock_three LOGIN CONNECTION LIMIT 3"
+	# -q: no line that it runs without a witness, which the role has no
+	# session left for.
+	LATE_BEFORE_CONT=take_three late_grant late-nw 'terminating connection due to idle-session timeout' -q -U pglock_three
 	assert_output "holder
 next"
 }

@@ -333,8 +333,10 @@ idle in transaction"
 @test "a transaction-held lock outlasts idle_in_transaction_session_timeout = 1s set on its database" {
 	sql "CREATE DATABASE iit_db"
 	sql "ALTER DATABASE iit_db SET idle_in_transaction_session_timeout = '1s'"
-	run -0 timeout 20 "$PGLOCK" -d iit_db --scope transaction iit-k sh -c 'sleep 2.5; echo "$PGLOCK_SCOPE"'
-	assert_output transaction
+	# Its witness's transaction too: still there as the command ends.
+	run -0 timeout 20 "$PGLOCK" -d iit_db --scope transaction iit-k sh -c 'sleep 2.5; echo "$PGLOCK_SCOPE"; psql -d iit_db -XAtc "SELECT count(*) FROM pg_stat_activity WHERE application_name = '"'pglock witness'"'"'
+	assert_output "transaction
+1"
 	# The version counter's transaction idles while its command runs.
 	run -0 timeout 20 "$PGLOCK" -d iit_db --version-counter iit-t sleep 2.5
 	run -0 timeout 20 "$PGLOCK" -d iit_db --version-counter --peek iit-t
