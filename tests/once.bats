@@ -96,6 +96,12 @@ finish_first() {
 		assert_output ''
 		assert_equal "$stderr" ''
 	done
+	# Not -q: said held by the first run, not in a lock-delay (a run that
+	# took the lock for held would find the first run's witness).
+	run -0 --separate-stderr timeout 20 "$PGLOCK" -n -E 0 --once busyz-k sh -c 'echo z >>"$0/log"' "$d"
+	assert_output ''
+	[[ "$stderr" =~ ^"pglock: busyz-k: the lock is held by server pid "[0-9]+" (pglock: busyz-k, " ]]
+	[ "${#stderr_lines[@]}" -eq 1 ]
 	[ "$(sql "SELECT count(*) FROM pglock_runs WHERE key = 'busyz-k'")" -eq 0 ]
 	finish_first busyz-k
 	run -0 cat "$d/log"
