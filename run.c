@@ -839,6 +839,20 @@ aside_of(const struct run *r, struct lease_aside *a)
 	return a;
 }
 
+/* The lock was lost (why) before the command or the hold began: exits 75. */
+static void
+lost_before_or_err(struct run *r, const char *why)
+{
+	const struct opts *o = r->o;
+
+	child_abort(&r->ch);
+	if (r->plan.hold)
+		die(EXIT_LOST, "%s: lock lost before the hold began (%s)",
+		    o->label, why);
+	die(EXIT_LOST, "%s: lock lost before the command started (%s); the "
+	    "command did not run", o->label, why);
+}
+
 /*
  * The gate opens only on a lease that leaves the command its time: a grant
  * read late (pglock stopped, a slow answer) or a slow read of pglock's
@@ -847,17 +861,10 @@ aside_of(const struct run *r, struct lease_aside *a)
 static void
 fresh_or_err(struct run *r, const struct lease_aside *aside)
 {
-	const struct opts *o = r->o;
 	struct err why;
 
-	if (lease_fresh(r->c, &r->lk, aside, o->check_ms, &r->since, &why))
-		return;
-	child_abort(&r->ch);
-	if (r->plan.hold)
-		die(EXIT_LOST, "%s: lock lost before the hold began (%s)",
-		    o->label, why.msg);
-	die(EXIT_LOST, "%s: lock lost before the command started (%s); the "
-	    "command did not run", o->label, why.msg);
+	if (!lease_fresh(r->c, &r->lk, aside, r->o->check_ms, &r->since, &why))
+		lost_before_or_err(r, why.msg);
 }
 
 /*
@@ -1215,12 +1222,10 @@ witness_or_err(struct run *r)
 	if (rc == 0)
 		return 0;
 	if (rc == -2) {
-		child_abort(&r->ch);
 		/* Why, as the lock's session says it, if it says. */
 		if (conn_take_input(r->c) == -1)
 			conn_reason(r->c, &why);
-		die(EXIT_LOST, "%s: lock lost before the command started (%s); "
-		    "the command did not run", o->label, why.msg);
+		lost_before_or_err(r, why.msg);
 	}
 	snprintf(msg, sizeof(msg), "the witness's session: %s", why.msg);
 	if (r->w != NULL && PQstatus(r->w) == CONNECTION_BAD &&
