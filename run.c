@@ -1111,7 +1111,7 @@ delay_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
 	long lease = lease_of(o->check_ms).server_ms, until = -1, kept = -1;
-	long sent, t, by;
+	long sent, t, by, cap = -1;
 	struct delay_look look;
 	struct err why;
 	int rc, said = 0, sig;
@@ -1143,8 +1143,11 @@ delay_or_err(struct run *r)
 		if (rc == -1)
 			return again_or_err(r, why.msg);
 		t = mono_ms();
+		/* Every event seen was before the first look: S from it. */
+		if (cap == -1)
+			cap = t + lease;
 		if (look.wait_ms > 0 && t + look.wait_ms > until)
-			until = t + look.wait_ms;
+			until = t + look.wait_ms < cap ? t + look.wait_ms : cap;
 		if (look.broken && kept == -1)
 			kept = t + lease;
 		if ((!look.broken || t >= kept) && t >= until) {

@@ -52,8 +52,9 @@ companion(const char *id, int shared, char num[24], struct err *err)
  * tried, so that shared holders granted together do not see each other's
  * looks; ms since the start;
  * since the end of crash recovery after the start (an end-of-recovery
- * checkpoint: a shutdown one, oldest_active_xid 0, newer than the start;
- * its time is in whole seconds: one more); a promotion whose first
+ * checkpoint: a shutdown one, oldest_active_xid 0, newer than the start and
+ * not after now: one ahead of the clock is a clean stop's before the clock
+ * was set back, not a crash; its time is in whole seconds: one more); a promotion whose first
  * checkpoint is not done (pg_control still on the old timeline); ms since
  * the last transaction replayed before a promotion (or in crash recovery).
  * With synchronous standbys an old holder's every renewal is such a
@@ -80,7 +81,8 @@ static const char look_sql[] = "SELECT " BOTH_FREE_SQL ", "
     "(extract(epoch FROM pg_catalog.clock_timestamp() - "
     "pg_catalog.pg_postmaster_start_time()) * 1000)::bigint, "
     "CASE WHEN k.oldest_active_xid = '0'::xid AND k.checkpoint_time >= "
-    "pg_catalog.pg_postmaster_start_time() THEN (extract(epoch FROM "
+    "pg_catalog.pg_postmaster_start_time() AND k.checkpoint_time <= "
+    "pg_catalog.clock_timestamp() THEN (extract(epoch FROM "
     "pg_catalog.clock_timestamp() - k.checkpoint_time) * 1000)::bigint "
     "- 1000 END, k.timeline_id <> ('x' || left(pg_catalog.pg_walfile_name("
     "pg_catalog.pg_current_wal_lsn()), 8))::bit(32)::int, " REPLAYED_SQL
@@ -91,13 +93,19 @@ static const char look_plain_sql[] = "SELECT " BOTH_FREE_SQL ", "
     "pg_catalog.pg_postmaster_start_time()) * 1000)::bigint, NULL, false, "
     REPLAYED_SQL;
 
-/* An event ago_ms ago, lease_ms long: wait out the rest, if it is longer. */
+/*
+ * An event ago_ms ago, lease_ms long: wait out the rest, if it is longer.
+ * One the server's clock puts in the future (stepped back since) is taken
+ * as now: the wait is the lease at most, whatever the clock says.
+ */
 static void
 event(struct delay_look *out, long lease_ms, const char *what, long ago_ms)
 {
-	if (ago_ms >= lease_ms || lease_ms - ago_ms <= out->wait_ms)
+	long ago = ago_ms > 0 ? ago_ms : 0;
+
+	if (ago >= lease_ms || lease_ms - ago <= out->wait_ms)
 		return;
-	out->wait_ms = lease_ms - ago_ms;
+	out->wait_ms = lease_ms - ago;
 	if (ago_ms < 0)
 		snprintf(out->why, sizeof(out->why), "%s moments ago", what);
 	else

@@ -196,6 +196,32 @@ crash_it() {
 	grep -q "^pglock: fault-k: lock-delay: the server ended crash recovery .*; waiting [0-9.]*s more, to the end of the lease of --check-interval 0.5s (3.5s)$" "$d/new.err"
 }
 
+@test "a server whose clock is a day behind its last checkpoint is no crash: the run waits out its start's lock-delay alone, S at most" {
+	local lib
+	for lib in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
+		[ -e "$lib" ] && break
+	done
+	[ -e "$lib" ] || skip "no libfaketime"
+	# Its last checkpoint, a clean stop's, dated a day ahead; then started
+	# again on the real clock (pg.sh restart does not preload faketime).
+	OWN=$PGLOCK_TEST_DIR/own-$BATS_TEST_NUMBER
+	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$OWN'"
+	LD_PRELOAD=$lib FAKETIME=+1d pg_sh start "$OWN"
+	"$BATS_TEST_DIRNAME/pg.sh" restart "$OWN"
+	# shellcheck disable=SC1091
+	. "$OWN/env"
+	[ "$(sql "SELECT (pg_control_checkpoint()).checkpoint_time > now() + interval '23 h'")" = t ]
+	start=$(now_ms)
+	# S = 4 s; a day's wait would be the timeout's 124 instead.
+	run -0 --separate-stderr timeout 30 "$PGLOCK" -v --check-interval 1 behind-k echo ran
+	elapsed=$(( $(now_ms) - start ))
+	assert_output ran
+	[[ $stderr == *"pglock: behind-k: lock-delay: the server started "*" s ago; waiting "*"s more, to the end of the lease of --check-interval 1s (4s)"* ]]
+	[[ $stderr != *"crash recovery"* ]]
+	# Within S of the start, and a margin for valgrind's slower start.
+	[ "$elapsed" -lt 10000 ]
+}
+
 @test "waiters that waited longer than --connect-timeout ride out a restart: each connects again, acquires and runs once" {
 	own_server
 	id=$(sha_id ride-k)
