@@ -4,7 +4,8 @@
  * run owns the connection, lock request, watchdog, command and lease start.
  * run_lock() (pglock KEY COMMAND, --hold, --once*) takes these steps:
  *
- *   acquire   choose the scope; send the lock; fork the watchdog; wait
+ *   acquire   choose the scope; send the lock; begin the witness's
+ *             connection beside it; fork the watchdog; wait
  *   spawn     granted: fork the command, which waits at its gate
  *   verify    pg_locks shows the lock held by this very session
  *   delay     the lock-delay: no earlier holder's command may still run
@@ -98,6 +99,7 @@ struct run {
 	struct plan plan;
 	PGconn *c;
 	PGconn *w;		/* the witness (lib/delay.h), or NULL */
+	struct conn_opening wo;	/* the witness, opened beside the lock */
 	struct lock_req lk;	/* asked for; then what was granted */
 	struct child ch;	/* watchdog, command (pid -1: none); not -F */
 	int shown;		/* -v's live "waiting Ns" line: end it */
@@ -351,6 +353,38 @@ spawn_or_err(const struct opts *o, struct child *ch)
 
 static int once_queue(struct run *r, struct err *why);
 
+/* The witness's connection options: the host the lock's session found. */
+static struct conn_opts
+witness_opts(const struct run *r, long by)
+{
+	struct conn_opts co = r->o->conn;
+
+	co.host = PQhost(r->c);
+	co.port = PQport(r->c);
+	co.deadline_ms = by;
+	co.connect_ms = 0;
+	return co;
+}
+
+/*
+ * Begin the witness's connection as the lock is asked for, its handshake
+ * beside the lock's round trip (conn_beside()): a holder's, granted at once,
+ * finds it (nearly) open. A waiter's is closed once open, and opened again
+ * after the grant. Only where the look rides with the lock: not under
+ * --slots (whose wait does not advance it), nor --fence (whose connection,
+ * after the grant, is the one checked against the lock's server first).
+ */
+static void
+witness_start(struct run *r)
+{
+	struct conn_opts co = witness_opts(r, -1);
+	struct err why;
+
+	if (r->plan.watchdog && r->plan.with_lock && r->wo.c == NULL &&
+	    conn_start(&co, &r->wo, &why) == -1)
+		r->wo.c = NULL;
+}
+
 /*
  * Take the lock: 0 once held (the watchdog forked, maybe the command too),
  * NOT_GOT, 128 + a signal that cut the wait, or RUN_AGAIN; dies on errors.
@@ -387,11 +421,14 @@ acquire_or_err(struct run *r)
 			return again_or_err(r, why.msg);
 		r->lk.then += r->read_queued;
 	}
+	witness_start(r);
 	if (r->plan.watchdog)
 		fork_watchdog_or_err(r, r->c, &r->ch);
+	conn_beside(&r->wo);
 	got = r->lk.slots > 0 ?
 	    slots_take(r->c, &r->lk, &r->lk, &r->backend_pid, &sig, &why) :
 	    lock_wait(r->c, &r->lk, &r->lk, &r->backend_pid, &sig, &why);
+	conn_beside(NULL);
 	if (got == LOCK_ACQUIRED) {
 		key_format(&r->lk.key, r->id, sizeof(r->id));
 		export_lock_env_or_err(r);
@@ -1206,17 +1243,18 @@ static int
 witness_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
-	struct conn_opts co = o->conn;
 	struct err why;
 	char msg[sizeof(why.msg) + 32];
 	long by = mono_ms() + lease_of(o->check_ms).answer_ms, left;
+	struct conn_opts co = witness_opts(r, by);
 	int status = 0, rc = -1;
 
-	co.host = PQhost(r->c);
-	co.port = PQport(r->c);
-	co.deadline_ms = by;
-	co.connect_ms = 0;
-	if ((r->w = conn_open(&co, &why)) != NULL) {
+	/* Begun beside the lock; else, or if that try failed, one now. */
+	if (r->wo.c != NULL)
+		r->w = conn_finish(&r->wo, by, &why);
+	if (r->w == NULL)
+		r->w = conn_open(&co, &why);
+	if (r->w != NULL) {
 		left = by - mono_ms();
 		rc = delay_witness(r->w, &r->lk.key, r->backend_pid,
 		    r->lk.shared, in_xact(r), r->lk.lease_ms, left > 1 ? left :
@@ -1333,44 +1371,58 @@ stdin_empty(void)
 	    lseek(STDIN_FILENO, 0, SEEK_CUR) >= in.st_size;
 }
 
+static int lock_run(struct run *r);
+
 int
 run_lock(const struct opts *o, PGconn *c)
 {
 	struct run r = { .o = o, .plan = plan_of(o), .c = c, .lk = o->lock,
 	    .ch = CHILD_NONE, .slot = -1, .ok_before = -1 };
+	int status = lock_run(&r);
+
+	/* A witness begun beside a lock that ended up not used. */
+	PQfinish(r.wo.c);
+	return status;
+}
+
+static int
+lock_run(struct run *r)
+{
+	const struct opts *o = r->o;
+	PGconn *c = r->c;
 	struct err why;
 	double ran;
 	int status, released = 0, no_input = 0;
 
 	/* Nothing to run (done, not due, paused): no lock taken. */
-	if ((status = once_early(&r)) != 0)
+	if ((status = once_early(r)) != 0)
 		return status == NOT_GOT ? o->conflict_exit : 0;
-	r.lk.wait_ms = wait_left(o);
-	r.lk.lease_ms = lease_ms(o);
-	if ((status = take_or_err(&r)) != 0 ||
-	    (status = delay_or_err(&r)) != 0)
+	r->lk.wait_ms = wait_left(o);
+	r->lk.lease_ms = lease_ms(o);
+	if ((status = take_or_err(r)) != 0 ||
+	    (status = delay_or_err(r)) != 0)
 		return step_exit(o, status);
 	/*
 	 * Read under the lock: a run ending meanwhile counts. An answered read
 	 * renewed the session (an expired one ends): the lease runs from it.
 	 */
-	if (o->record && !r.read_queued)
-		r.since = mono_ms();
-	if (o->record && (status = once_done_or_err(&r)) != 0) {
-		child_abort(&r.ch);
+	if (o->record && !r->read_queued)
+		r->since = mono_ms();
+	if (o->record && (status = once_done_or_err(r)) != 0) {
+		child_abort(&r->ch);
 		status = status == NOT_GOT ? o->conflict_exit : 0;
 	} else {
 		/* As the hold begins: a pipe's writer may have closed it. */
-		no_input = r.plan.hold && stdin_empty();
-		if (r.plan.watchdog && (status = witness_or_err(&r)) != 0)
+		no_input = r->plan.hold && stdin_empty();
+		if (r->plan.watchdog && (status = witness_or_err(r)) != 0)
 			return status;
 		ran = mono_seconds();
-		status = watch_or_err(&r);
-		if (!r.plan.watchdog)
+		status = watch_or_err(r);
+		if (!r->plan.watchdog)
 			return status;
-		witness_end(&r);
+		witness_end(r);
 		/* A hold ends at end of input, or when told to (TERM, INT). */
-		if (r.plan.hold && (status == 128 + SIGTERM ||
+		if (r->plan.hold && (status == 128 + SIGTERM ||
 		    status == 128 + SIGINT))
 			status = 0;
 		/*
@@ -1379,20 +1431,21 @@ run_lock(const struct opts *o, PGconn *c)
 		 * busy, is of no more use (main() closes it, which releases
 		 * the lock); so is a transaction a failed write rolled back.
 		 */
-		if (o->record && record_release_or_err(&r, status,
+		if (o->record && record_release_or_err(r, status,
 		    mono_seconds() - ran) == 1) {
-			child_reap(&r.ch);
+			child_reap(&r->ch);
 			return status;
 		}
 		released = o->record;
 	}
 	/* ---- release ---- */
-	if (!released && lock_release(c, &r.lk, answer_ms(o), &why) == -1)
+	if (!released && lock_release(c, &r->lk, answer_ms(o), &why) == -1)
 		die(EXIT_LOST, "%s: the release does not show the lock held to "
 		    "the end: it may have been lost (%s)", o->label, why.msg);
-	child_reap(&r.ch);
+	child_reap(&r->ch);
 	if (o->verbose)
-		say("%s: released after %.2fs", o->label, mono_seconds() - r.t0);
+		say("%s: released after %.2fs", o->label,
+		    mono_seconds() - r->t0);
 	if (no_input && status == 0 && !o->quiet)
 		say("%s: the hold ended with its standard input, which was "
 		    "empty (see EXAMPLES in pglock(1) for a hold across a "

@@ -7,6 +7,7 @@
 #define PGLOCK_CLOCK_H
 
 #include <errno.h>
+#include <limits.h>
 #include <time.h>
 
 /* Seconds since an arbitrary start: for intervals only. */
@@ -24,6 +25,18 @@ static inline long
 mono_ms(void)
 {
 	return (long)(mono_seconds() * 1000);
+}
+
+/* What is left until by (mono_ms(); -1: never), as poll()'s timeout. */
+static inline int
+poll_ms(long by)
+{
+	long left;
+
+	if (by < 0)
+		return -1;
+	left = by - mono_ms();
+	return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
 /* Sleep until mono_ms() reaches t, EINTR or not: a signal keeps its action. */

@@ -142,51 +142,51 @@ user_timeout_ms(PGconn *c)
 	return (secs < 2 ? 2 : secs) * 1000;
 }
 
+/* Begin one try, without waiting: o->c under way, or NULL (out of memory). */
+static void
+start_once(const char *const *keys, const char *const *vals,
+    struct conn_opening *o)
+{
+	o->st = PGRES_POLLING_WRITING;
+	if ((o->c = PQconnectStartParams(keys, vals, 1)) == NULL)
+		return;
+	/* The SQLSTATE tells a full server from a wrong password. */
+	PQsetErrorVerbosity(o->c, PQERRORS_VERBOSE);
+	/* From the start: libpq's default would print its own lines. */
+	PQsetNoticeReceiver(o->c, conn_said_notice, NULL);
+}
+
 /*
- * One try, until until_ms (-1: never) or connect_timeout: the connection, or
- * NULL with the reason in err and *retry set if a later try may win.
+ * End the try start_once() began, until until_ms (-1: never) or
+ * connect_timeout: the connection, or NULL (o->c finished) with the reason in
+ * err and *retry set if a later try may win. o->c is NULL after.
  */
 static PGconn *
-connect_once(const char *const *keys, const char *const *vals,
-    long until_ms, int *retry, struct err *err)
+end_once(struct conn_opening *o, long until_ms, int *retry, struct err *err)
 {
-	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-	struct pollfd p;
-	long now, limit, user_ms;
-	PGconn *c;
+	PGconn *c = o->c;
+	enum conn_ready ready;
+	long limit, user_ms;
 
 	*retry = 0;
-	if ((c = PQconnectStartParams(keys, vals, 1)) == NULL) {
+	if (c == NULL) {
 		err_set(err, "out of memory");
 		return NULL;
 	}
-	/* The SQLSTATE tells a full server from a wrong password. */
-	PQsetErrorVerbosity(c, PQERRORS_VERBOSE);
-	/* From the start: libpq's default would print its own lines. */
-	PQsetNoticeReceiver(c, conn_said_notice, NULL);
 	user_ms = user_timeout_ms(c);
 	limit = user_ms < 0 ? until_ms : mono_ms() + user_ms;
 	if (until_ms >= 0 && until_ms < limit)
 		limit = until_ms;
-	while (PQstatus(c) != CONNECTION_BAD && st != PGRES_POLLING_OK &&
-	    st != PGRES_POLLING_FAILED) {
-		p = (struct pollfd){ .fd = PQsocket(c), .events =
-		    st == PGRES_POLLING_READING ? POLLIN : POLLOUT };
-		now = mono_ms();
-		if (limit >= 0 && now >= limit) {
-			err_set(err, "server %s port %s did not answer "
-			    "in time (timeout expired)", PQhost(c), PQport(c));
-			PQfinish(c);
-			return NULL;
-		}
-		if (poll(&p, 1, limit < 0 ? -1 : (int)(limit - now)) == -1 &&
-		    errno != EINTR) {
-			err_set(err, "poll: %s", strerror(errno));
-			PQfinish(c);
-			return NULL;
-		}
-		if (p.revents != 0)
-			st = PQconnectPoll(c);
+	ready = conn_opening_wait(o, limit);
+	o->c = NULL;
+	if (ready == CONN_LATE)
+		err_set(err, "server %s port %s did not answer in time "
+		    "(timeout expired)", PQhost(c), PQport(c));
+	else if (ready == CONN_BROKEN)
+		err_set(err, "poll: %s", strerror(errno));
+	if (ready != CONN_READY) {
+		PQfinish(c);
+		return NULL;
 	}
 	if (PQstatus(c) != CONNECTION_OK) {
 		*retry = retryable(PQerrorMessage(c));
@@ -230,13 +230,12 @@ primary_only(PGconn *c, long by, int *retry, struct err *err)
 	return NULL;
 }
 
-PGconn *
-conn_open(const struct conn_opts *o, struct err *err)
+/* libpq's keywords and values for o (NULL-terminated, 16 at most). */
+static void
+conn_keys(const struct conn_opts *o, const char *keys[16],
+    const char *vals[16])
 {
-	const char *keys[16], *vals[16];
-	long start = mono_ms(), until = -1, by, pause;
-	PGconn *c;
-	int n = 0, attempt, retry;
+	int n = 0;
 
 #define SET(k, v) do { keys[n] = (k); vals[n++] = (v); } while (0)
 #define KV(k, v) do { if ((v) != NULL) SET(k, v); } while (0)
@@ -256,7 +255,44 @@ conn_open(const struct conn_opts *o, struct err *err)
 #undef KV
 #undef SET
 	keys[n] = vals[n] = NULL;
+}
 
+int
+conn_start(const struct conn_opts *o, struct conn_opening *op,
+    struct err *err)
+{
+	const char *keys[16], *vals[16];
+
+	conn_keys(o, keys, vals);
+	start_once(keys, vals, op);
+	if (op->c == NULL) {
+		err_set(err, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+PGconn *
+conn_finish(struct conn_opening *op, long by, struct err *err)
+{
+	PGconn *c;
+	int retry;
+
+	if ((c = end_once(op, by, &retry, err)) == NULL)
+		return NULL;
+	return primary_only(c, by, &retry, err);
+}
+
+PGconn *
+conn_open(const struct conn_opts *o, struct err *err)
+{
+	const char *keys[16], *vals[16];
+	struct conn_opening op;
+	long start = mono_ms(), until = -1, by, pause;
+	PGconn *c;
+	int attempt, retry;
+
+	conn_keys(o, keys, vals);
 	/* Why an earlier session (cut by a restart) hung up is past. */
 	conn_said_reset();
 	/* Retries end at --connect-timeout; everything ends at -w. */
@@ -271,7 +307,8 @@ conn_open(const struct conn_opts *o, struct err *err)
 		if (o->attempt_ms > 0 &&
 		    (by < 0 || by > mono_ms() + o->attempt_ms))
 			by = mono_ms() + o->attempt_ms;
-		c = connect_once(keys, vals, by, &retry, err);
+		start_once(keys, vals, &op);
+		c = end_once(&op, by, &retry, err);
 		if (c != NULL && (c = primary_only(c, by, &retry, err)) != NULL)
 			break;
 		if (!retry || o->connect_ms == 0)

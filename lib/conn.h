@@ -9,6 +9,7 @@
 #include <libpq-fe.h>
 
 #include "err.h"
+#include "query.h"
 
 struct conn_opts {
 	const char *dbname;	/* -d: a database name, conninfo or URI */
@@ -33,6 +34,19 @@ struct conn_opts {
  * with the reason in err.
  */
 PGconn *conn_open(const struct conn_opts *o, struct err *err);
+
+/*
+ * One try of conn_open()'s, begun without waiting: 0, op->c under way (see
+ * conn_beside()), or -1 (err).
+ */
+int conn_start(const struct conn_opts *o, struct conn_opening *op,
+    struct err *err);
+
+/*
+ * End the try conn_start() began, by by (mono_ms(); -1: never): the
+ * connection to a primary, or NULL (the reason in err); op->c NULL after.
+ */
+PGconn *conn_finish(struct conn_opening *op, long by, struct err *err);
 
 /* Why a standby is refused, as conn_open() and the lock's check say it. */
 #define CONN_STANDBY_SAID "the server is a standby (in recovery), where an " \

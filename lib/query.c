@@ -274,6 +274,51 @@ enum conn_event {
 	EV_DEADLINE		/* by came */
 };
 
+/* The connection conn_beside() named: advanced by every wait for an answer. */
+static struct conn_opening *beside;
+
+void
+conn_beside(struct conn_opening *o)
+{
+	beside = o;
+}
+
+/* Is o's handshake under way? Its socket, polled as its next step needs. */
+static int
+opening_fd(const struct conn_opening *o, struct pollfd *p)
+{
+	int on = o != NULL && o->c != NULL && PQstatus(o->c) != CONNECTION_BAD &&
+	    o->st != PGRES_POLLING_OK && o->st != PGRES_POLLING_FAILED;
+
+	/* Read each time: a host list's next address is a new socket. */
+	*p = (struct pollfd){ .fd = on ? PQsocket(o->c) : -1, .events = on &&
+	    o->st == PGRES_POLLING_READING ? POLLIN : POLLOUT };
+	return on;
+}
+
+/* A step of o's handshake, if poll found its socket ready. */
+static void
+opening_step(struct conn_opening *o, const struct pollfd *p)
+{
+	if (p->fd >= 0 && p->revents != 0)
+		o->st = PQconnectPoll(o->c);
+}
+
+enum conn_ready
+conn_opening_wait(struct conn_opening *o, long by)
+{
+	struct pollfd p;
+
+	while (opening_fd(o, &p)) {
+		if (by >= 0 && mono_ms() >= by)
+			return CONN_LATE;
+		if (poll(&p, 1, poll_ms(by)) == -1 && errno != EINTR)
+			return CONN_BROKEN;
+		opening_step(o, &p);
+	}
+	return CONN_READY;
+}
+
 /*
  * Wait until by (mono_ms(); -1: never) for a result readable without blocking,
  * or another event. Signals are watched unless sig is NULL, and not returned
@@ -282,7 +327,7 @@ enum conn_event {
 static enum conn_event
 conn_wait(PGconn *c, long by, int cancelled, int tick_ms, int *sig)
 {
-	struct pollfd p[2];
+	struct pollfd p[3];
 	double give_up = mono_seconds() + 5;
 	long t;
 	int n, ms;
@@ -291,6 +336,13 @@ conn_wait(PGconn *c, long by, int cancelled, int tick_ms, int *sig)
 		p[0] = (struct pollfd){ .fd = PQsocket(c), .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = sig != NULL ? sig_fd() : -1,
 		    .events = POLLIN };
+		/* Open, and the answer still awaited: a waiter's. */
+		if (beside != NULL && beside->c != NULL &&
+		    beside->st == PGRES_POLLING_OK) {
+			PQfinish(beside->c);
+			beside->c = NULL;
+		}
+		(void)opening_fd(beside, &p[2]);
 		/* After a cancel the server answers at once, or never. */
 		ms = cancelled ? 1000 : tick_ms;
 		t = mono_ms();
@@ -298,9 +350,11 @@ conn_wait(PGconn *c, long by, int cancelled, int tick_ms, int *sig)
 			return EV_DEADLINE;
 		if (by >= 0 && (ms < 0 || by - t < ms))
 			ms = (int)(by - t);
-		n = poll(p, 2, ms);
+		n = poll(p, 3, ms);
 		if (n == -1 && errno != EINTR)
 			return EV_BROKEN;
+		if (n > 0)
+			opening_step(beside, &p[2]);
 		if (cancelled && mono_seconds() > give_up)
 			return EV_BROKEN;
 		if (n == 0 && !cancelled && tick_ms >= 0)

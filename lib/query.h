@@ -88,6 +88,30 @@ void conn_cancel(PGconn *c);
 enum conn_ready conn_await(PGconn *c, long by);
 
 /*
+ * A connection being opened without blocking (PQconnectStartParams()): its
+ * handshake's next step waits for its socket as st, PQconnectPoll()'s last
+ * answer, says. c NULL: none.
+ */
+struct conn_opening {
+	PGconn *c;
+	PostgresPollingStatusType st;
+};
+
+/*
+ * Wait until by (mono_ms(); -1: never) for o's handshake to end: CONN_READY
+ * (PQstatus() says how it ended), CONN_LATE, or CONN_BROKEN if poll failed.
+ */
+enum conn_ready conn_opening_wait(struct conn_opening *o, long by);
+
+/*
+ * o (NULL: none) is opened beside the session whose answers pglock awaits,
+ * without a wait of its own: every wait for an answer advances o's handshake
+ * too, and closes o (o->c NULL) once it is open while the answer is still
+ * awaited: a lock's waiter keeps one session, not two.
+ */
+void conn_beside(struct conn_opening *o);
+
+/*
  * conn_await(c, by) into *ready, then, if CONN_READY, the next result (NULL:
  * a statement's end, or the connection failed).
  */

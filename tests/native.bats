@@ -210,6 +210,43 @@ round_trips() {
 	assert_output 4
 }
 
+# beside LOG: from strace LOG of a run, how the witness's connection (the
+# second) lies against the lock's request (the first sendto naming
+# pg_advisory_lock on the first): "connect" once it connected before the
+# lock's first answer came; "closed" once it sent its Terminate before the
+# lock's session read the lock timeout that ended a waiter's run.
+beside() {
+	awk '/^connect\(/ {
+		split($0, a, /[(,]/)
+		if (lock == "") lock = a[2]
+		else if (w == "" && a[2] != lock) { w = a[2]; if (asked && !answered) print "connect" }
+	}
+	/^sendto\(/ {
+		split($0, a, /[(,]/)
+		if (a[2] == lock && $0 ~ /pg_advisory_lock/) asked = 1
+		if (w != "" && a[2] == w && $0 ~ /"X\\0\\0\\0\\4"/ && !closed) closed = NR
+	}
+	/^recvfrom\(/ {
+		split($0, a, /[(,]/)
+		if (a[2] == lock && asked && $0 !~ /= -1 /) answered = 1
+		if (a[2] == lock && $0 ~ /lock timeout/ && !timeout) timeout = NR
+	}
+	END { if (closed && timeout && closed < timeout) print "closed" }' "$1"
+}
+
+@test "the witness's connection is made beside the lock's round trip: connected before the grant is read; a waiter's is closed once made, so that a waiter keeps one session" {
+	log=$BATS_TEST_TMPDIR/beside.strace
+	run -0 timeout 20 strace -s 4096 -o "$log" -e trace=connect,sendto,recvfrom "$PGLOCK" beside-k true
+	run -0 beside "$log"
+	assert_output connect
+	# A waiter: its witness's connection goes long before its -w ends.
+	bg holder pglock beside-k sleep 30
+	wait_until 10 held "$(sha_id beside-k)"
+	run -1 timeout 20 strace -s 4096 -o "$log" -e trace=connect,sendto,recvfrom "$PGLOCK" -w 2 beside-k true
+	run -0 beside "$log"
+	assert_output "$(printf 'connect\nclosed')"
+}
+
 @test "a pause ends by the server's clock: a client 2 hours ahead still finds a 1-hour pause, and one 2 hours behind sets its end an hour from the server's now" {
 	export FAKETIME_DONT_FAKE_MONOTONIC=1
 	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
