@@ -15,7 +15,7 @@ WARN = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra \
 SRC = pglock.c inspect.c opts.c out.c run.c lib/arg.c lib/child.c lib/conn.c lib/counter.c lib/delay.c lib/hash.c lib/key.c \
 	lib/lease.c lib/lock.c lib/mask.c lib/proof.c lib/query.c lib/runs.c lib/said.c lib/sig.c lib/slots.c lib/table.c lib/tree.c
 HDR = pglock.h inspect.h out.h run.h lib/arg.h lib/child.h lib/clock.h lib/conn.h lib/counter.h lib/delay.h lib/err.h lib/exits.h lib/hash.h lib/key.h lib/lease.h lib/lock.h lib/mask.h lib/proof.h lib/query.h lib/runs.h lib/said.h lib/sig.h lib/slots.h lib/table.h lib/tree.h
-UNIT = tests/unit_arg tests/unit_key
+UNIT = tests/unit_arg tests/unit_key tests/unit_clock
 # BATS_FLAGS=--timing (as CI passes) times each test in the log.
 BATS = timeout 1500 bats $(BATS_FLAGS)
 FUZZ_CHECK_SECONDS = 15
@@ -42,6 +42,10 @@ tests/unit_arg build/san/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h lib/err.
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ tests/unit_arg.c lib/arg.c
 
+tests/unit_clock build/san/unit_clock: tests/unit_clock.c lib/clock.h
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ tests/unit_clock.c
+
 tests/unit_key build/san/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.c lib/hash.c lib/key.h lib/hash.h \
 	lib/err.h
 	@mkdir -p $(@D)
@@ -56,6 +60,7 @@ deps-check deps-demo deps-valgrind deps-mutants deps-lint deps-ha:
 check: deps-check pglock $(UNIT)
 	./tests/unit_arg
 	./tests/unit_key
+	./tests/unit_clock
 	FUZZ_JOBS=2 fuzz/run.sh $(FUZZ_CHECK_SECONDS)
 	mandoc -Tlint -Wwarning man/pglock.1
 	tests/lint.sh
@@ -66,12 +71,14 @@ check: deps-check pglock $(UNIT)
 # time; any report (logged to tests/.san, as stderr is under test) fails.
 SAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
-SAN_BIN = build/san/pglock build/san/unit_arg build/san/unit_key
+SAN_BIN = build/san/pglock build/san/unit_arg build/san/unit_key \
+	build/san/unit_clock
 $(SAN_BIN): CFLAGS = $(SAN)
 sanitize: deps-check $(SAN_BIN)
 	rm -rf tests/.san && mkdir -p tests/.san
 	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_arg
 	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_key
+	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_clock
 	PGLOCK=$(CURDIR)/build/san/pglock \
 	ASAN_OPTIONS=detect_leaks=0:log_path=$(CURDIR)/tests/.san/asan \
 	UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/tests/.san/ubsan \

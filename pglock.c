@@ -943,13 +943,13 @@ static void
 bound_wait(const struct opts *o)
 {
 	if (o->lock.wait_ms > 0)
-		*o->lock.budget = budget_of(o->conn.deadline_ms + 1000,
-		    o->lock.wait_ms);
+		*o->lock.budget = budget_of(mono_after(o->conn.deadline_ms,
+		    1000), o->lock.wait_ms);
 	else if (o->lock.wait_ms == 0)
-		*o->lock.budget = budget_of(mono_ms() + CONN_ANSWER_MS,
+		*o->lock.budget = budget_of(deadline_in(CONN_ANSWER_MS),
 		    CONN_ANSWER_MS);
 	else
-		*o->lock.budget = budget_of(-1, 0);
+		*o->lock.budget = budget_of(NEVER, 0);
 }
 
 /* A retried refusal, said at once: without it, a wrong server is silence. */
@@ -988,11 +988,11 @@ static PGconn *
 reconnect_or_err(const struct opts *o)
 {
 	struct opts again = *o;
-	long left = o->conn.deadline_ms - mono_ms();
+	int64_t left = deadline_left(o->conn.deadline_ms);
 	PGconn *c;
 
 	if (o->lock.wait_ms > 0) {
-		again.conn.connect_ms = left > 1 ? left : 1;
+		again.conn.connect_ms = left > 1 ? (long)left : 1;
 		if (o->conn.retrying != NULL)
 			again.conn.retrying = say_retrying_w;
 	}
@@ -1040,7 +1040,7 @@ main(int argc, char **argv)
 	struct err why;
 	char appname[64];
 	PGconn *c;
-	long start;
+	mono_t start;
 	int status;
 
 	guard_std_fds();
@@ -1068,7 +1068,8 @@ main(int argc, char **argv)
 	    mode->app != NULL ? mode->app : o.key);
 	o.conn.appname = appname;
 	/* -w bounds all that comes before the command: connecting too. */
-	o.conn.deadline_ms = o.lock.wait_ms > 0 ? start + o.lock.wait_ms : -1;
+	o.conn.deadline_ms = o.lock.wait_ms > 0 ? mono_after(start,
+	    o.lock.wait_ms) : NEVER;
 	/* -n: a server that does not answer is given up as a query would be. */
 	if (o.lock.wait_ms == 0)
 		o.conn.attempt_ms = CONN_ANSWER_MS;

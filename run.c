@@ -106,7 +106,7 @@ struct run {
 	int backend_pid;	/* the server process holding the lock */
 	char id[48];		/* the lock's id, as PGLOCK_ID shows it */
 	double t0;		/* mono_seconds() when the wait began */
-	long since;		/* mono_ms() the lease runs from */
+	mono_t since;		/* mono_ms() the lease runs from */
 	long long slot;		/* --once*: the slot a success counts for */
 	double ok_before;	/* the success read under the lock (ms); -1: none */
 	double ran_s;		/* how long the command ran, as recorded */
@@ -133,11 +133,11 @@ answer_ms(const struct opts *o)
 static long
 wait_left(const struct opts *o)
 {
-	long left = o->conn.deadline_ms - mono_ms();
+	int64_t left = deadline_left(o->conn.deadline_ms);
 
 	if (o->lock.wait_ms <= 0)
 		return o->lock.wait_ms;
-	return left > 0 ? left : 1;
+	return left > 0 ? (long)left : 1;
 }
 
 /*
@@ -153,10 +153,10 @@ lease_ms(const struct opts *o)
 /* ---- acquire ----------------------------------------------------------- */
 
 static int again_or_err(const struct run *, const char *);
-static int pause_until(long);
+static int pause_until(mono_t);
 
-/* When again_or_err() stops retrying standby or read-only answers; -1: none. */
-static long role_by = -1;
+/* When again_or_err() stops retrying standby or read-only answers. */
+static mono_t role_by = NEVER;
 
 /* --scope session on a path not proven direct: 69, before anything runs. */
 static int
@@ -271,7 +271,7 @@ static int
 again_on_or_err(const struct run *r, PGconn *c, const char *why)
 {
 	const struct opts *o = r->o;
-	long now = mono_ms();
+	mono_t retry_at = deadline_in(250);
 	int role, sig;
 
 	/* Read what came last (a FATAL, or end of file) to know. */
@@ -279,21 +279,21 @@ again_on_or_err(const struct run *r, PGconn *c, const char *why)
 	role = conn_read_only() || strcmp(why, lock_standby_said) == 0;
 	/* A run of role answers: the first sets their bound. */
 	if (!role)
-		role_by = -1;
-	else if (role_by < 0)
-		role_by = now + o->conn.connect_ms;
+		role_by = NEVER;
+	else if (role_by == NEVER)
+		role_by = deadline_in(o->conn.connect_ms);
 	/* -w: no time left for another try is none. */
 	if ((!conn_cut(c) && !role) || o->conn.connect_ms == 0 ||
-	    (o->conn.deadline_ms >= 0 && now + (role ? 250 : 0) >=
-	    o->conn.deadline_ms))
+	    deadline_passed(o->conn.deadline_ms) || (role &&
+	    o->conn.deadline_ms != NEVER && retry_at >= o->conn.deadline_ms))
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why);
-	if (role && o->conn.deadline_ms < 0 && now >= role_by)
+	if (role && o->conn.deadline_ms == NEVER && deadline_passed(role_by))
 		die(EXIT_UNAVAILABLE, "%s: %s (retried for %.1fs: "
 		    "--connect-timeout)", o->label, why,
 		    (double)o->conn.connect_ms / 1000.0);
 	if (o->verbose)
 		say("%s: %s; connecting again", o->label, why);
-	if (role && (sig = pause_until(now + 250)) != 0)
+	if (role && (sig = pause_until(retry_at)) != 0)
 		return 128 + sig;
 	return RUN_AGAIN;
 }
@@ -355,7 +355,7 @@ static int once_queue(struct run *r, struct err *why);
 
 /* The witness's connection options: the host the lock's session found. */
 static struct conn_opts
-witness_opts(const struct run *r, long by)
+witness_opts(const struct run *r, mono_t by)
 {
 	struct conn_opts co = r->o->conn;
 
@@ -377,7 +377,7 @@ witness_opts(const struct run *r, long by)
 static void
 witness_start(struct run *r)
 {
-	struct conn_opts co = witness_opts(r, -1);
+	struct conn_opts co = witness_opts(r, NEVER);
 	struct err why;
 
 	if (r->plan.watchdog && r->plan.with_lock && r->wo.c == NULL &&
@@ -450,7 +450,7 @@ acquire_or_err(struct run *r)
 		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
 	switch (got) {
 	case LOCK_ACQUIRED:
-		role_by = -1;	/* the next role answer starts anew */
+		role_by = NEVER;	/* the next role answer starts anew */
 		return 0;
 	case LOCK_BUSY:
 		report_busy(r);
@@ -506,7 +506,7 @@ allocate_or_err(const struct run *run, PGconn *c, const char *tenant,
 	r->require_sync = o->require_sync;
 	switch (counter_next(c, r, v, pid, &sig, &why)) {
 	case COUNTER_OK:
-		role_by = -1;
+		role_by = NEVER;
 		return 0;
 	case COUNTER_UNSAFE:
 		die(EXIT_UNAVAILABLE, "%s: the server has standbys, none of them "
@@ -642,7 +642,8 @@ once_read(const struct run *r, long long spread, struct runs_row *row,
 	int rc;
 
 	if (r->read_queued)
-		return runs_read_queued(r->c, &w, mono_ms() + ms, ms, row, why);
+		return runs_read_queued(r->c, &w, deadline_in(ms), ms, row,
+		    why);
 	name = record_key(o, o->key);
 	rc = runs_read_when(r->c, o->runs_sql, name, &w,
 	    budget_ms(r->lk.budget, CONN_ANSWER_MS), row, why);
@@ -673,11 +674,11 @@ once_queue(struct run *r, struct err *why)
  * waits, and leave pipeline mode. 0, or -1 (why) if that failed.
  */
 static int
-after_drop(struct run *r, long by, struct err *why)
+after_drop(struct run *r, mono_t by, struct err *why)
 {
-	long ms = by - mono_ms();
+	int64_t ms = deadline_left(by);
 
-	if (r->read_queued && conn_pipe_discard(r->c, by, ms > 0 ? ms : 1,
+	if (r->read_queued && conn_pipe_discard(r->c, by, ms > 0 ? (long)ms : 1,
 	    why) == -1)
 		return -1;
 	r->read_queued = 0;
@@ -1009,7 +1010,8 @@ record_release(struct run *r, int status, double seconds, struct ending *e)
 	char *name = record_key(o, o->key);
 	struct runs_outcome out = { .key = name, .id = r->id, .status = status,
 	    .seconds = seconds, .slot = r->slot, .streak = r->streak };
-	long ms = answer_ms(o), by;
+	long ms = answer_ms(o);
+	mono_t by;
 	struct err late;
 	PGresult *res;
 	int rc;
@@ -1028,7 +1030,7 @@ record_release(struct run *r, int status, double seconds, struct ending *e)
 		e->release_why = e->write_why;
 		return;
 	}
-	by = mono_ms() + ms;
+	by = deadline_in(ms);
 	if ((res = conn_pipe_result(r->c, by, ms, &e->write_why)) == NULL) {
 		e->release_why = e->write_why;
 		return;
@@ -1101,14 +1103,13 @@ record_release_or_err(struct run *r, int status, double seconds)
 
 /* Sleep until t (mono_ms()) unless a signal to forward comes: 0, or it. */
 static int
-pause_until(long t)
+pause_until(mono_t t)
 {
 	struct pollfd p = { .fd = sig_fd(), .events = POLLIN };
-	long now;
 	int sig;
 
-	while ((now = mono_ms()) < t) {
-		if (poll(&p, 1, (int)(t - now)) < 1)
+	while (!deadline_passed(t)) {
+		if (poll(&p, 1, poll_ms(t)) < 1)
 			continue;
 		while ((sig = sig_take()) != 0)
 			if (sig_forwarded(sig))
@@ -1131,6 +1132,17 @@ in_delay(struct run *r, const char *why)
 	return NOT_GOT;
 }
 
+/* A look's bound from t: a check's, and -w's, but always given a second. */
+static mono_t
+look_by(const struct opts *o, mono_t t)
+{
+	mono_t by = mono_after(t, answer_ms(o)), second = mono_after(t, 1000);
+
+	if (o->lock.wait_ms > 0 && by > o->conn.deadline_ms)
+		by = o->conn.deadline_ms > second ? o->conn.deadline_ms : second;
+	return by;
+}
+
 /*
  * The lock-delay (lib/delay.h), after the grant, before the gate: a lock the
  * server freed early may have had a holder whose command runs on to its
@@ -1147,8 +1159,8 @@ static int
 delay_or_err(struct run *r)
 {
 	const struct opts *o = r->o;
-	long lease = lease_of(o->check_ms).server_ms, until = -1, kept = -1;
-	long sent, t, by, cap = -1;
+	long lease = lease_of(o->check_ms).server_ms;
+	mono_t until = 0, kept = NEVER, cap = NEVER, sent, t, by;
 	struct delay_look look;
 	struct err why;
 	int rc, said = 0, sig;
@@ -1157,12 +1169,10 @@ delay_or_err(struct run *r)
 		t = mono_ms();
 		/* The first look may have been sent with the lock. */
 		sent = conn_piped(r->c) ? r->since : t;
-		by = t + answer_ms(o);
-		if (o->lock.wait_ms > 0 && by > o->conn.deadline_ms)
-			by = o->conn.deadline_ms > t + 1000 ?
-			    o->conn.deadline_ms : t + 1000;
+		by = look_by(o, t);
 		rc = delay_look(r->c, r->id, r->lk.shared, lease,
-		    r->lk.lease_ms, in_xact(r), by - t, &look, &why);
+		    r->lk.lease_ms, in_xact(r), (long)mono_left(by, t), &look,
+		    &why);
 		/*
 		 * The record's read queued with the lock waits, if no delay.
 		 * A look that failed leaves the connection to again_or_err().
@@ -1181,12 +1191,12 @@ delay_or_err(struct run *r)
 			return again_or_err(r, why.msg);
 		t = mono_ms();
 		/* Every event seen was before the first look: S from it. */
-		if (cap == -1)
-			cap = t + lease;
-		if (look.wait_ms > 0 && t + look.wait_ms > until)
-			until = t + look.wait_ms < cap ? t + look.wait_ms : cap;
-		if (look.broken && kept == -1)
-			kept = t + lease;
+		if (cap == NEVER)
+			cap = mono_after(t, lease);
+		if (look.wait_ms > 0 && mono_after(t, look.wait_ms) > until)
+			until = mono_min(mono_after(t, look.wait_ms), cap);
+		if (look.broken && kept == NEVER)
+			kept = mono_after(t, lease);
 		if ((!look.broken || t >= kept) && t >= until) {
 			if (sent > r->since)
 				r->since = sent;
@@ -1204,13 +1214,15 @@ delay_or_err(struct run *r)
 		else if (o->verbose && !said)
 			say("%s: lock-delay: %s; waiting %.1fs more, to the end "
 			    "of the lease of --check-interval %.3gs (%.3gs)",
-			    o->label, look.why, (double)(until - t) / 1000.0,
+			    o->label, look.why,
+			    (double)mono_left(until, t) / 1000.0,
 			    (double)o->check_ms / 1000.0, (double)lease / 1000.0);
 		said = 1;
 		/* Looked at again: a transaction's lock must not idle. */
-		by = look.broken ? t + 250 : until < t + 1000 ? until : t + 1000;
-		if (o->lock.wait_ms > 0 && by > o->conn.deadline_ms)
-			by = o->conn.deadline_ms;
+		by = look.broken ? mono_after(t, 250) : mono_min(until,
+		    mono_after(t, 1000));
+		if (o->lock.wait_ms > 0)
+			by = mono_min(by, o->conn.deadline_ms);
 		if ((sig = pause_until(by)) != 0) {
 			if (r->plan.watchdog)
 				child_abort(&r->ch);
@@ -1220,8 +1232,8 @@ delay_or_err(struct run *r)
 			return 128 + sig;
 		}
 		/* -w is over: no look for it (the delay was on at the last). */
-		if (o->lock.wait_ms > 0 && mono_ms() >= o->conn.deadline_ms &&
-		    (look.broken || mono_ms() < until))
+		if (o->lock.wait_ms > 0 && deadline_passed(o->conn.deadline_ms) &&
+		    (look.broken || !deadline_passed(until)))
 			return in_delay(r, look.why);
 	}
 }
@@ -1245,7 +1257,8 @@ witness_or_err(struct run *r)
 	const struct opts *o = r->o;
 	struct err why;
 	char msg[sizeof(why.msg) + 32];
-	long by = mono_ms() + lease_of(o->check_ms).answer_ms, left;
+	mono_t by = deadline_in(lease_of(o->check_ms).answer_ms);
+	int64_t left;
 	struct conn_opts co = witness_opts(r, by);
 	int status = 0, rc = -1;
 
@@ -1255,10 +1268,10 @@ witness_or_err(struct run *r)
 	if (r->w == NULL)
 		r->w = conn_open(&co, &why);
 	if (r->w != NULL) {
-		left = by - mono_ms();
+		left = deadline_left(by);
 		rc = delay_witness(r->w, &r->lk.key, r->backend_pid,
-		    r->lk.shared, in_xact(r), r->lk.lease_ms, left > 1 ? left :
-		    1, &why);
+		    r->lk.shared, in_xact(r), r->lk.lease_ms, left > 1 ?
+		    (long)left : 1, &why);
 	}
 	if (rc == 0)
 		return 0;

@@ -116,20 +116,18 @@ hold_stdin(void)
 
 /* What arms the watchdog: the lease's end, and the command to outlive. */
 struct arm {
-	long kill_by;
+	mono_t kill_by;
 	long pid;
 };
 
 /* Wait until pid has exited (asked every 10 ms), or until t: 1 if it has. */
 static int
-await_exit(pid_t pid, long t)
+await_exit(pid_t pid, mono_t t)
 {
-	long now;
-
 	while (!tree_exited(pid)) {
-		if ((now = mono_ms()) >= t)
+		if (deadline_passed(t))
 			return 0;
-		sleep_until(now + 10 < t ? now + 10 : t);
+		sleep_until(mono_min(deadline_in(10), t));
 	}
 	return 1;
 }
@@ -162,7 +160,7 @@ end_all(pid_t shim)
 	while (!tree_exited(shim)) {
 		if (tree_signal(shim, SIGKILL, 0, 0) <= 0)
 			(void)kill(shim, SIGKILL);
-		sleep_until(mono_ms() + 10);
+		sleep_ms(10);
 	}
 	(void)kill(0, SIGKILL);
 	_exit(0);
@@ -179,19 +177,18 @@ watchdog(int fd, int session, const struct child *ch, int armed)
 {
 	struct pollfd p = { .fd = 3, .events = POLLIN };
 	struct arm msg = { ch->kill_by, ch->pid };
-	long kill_by = armed ? ch->kill_by : -1, t;
+	mono_t kill_by = armed ? ch->kill_by : NEVER, t;
 	ssize_t n;
 
 	close_others(fd, session);
 	for (;;) {
-		t = mono_ms();
 		/* Not renewed, pglock stopped: the server may free the lock. */
-		if (kill_by >= 0 && t >= kill_by) {
+		if (deadline_passed(kill_by)) {
 			if (ch->notify > 0)
 				(void)notify(ch->notify, ch->lost_sig);
 			end_all((pid_t)msg.pid);
 		}
-		if (poll(&p, 1, kill_by >= 0 ? (int)(kill_by - t) : -1) < 1)
+		if (poll(&p, 1, poll_ms(kill_by)) < 1)
 			continue;	/* the time came, or EINTR */
 		n = read(3, &msg, sizeof(msg));
 		if (n == (ssize_t)sizeof(msg)) {
@@ -205,9 +202,7 @@ watchdog(int fd, int session, const struct child *ch, int armed)
 		_exit(0);
 	if (ch->notify > 0)
 		(void)notify(ch->notify, ch->lost_sig);
-	t = mono_ms() + ch->kill_after_ms;
-	if (kill_by >= 0 && kill_by < t)
-		t = kill_by;
+	t = mono_min(deadline_in(ch->kill_after_ms), kill_by);
 	if (await_exit((pid_t)msg.pid, t))
 		(void)close(4);	/* all is gone: the lock may go */
 	sleep_until(t);
@@ -448,7 +443,8 @@ static __attribute__((noreturn)) void
 shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet)
 {
 	struct timespec ts, *tp;
-	long kill_at = -1, t;
+	mono_t kill_at = NEVER;
+	int64_t t;
 	sigset_t during = *quiet, outside = *quiet;
 	fd_set in;
 	pid_t r;
@@ -468,25 +464,25 @@ shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet)
 		if (r == -1 && errno == ECHILD)
 			_exit(0);
 		FD_ZERO(&in);
-		if (kill_at < 0)
+		if (kill_at == NEVER)
 			FD_SET(3, &in);
 		tp = NULL;
-		if (kill_at >= 0) {
-			t = kill_at > mono_ms() ? kill_at - mono_ms() : 0;
-			ts.tv_sec = t / 1000;
-			ts.tv_nsec = t % 1000 * 1000000;
+		if (kill_at != NEVER) {
+			t = deadline_left(kill_at);
+			ts.tv_sec = (time_t)(t / 1000);
+			ts.tv_nsec = (long)(t % 1000) * 1000000;
 			tp = &ts;
 		}
 		if (pselect(4, &in, NULL, NULL, tp, &during) == 1 &&
 		    (recv(3, &c, 1, MSG_DONTWAIT) != -1 || errno != EAGAIN)) {
 			if (tree_signal(getpid(), ch->lost_sig, 0, 0) == -1)
 				signal_group(0, ch->lost_sig);
-			kill_at = mono_ms() + ch->kill_after_ms;
-		} else if (kill_at >= 0 && mono_ms() >= kill_at) {
+			kill_at = deadline_in(ch->kill_after_ms);
+		} else if (deadline_passed(kill_at)) {
 			/* Again and again: a fork may race a pass. */
 			if (tree_signal(getpid(), SIGKILL, 0, 0) == -1)
 				(void)kill(0, SIGKILL);
-			kill_at = mono_ms() + 10;
+			kill_at = deadline_in(10);
 		}
 	}
 }
@@ -656,7 +652,7 @@ kill_command(const struct child *ch)
 			(void)kill(-ch->pgrp, SIGKILL);
 			return;
 		}
-		sleep_until(mono_ms() + 10);
+		sleep_ms(10);
 	}
 }
 
@@ -691,18 +687,15 @@ child_exec(char *const argv[], int *status, struct err *err)
  * p[0..3]: 0, or -1 (err).
  */
 static int
-wait_events(const struct child *ch, int fd, const long *at,
+wait_events(const struct child *ch, int fd, const mono_t *at,
     struct pollfd p[4], struct err *err)
 {
-	long t = mono_ms(), ms = at == NULL ? 0 : -1, d;
+	mono_t first = NEVER;
 	int i;
 
 	/* A time already past is due now: 0, never "none". */
-	for (i = 0; at != NULL && i < 3; i++) {
-		d = at[i] > t ? at[i] - t : 0;
-		if (at[i] >= 0 && (ms < 0 || d < ms))
-			ms = d;
-	}
+	for (i = 0; at != NULL && i < 3; i++)
+		first = mono_min(first, at[i]);
 	/* After EINTR poll() leaves revents alone: clear them first. */
 	memset(p, 0, 4 * sizeof(p[0]));
 	p[0].fd = sig_fd();
@@ -711,7 +704,7 @@ wait_events(const struct child *ch, int fd, const long *at,
 	p[2].fd = ch->watchdog_pid != -1 ? ch->watchdog_fd : -1;
 	p[3].fd = ch->gate;
 	p[0].events = p[1].events = p[2].events = p[3].events = POLLIN;
-	if (poll(p, 4, ms > INT_MAX ? INT_MAX : (int)ms) == -1 &&
+	if (poll(p, 4, at == NULL ? 0 : poll_ms(first)) == -1 &&
 	    errno != EINTR) {
 		err_set(err, "poll: %s", strerror(errno));
 		return -1;
@@ -778,17 +771,13 @@ stop_command(struct child *ch)
 
 /* Lost: stop the command; its KILL (*kill_at) comes by end, the lease's end. */
 static void
-stop_group(struct child *ch, long end, long *kill_at)
+stop_group(struct child *ch, mono_t end, mono_t *kill_at)
 {
-	long t = mono_ms();
-
 	ch->stopped = 1;
 	ch->session_fd = -1;	/* lost: a new watchdog has nothing to keep */
 	stop_command(ch);
-	if (*kill_at < 0 || t + ch->kill_after_ms < *kill_at)
-		*kill_at = t + ch->kill_after_ms;
-	if (end < *kill_at)
-		*kill_at = end;
+	*kill_at = mono_min(mono_min(*kill_at, deadline_in(ch->kill_after_ms)),
+	    end);
 }
 
 /*
@@ -853,7 +842,7 @@ end_orphans(struct child *ch)
 		}
 		if (n <= 0)
 			return;
-		sleep_until(mono_ms() + 10);
+		sleep_ms(10);
 	}
 }
 
@@ -883,8 +872,8 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
     struct err *err)
 {
 	struct pollfd p[4];
-	long t, due = -1, end = ch->kill_by, kill_at = -1, at[3];
-	long end_at = w->max_ms > 0 ? mono_ms() + w->max_ms : -1;
+	mono_t due = NEVER, end = ch->kill_by, kill_at = NEVER, at[3];
+	mono_t end_at = w->max_ms > 0 ? deadline_in(w->max_ms) : NEVER;
 	int watching = w->fd != -1, lost = 0, late = 0, st = 0, r, cst = 0;
 	int have = 0;
 	/*
@@ -896,7 +885,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	ch->stopped = 0;
 	ch->told = 0;
 	for (;;) {
-		at[0] = watching ? due : -1;
+		at[0] = watching ? due : NEVER;
 		at[1] = kill_at;
 		at[2] = end_at;
 		if (wait_events(ch, watching ? w->fd : -1, look ? NULL : at, p,
@@ -927,19 +916,18 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			lost = 1;
 			stop_group(ch, end, &kill_at);
 		}
-		t = mono_ms();
-		if (end_at >= 0 && t >= end_at) {
+		if (deadline_passed(end_at)) {
 			/* --max-time: as timeout(1) does, then KILL later. */
-			end_at = -1;
+			end_at = NEVER;
 			if (!lost) {
 				late = 1;
 				stop_command(ch);
-				kill_at = t + ch->kill_after_ms;
+				kill_at = deadline_in(ch->kill_after_ms);
 			}
 		}
-		if (kill_at >= 0 && t >= kill_at) {
+		if (deadline_passed(kill_at)) {
 			kill_command(ch);
-			kill_at = t + 100;	/* till the shim is gone */
+			kill_at = deadline_in(100);	/* till the shim is gone */
 		}
 	}
 	command_status(ch, st, have, cst, status);

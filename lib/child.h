@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include "clock.h"
 #include "err.h"
 
 struct child {
@@ -19,7 +20,7 @@ struct child {
 				   its group if it leads one), or 0 */
 	int session_fd;		/* the database socket, which the watchdog
 				   keeps open till the command is gone, or -1 */
-	long kill_by;		/* mono_ms() of the lease's end: the watchdog
+	mono_t kill_by;		/* mono_ms() of the lease's end: the watchdog
 				   KILLs the group then unless child_wait()
 				   renews it; -1: never */
 	/* Kept by the functions below: */
@@ -97,7 +98,7 @@ struct child_watch {
 	 * in *due has come: 1 while the lock is held, 0 when lost (reason in
 	 * err); *end: by when the command must be dead, renewed as it goes.
 	 */
-	int (*step)(void *arg, int readable, long *due, long *end,
+	int (*step)(void *arg, int readable, mono_t *due, mono_t *end,
 	    struct err *err);
 	/* After the command exited: 1 held to the end, 0 lost (err). */
 	int (*finish)(void *arg, struct err *err);

@@ -162,11 +162,13 @@ start_once(const char *const *keys, const char *const *vals,
  * err and *retry set if a later try may win. o->c is NULL after.
  */
 static PGconn *
-end_once(struct conn_opening *o, long until_ms, int *retry, struct err *err)
+end_once(struct conn_opening *o, mono_t until_ms, int *retry,
+    struct err *err)
 {
 	PGconn *c = o->c;
 	enum conn_ready ready;
-	long limit, user_ms;
+	mono_t limit;
+	long user_ms;
 
 	*retry = 0;
 	if (c == NULL) {
@@ -174,9 +176,7 @@ end_once(struct conn_opening *o, long until_ms, int *retry, struct err *err)
 		return NULL;
 	}
 	user_ms = user_timeout_ms(c);
-	limit = user_ms < 0 ? until_ms : mono_ms() + user_ms;
-	if (until_ms >= 0 && until_ms < limit)
-		limit = until_ms;
+	limit = mono_min(until_ms, deadline_in(user_ms));
 	ready = conn_opening_wait(o, limit);
 	o->c = NULL;
 	if (ready == CONN_LATE)
@@ -211,7 +211,7 @@ end_once(struct conn_opening *o, long until_ms, int *retry, struct err *err)
  * server: *retry set, as for libpq's "server is in hot standby mode".
  */
 static PGconn *
-primary_only(PGconn *c, long by, int *retry, struct err *err)
+primary_only(PGconn *c, mono_t by, int *retry, struct err *err)
 {
 	struct budget b = budget_of(by, CONN_ANSWER_MS);
 
@@ -273,7 +273,7 @@ conn_start(const struct conn_opts *o, struct conn_opening *op,
 }
 
 PGconn *
-conn_finish(struct conn_opening *op, long by, struct err *err)
+conn_finish(struct conn_opening *op, mono_t by, struct err *err)
 {
 	PGconn *c;
 	int retry;
@@ -288,7 +288,9 @@ conn_open(const struct conn_opts *o, struct err *err)
 {
 	const char *keys[16], *vals[16];
 	struct conn_opening op;
-	long start = mono_ms(), until = -1, by, pause;
+	mono_t start = mono_ms(), until = NEVER, by;
+	long pause;
+	int64_t left;
 	PGconn *c;
 	int attempt, retry;
 
@@ -297,37 +299,36 @@ conn_open(const struct conn_opts *o, struct err *err)
 	conn_said_reset();
 	/* Retries end at --connect-timeout; everything ends at -w. */
 	if (o->connect_ms > 0)
-		until = start + o->connect_ms;
-	if (o->deadline_ms >= 0 && (until < 0 || o->deadline_ms < until))
-		until = o->deadline_ms;
+		until = mono_after(start, o->connect_ms);
+	until = mono_min(until, o->deadline_ms);
 	srandom((unsigned)getpid() ^ (unsigned)start);
 	for (attempt = 0;; attempt++) {
 		/* -n: an attempt waits no longer for an answer than a query. */
 		by = until;
-		if (o->attempt_ms > 0 &&
-		    (by < 0 || by > mono_ms() + o->attempt_ms))
-			by = mono_ms() + o->attempt_ms;
+		if (o->attempt_ms > 0)
+			by = mono_min(by, deadline_in(o->attempt_ms));
 		start_once(keys, vals, &op);
 		c = end_once(&op, by, &retry, err);
 		if (c != NULL && (c = primary_only(c, by, &retry, err)) != NULL)
 			break;
 		if (!retry || o->connect_ms == 0)
 			return NULL;
-		if (attempt == 0 && o->retrying != NULL && until >= 0)
-			o->retrying(err->msg, until - mono_ms());
+		if (attempt == 0 && o->retrying != NULL && until != NEVER)
+			o->retrying(err->msg, (long)deadline_left(until));
 		/*
 		 * Full jitter: a fleet that failed together spreads out. The
 		 * last attempt leaves itself 100 ms before the window closes.
 		 */
 		pause = random() % ((attempt < 6 ? 50L << attempt : 2000) + 1);
-		if (mono_ms() + pause > until - 100)
-			pause = until - 100 - mono_ms();
+		left = deadline_left(until) - 100;
+		if (pause > left)
+			pause = (long)left;
 		if (pause < 0) {
 			err_add(err, " (gave up after %d attempts in %.1fs)",
-			    attempt + 1, (double)(mono_ms() - start) / 1000.0);
+			    attempt + 1, (double)ms_since(start) / 1000.0);
 			return NULL;
 		}
-		sleep_until(mono_ms() + pause);
+		sleep_ms(pause);
 	}
 	return c;
 }

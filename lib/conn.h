@@ -8,6 +8,7 @@
 
 #include <libpq-fe.h>
 
+#include "clock.h"
 #include "err.h"
 #include "query.h"
 
@@ -18,7 +19,7 @@ struct conn_opts {
 	const char *user;	/* -U */
 	const char *appname;	/* fallback application_name */
 	long connect_ms;	/* retry refusals this long; 0: one try */
-	long deadline_ms;	/* mono_ms() by which to give up; -1: none */
+	mono_t deadline_ms;	/* mono_ms() by which to give up; NEVER: none */
 	long attempt_ms;	/* an attempt unanswered this long is given
 				   up (-n); 0: none but the above */
 	/* Told once, at the first refusal retried: why, and for how long. */
@@ -46,7 +47,7 @@ int conn_start(const struct conn_opts *o, struct conn_opening *op,
  * End the try conn_start() began, by by (mono_ms(); -1: never): the
  * connection to a primary, or NULL (the reason in err); op->c NULL after.
  */
-PGconn *conn_finish(struct conn_opening *op, long by, struct err *err);
+PGconn *conn_finish(struct conn_opening *op, mono_t by, struct err *err);
 
 /* Why a standby is refused, as conn_open() and the lock's check say it. */
 #define CONN_STANDBY_SAID "the server is a standby (in recovery), where an " \

@@ -203,13 +203,13 @@ delay_queue(PGconn *c, const char *id, int shared, long idle_ms, int xact,
  */
 static PGresult *
 answer(PGconn *c, int queued, const char *sql, const char *const *params,
-    long by, long ms, struct err *err)
+    mono_t by, long ms, struct err *err)
 {
-	long left = by - mono_ms();
+	int64_t left = deadline_left(by);
 
 	if (queued)
 		return conn_pipe_result(c, by, ms, err);
-	return conn_exec(c, sql, params, left > 0 ? left : 1, err);
+	return conn_exec(c, sql, params, left > 0 ? (long)left : 1, err);
 }
 
 int
@@ -219,7 +219,7 @@ delay_look(PGconn *c, const char *id, int shared, long lease_ms, long idle_ms,
 	char num[2][24], sql[96];
 	const char *params[3] = { num[0], num[1], NULL };
 	int queued = conn_piped(c), rc;
-	long by = mono_ms() + ms;
+	mono_t by = deadline_in(ms);
 	PGresult *res;
 	struct err late;
 
@@ -311,7 +311,7 @@ delay_witness(PGconn *w, const struct key *k, int pid, int shared, int xact,
 {
 	char id[48], num[24], tag[4][24];
 	const char *params[6] = { num, tag[0], tag[1], tag[2], tag[3], NULL };
-	long by = mono_ms() + ms;
+	mono_t by = deadline_in(ms);
 	uint32_t classid, objid;
 	int objsubid, i, n = 0, held = 0, rc = 0;
 	PGresult *res;

@@ -10,21 +10,21 @@
 
 void
 lease_start(struct lease_check *k, PGconn *c, const struct lock_req *lk,
-    const struct lease_aside *aside, long check_ms, long since)
+    const struct lease_aside *aside, long check_ms, mono_t since)
 {
 	k->conn = c;
 	k->lock = lk;
 	k->aside = aside;
 	k->lease = lease_of(check_ms);
-	k->sent = -1;
-	k->next = since + check_ms;
+	k->sent = NEVER;
+	k->next = mono_after(since, check_ms);
 	k->answered = since;
 }
 
-long
+mono_t
 lease_end(const struct lease_check *k)
 {
-	return k->answered + k->lease.dead_ms;
+	return mono_after(k->answered, k->lease.dead_ms);
 }
 
 static void
@@ -41,12 +41,12 @@ unanswered(const struct lease *l, struct err *err)
  */
 static int
 renewed(const struct lease_aside *aside, const struct lock_req *lk,
-    const struct lease *l, int sync, long sent, struct err *err)
+    const struct lease *l, int sync, mono_t sent, struct err *err)
 {
 	struct err why;
 
 	if (aside == NULL || !sync || lock_renew_aside(aside->conn, lk,
-	    aside->pid, sent + l->answer_ms, &why))
+	    aside->pid, mono_after(sent, l->answer_ms), &why))
 		return 1;
 	err_set(err, "the lease was not renewed within %.3g s by a commit a "
 	    "synchronous standby confirmed: %s", (double)l->answer_ms / 1000.0,
@@ -67,29 +67,30 @@ take_answer(struct lease_check *k, struct err *err)
 	case 1:
 		return 1;
 	}
-	if (k->sent < 0)
+	if (k->sent == NEVER)
 		return 1;
-	if (lock_check_read(k->conn, k->sent + k->lease.answer_ms, NULL, &sync,
+	if (lock_check_read(k->conn, mono_after(k->sent, k->lease.answer_ms),
+	    NULL, &sync,
 	    err) != 1 || !renewed(k->aside, k->lock, &k->lease, sync, k->sent,
 	    err))
 		return 0;
 	/* The lease runs from the answered check's sending. */
 	k->answered = k->sent;
-	k->sent = -1;
+	k->sent = NEVER;
 	return 1;
 }
 
 int
 lease_fresh(PGconn *c, const struct lock_req *lk,
-    const struct lease_aside *aside, long check_ms, long *since,
+    const struct lease_aside *aside, long check_ms, mono_t *since,
     struct err *err)
 {
 	const struct lease l = lease_of(check_ms);
-	long sent = mono_ms();
+	mono_t sent = mono_ms(), by = mono_after(sent, l.answer_ms);
 	int sync = 0;
 
 	/* Renewed aside or not, a grant's lease is the check's to say. */
-	if (sent - *since < l.answer_ms && aside == NULL)
+	if (ms_since(*since) < l.answer_ms && aside == NULL)
 		return 1;
 	/* Parse what came meanwhile, such as why the server hung up. */
 	(void)conn_take_input(c);
@@ -97,7 +98,7 @@ lease_fresh(PGconn *c, const struct lock_req *lk,
 		conn_reason(c, err);
 		return 0;
 	}
-	switch (conn_await(c, sent + l.answer_ms)) {
+	switch (conn_await(c, by)) {
 	case CONN_LATE:
 		unanswered(&l, err);
 		return 0;
@@ -107,13 +108,13 @@ lease_fresh(PGconn *c, const struct lock_req *lk,
 	case CONN_READY:
 		break;
 	}
-	if (lock_check_read(c, sent + l.answer_ms, NULL, &sync, err) != 1 ||
+	if (lock_check_read(c, by, NULL, &sync, err) != 1 ||
 	    !renewed(aside, lk, &l, sync, sent, err))
 		return 0;
 	/* pglock itself may have been stopped since the answer came. */
-	if (mono_ms() - sent >= l.answer_ms) {
+	if (deadline_passed(by)) {
 		err_set(err, "the lock check's answer was read only after "
-		    "%.3g s", (double)(mono_ms() - sent) / 1000.0);
+		    "%.3g s", (double)ms_since(sent) / 1000.0);
 		return 0;
 	}
 	*since = sent;
@@ -121,34 +122,35 @@ lease_fresh(PGconn *c, const struct lock_req *lk,
 }
 
 int
-lease_step(void *arg, int readable, long *due, long *end, struct err *err)
+lease_step(void *arg, int readable, mono_t *due, mono_t *end,
+    struct err *err)
 {
 	struct lease_check *k = arg;
 	const struct lease *l = &k->lease;
 	int held = !readable || take_answer(k, err);
-	long t;
+	mono_t t;
 
 	*end = lease_end(k);
 	if (!held)
 		return 0;
 	t = mono_ms();
-	if (t >= k->answered + l->dead_ms) {
+	if (t >= lease_end(k)) {
 		/* pglock itself was stopped that long. */
 		err_set(err, "no check was answered for %.3g s",
 		    (double)l->dead_ms / 1000.0);
 		return 0;
 	}
-	if (k->sent >= 0 && t >= k->sent + l->answer_ms) {
+	if (k->sent != NEVER && t >= mono_after(k->sent, l->answer_ms)) {
 		unanswered(l, err);
 		return 0;
 	}
-	if (k->sent < 0 && t >= k->next) {
+	if (k->sent == NEVER && t >= k->next) {
 		if (lock_check_send(k->conn, k->lock, err) == -1)
 			return 0;
 		k->sent = t;
-		k->next = t + l->check_ms;
+		k->next = mono_after(t, l->check_ms);
 	}
-	*due = k->sent >= 0 ? k->sent + l->answer_ms : k->next;
+	*due = k->sent != NEVER ? mono_after(k->sent, l->answer_ms) : k->next;
 	return 1;
 }
 
@@ -157,9 +159,9 @@ lease_finish(void *arg, struct err *err)
 {
 	struct lease_check *k = arg;
 
-	if (k->sent < 0)
+	if (k->sent == NEVER)
 		return 1;
-	switch (conn_await(k->conn, k->sent + k->lease.answer_ms)) {
+	switch (conn_await(k->conn, mono_after(k->sent, k->lease.answer_ms))) {
 	case CONN_LATE:
 		unanswered(&k->lease, err);
 		return 0;
@@ -169,6 +171,6 @@ lease_finish(void *arg, struct err *err)
 	case CONN_READY:
 		break;
 	}
-	return lock_check_read(k->conn, k->sent + k->lease.answer_ms, NULL,
-	    NULL, err) == 1;
+	return lock_check_read(k->conn, mono_after(k->sent,
+	    k->lease.answer_ms), NULL, NULL, err) == 1;
 }

@@ -9,6 +9,7 @@
 
 #include <libpq-fe.h>
 
+#include "clock.h"
 #include "err.h"
 #include "lock.h"
 #include "query.h"
@@ -68,7 +69,7 @@ struct lease_aside {
  * lost or comes late (the reason in err): the command must not start.
  */
 int lease_fresh(PGconn *c, const struct lock_req *lk,
-    const struct lease_aside *aside, long check_ms, long *since,
+    const struct lease_aside *aside, long check_ms, mono_t *since,
     struct err *err);
 
 /* The checks of one held lock: what is in flight, and what is due. */
@@ -77,25 +78,26 @@ struct lease_check {
 	const struct lock_req *lock;
 	const struct lease_aside *aside;	/* NULL: renewed by the checks */
 	struct lease lease;
-	long sent;	/* mono_ms() the check in flight was sent; -1: none */
-	long next;	/* when the next check is due */
-	long answered;	/* when the last answered check was sent (at
+	mono_t sent;	/* mono_ms() the check in flight was sent; NEVER: none */
+	mono_t next;	/* when the next check is due */
+	mono_t answered;	/* when the last answered check was sent (at
 			   first, lease_start()'s since) */
 };
 
 /* Checks of lk, held on c since (mono_ms()), every check_ms. */
 void lease_start(struct lease_check *k, PGconn *c, const struct lock_req *lk,
-    const struct lease_aside *aside, long check_ms, long since);
+    const struct lease_aside *aside, long check_ms, mono_t since);
 
 /* mono_ms() by which the command must be dead unless a check renews it. */
-long lease_end(const struct lease_check *k);
+mono_t lease_end(const struct lease_check *k);
 
 /*
  * A child_watch's step (lib/child.h) on k, a struct lease_check: read an
  * answer, which renews the lease, or send the check due. 0 when the lock is
  * lost or unproven (reason in err); *end is what lease_end() says now.
  */
-int lease_step(void *k, int readable, long *due, long *end, struct err *err);
+int lease_step(void *k, int readable, mono_t *due, mono_t *end,
+    struct err *err);
 
 /*
  * After the command exited: read a check still in flight, within its bound,

@@ -196,7 +196,7 @@ check_result(PGresult *res, int *pid, int *sync, struct err *err)
 }
 
 int
-lock_check_read(PGconn *c, long by, int *pid, int *sync, struct err *err)
+lock_check_read(PGconn *c, mono_t by, int *pid, int *sync, struct err *err)
 {
 	PGresult *res;
 	enum conn_ready ready;
@@ -304,7 +304,7 @@ lock_seen(PGconn *c, const struct lock_req *r, int pid, long ms,
 
 int
 lock_renew_aside(const struct conn_opts *co, const struct lock_req *r,
-    int pid, long by, struct err *err)
+    int pid, mono_t by, struct err *err)
 {
 	struct conn_opts o = *co;
 	PGresult *res;
@@ -312,24 +312,25 @@ lock_renew_aside(const struct conn_opts *co, const struct lock_req *r,
 	int rc = 0;
 
 	/* A refusal for load is retried, within the check's bound. */
-	o.connect_ms = by - mono_ms();
+	o.connect_ms = (long)deadline_left(by);
 	o.deadline_ms = by;
 	o.attempt_ms = 0;
 	o.retrying = NULL;
 	if ((c = conn_open(&o, err)) == NULL)
 		return 0;
-	if ((res = conn_exec(c, "BEGIN", NULL, by - mono_ms(), err)) != NULL &&
+	if ((res = conn_exec(c, "BEGIN", NULL, (long)deadline_left(by),
+	    err)) != NULL &&
 	    PQresultStatus(res) != PGRES_COMMAND_OK)
 		conn_result_error(res, err);
-	else if (res != NULL && (rc = seen(c, r, pid, 1, by - mono_ms(),
-	    err)) == 0)
+	else if (res != NULL && (rc = seen(c, r, pid, 1,
+	    (long)deadline_left(by), err)) == 0)
 		err_set(err, "the lock's renewal reached another server than "
 		    "the lock's (through a proxy?)");
 	PQclear(res);
-	if (rc == 1 && conn_end(c, 1, by - mono_ms(), err) == -1) {
+	if (rc == 1 && conn_end(c, 1, (long)deadline_left(by), err) == -1) {
 		rc = 0;
 		/* The commit waits on: let its server process go. */
-		if (mono_ms() >= by) {
+		if (deadline_passed(by)) {
 			conn_cancel(c);
 			err_set(err, "its commit was not confirmed in time (a "
 			    "primary cut off from its synchronous standbys?)");
@@ -471,7 +472,7 @@ drain(PGconn *c, const struct lock_req *r, int *sig, struct err *err)
 	    -1)
 		return -1;
 	for (i = 0; i < r->then; i++)
-		if (conn_pipe_discard(c, mono_ms() + ms, ms, err != NULL ? err :
+		if (conn_pipe_discard(c, deadline_in(ms), ms, err != NULL ? err :
 		    &later) == -1)
 			return -1;
 	(void)conn_pipe_leave(c);

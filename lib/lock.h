@@ -95,7 +95,7 @@ int lock_check_send(PGconn *c, const struct lock_req *r, struct err *err);
  * synchronous standbys into *sync unless NULL: 1 still held, 0 gone, -1 error
  * or late; the reason in err.
  */
-int lock_check_read(PGconn *c, long by, int *pid, int *sync,
+int lock_check_read(PGconn *c, mono_t by, int *pid, int *sync,
     struct err *err);
 
 /*
@@ -147,7 +147,7 @@ int lock_seen(PGconn *c, const struct lock_req *r, int pid, long ms,
  * to the new one, where the lock is not).
  */
 int lock_renew_aside(const struct conn_opts *o, const struct lock_req *r,
-    int pid, long by, struct err *err);
+    int pid, mono_t by, struct err *err);
 
 /* The reason given when the server is a standby. */
 extern const char lock_standby_said[];

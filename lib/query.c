@@ -70,7 +70,7 @@ conn_take_input(PGconn *c)
 }
 
 PGresult *
-conn_result_by(PGconn *c, long by, enum conn_ready *ready)
+conn_result_by(PGconn *c, mono_t by, enum conn_ready *ready)
 {
 	*ready = conn_await(c, by);
 	return *ready == CONN_READY ? PQgetResult(c) : NULL;
@@ -81,7 +81,7 @@ conn_exec(PGconn *c, const char *sql, const char *const *params, long ms,
     struct err *err)
 {
 	PGresult *res = NULL, *next;
-	long by = mono_ms() + ms;
+	mono_t by = deadline_in(ms);
 	int n = 0;
 
 	while (params != NULL && params[n] != NULL)
@@ -138,7 +138,7 @@ int
 conn_settle(PGconn *c)
 {
 	PGresult *res;
-	long by = mono_ms() + 2000;
+	mono_t by = deadline_in(2000);
 
 	if (PQstatus(c) != CONNECTION_OK)
 		return -1;
@@ -156,7 +156,7 @@ conn_settle(PGconn *c)
 }
 
 PGresult *
-conn_pipe_result(PGconn *c, long by, long ms, struct err *err)
+conn_pipe_result(PGconn *c, mono_t by, long ms, struct err *err)
 {
 	PGresult *res = NULL, *next;
 	enum conn_ready ready;
@@ -200,20 +200,20 @@ conn_pipe_result(PGconn *c, long by, long ms, struct err *err)
 }
 
 int
-conn_pipe_discard(PGconn *c, long by, long ms, struct err *err)
+conn_pipe_discard(PGconn *c, mono_t by, long ms, struct err *err)
 {
-	long quick = mono_ms() + CONN_DISCARD_MS;
+	mono_t quick = mono_min(by, deadline_in(CONN_DISCARD_MS));
 
-	if (conn_pipe_skip(c, by >= 0 && by < quick ? by : quick, ms, err) == 0)
+	if (conn_pipe_skip(c, quick, ms, err) == 0)
 		return 0;
-	if (PQstatus(c) != CONNECTION_OK || (by >= 0 && mono_ms() >= by))
+	if (PQstatus(c) != CONNECTION_OK || deadline_passed(by))
 		return -1;
 	conn_cancel(c);		/* waiting: a table locked */
 	return conn_pipe_skip(c, by, ms, err);
 }
 
 int
-conn_pipe_skip(PGconn *c, long by, long ms, struct err *err)
+conn_pipe_skip(PGconn *c, mono_t by, long ms, struct err *err)
 {
 	PGresult *res;
 	int synced;
@@ -248,7 +248,7 @@ conn_end(PGconn *c, int commit, long ms, struct err *err)
 }
 
 struct budget
-budget_of(long by, long ms)
+budget_of(mono_t by, long ms)
 {
 	struct budget b = { .by = by, .ms = ms, .over = 0 };
 
@@ -258,12 +258,12 @@ budget_of(long by, long ms)
 long
 budget_ms(const struct budget *b, long ms)
 {
-	long left;
+	int64_t left;
 
-	if (b == NULL || b->by < 0 || b->over)
+	if (b == NULL || b->by == NEVER || b->over)
 		return ms;
-	left = b->by - mono_ms();
-	return left < 1 ? 1 : left < ms ? left : ms;
+	left = deadline_left(b->by);
+	return left < 1 ? 1 : left < ms ? (long)left : ms;
 }
 /* What ended a conn_wait(). */
 enum conn_event {
@@ -305,12 +305,12 @@ opening_step(struct conn_opening *o, const struct pollfd *p)
 }
 
 enum conn_ready
-conn_opening_wait(struct conn_opening *o, long by)
+conn_opening_wait(struct conn_opening *o, mono_t by)
 {
 	struct pollfd p;
 
 	while (opening_fd(o, &p)) {
-		if (by >= 0 && mono_ms() >= by)
+		if (deadline_passed(by))
 			return CONN_LATE;
 		if (poll(&p, 1, poll_ms(by)) == -1 && errno != EINTR)
 			return CONN_BROKEN;
@@ -325,11 +325,10 @@ conn_opening_wait(struct conn_opening *o, long by)
  * once cancelled; the answer is then waited for 5 s at most.
  */
 static enum conn_event
-conn_wait(PGconn *c, long by, int cancelled, int tick_ms, int *sig)
+conn_wait(PGconn *c, mono_t by, int cancelled, int tick_ms, int *sig)
 {
 	struct pollfd p[3];
 	double give_up = mono_seconds() + 5;
-	long t;
 	int n, ms;
 
 	while (PQisBusy(c)) {
@@ -345,11 +344,10 @@ conn_wait(PGconn *c, long by, int cancelled, int tick_ms, int *sig)
 		(void)opening_fd(beside, &p[2]);
 		/* After a cancel the server answers at once, or never. */
 		ms = cancelled ? 1000 : tick_ms;
-		t = mono_ms();
-		if (by >= 0 && t >= by)
+		if (deadline_passed(by))
 			return EV_DEADLINE;
-		if (by >= 0 && (ms < 0 || by - t < ms))
-			ms = (int)(by - t);
+		if (by != NEVER && (ms < 0 || poll_ms(by) < ms))
+			ms = poll_ms(by);
 		n = poll(p, 3, ms);
 		if (n == -1 && errno != EINTR)
 			return EV_BROKEN;
@@ -372,7 +370,7 @@ conn_wait(PGconn *c, long by, int cancelled, int tick_ms, int *sig)
 }
 
 enum conn_ready
-conn_await(PGconn *c, long by)
+conn_await(PGconn *c, mono_t by)
 {
 	enum conn_event ev = conn_wait(c, by, 0, -1, NULL);
 
@@ -420,7 +418,7 @@ static PGresult *
 conn_next(PGconn *c, struct budget *b, int *sig, void (*tick)(void *),
     void *arg, int *failed, struct err *err)
 {
-	long by = b == NULL ? -1 : b->over ? 0 : b->by;
+	mono_t by = b == NULL ? NEVER : b->over ? 0 : b->by;
 	int s;
 
 	*failed = 0;

@@ -8,6 +8,7 @@
 
 #include <libpq-fe.h>
 
+#include "clock.h"
 #include "err.h"
 
 /*
@@ -50,14 +51,14 @@ int conn_take_input(PGconn *c);
  * server outlasts -w or -n.
  */
 struct budget {
-	long by;		/* mono_ms(); -1: no bound */
+	mono_t by;		/* mono_ms(); NEVER: no bound */
 	long ms;		/* what by allowed, for the message */
 	int over;		/* by came, what ran was cancelled: later
 				   waits fail at once, cancelling nothing */
 };
 
 /* The budget that ends at by (-1: none), ms being what it allows. */
-struct budget budget_of(long by, long ms);
+struct budget budget_of(mono_t by, long ms);
 
 /*
  * At most ms, and no more than what is left of b (1 at least): the bound of a
@@ -85,7 +86,7 @@ enum conn_ready {
 void conn_cancel(PGconn *c);
 
 /* Wait, until mono_ms() reaches by, until an answer on c can be read. */
-enum conn_ready conn_await(PGconn *c, long by);
+enum conn_ready conn_await(PGconn *c, mono_t by);
 
 /*
  * A connection being opened without blocking (PQconnectStartParams()): its
@@ -101,7 +102,7 @@ struct conn_opening {
  * Wait until by (mono_ms(); -1: never) for o's handshake to end: CONN_READY
  * (PQstatus() says how it ended), CONN_LATE, or CONN_BROKEN if poll failed.
  */
-enum conn_ready conn_opening_wait(struct conn_opening *o, long by);
+enum conn_ready conn_opening_wait(struct conn_opening *o, mono_t by);
 
 /*
  * o (NULL: none) is opened beside the session whose answers pglock awaits,
@@ -115,7 +116,7 @@ void conn_beside(struct conn_opening *o);
  * conn_await(c, by) into *ready, then, if CONN_READY, the next result (NULL:
  * a statement's end, or the connection failed).
  */
-PGresult *conn_result_by(PGconn *c, long by, enum conn_ready *ready);
+PGresult *conn_result_by(PGconn *c, mono_t by, enum conn_ready *ready);
 
 /*
  * Run sql with params (NULL-terminated, or NULL), waiting at most ms: its first
@@ -137,20 +138,20 @@ int conn_settle(PGconn *c);
  * reason in err: no answer in time, the connection failed, or the server
  * ended the session (a FATAL) instead of answering.
  */
-PGresult *conn_pipe_result(PGconn *c, long by, long ms, struct err *err);
+PGresult *conn_pipe_result(PGconn *c, mono_t by, long ms, struct err *err);
 
 /*
  * Read a pipeline's answers to its next sync, as conn_pipe_result(): 0, or -1
  * (the reason in err). c stays in pipeline mode.
  */
-int conn_pipe_skip(PGconn *c, long by, long ms, struct err *err);
+int conn_pipe_skip(PGconn *c, mono_t by, long ms, struct err *err);
 
 /*
  * The same for answers nobody will read (statements queued behind a lock that
  * was not granted): what has not answered within CONN_DISCARD_MS (waiting,
  * say, on a table another session locked) is cancelled, and then read.
  */
-int conn_pipe_discard(PGconn *c, long by, long ms, struct err *err);
+int conn_pipe_discard(PGconn *c, mono_t by, long ms, struct err *err);
 #define CONN_DISCARD_MS 500L
 
 /*

@@ -415,7 +415,7 @@ runs_queue_read(PGconn *c, const char *table, const char *key,
 }
 
 int
-runs_read_queued(PGconn *c, const struct runs_when *w, long by, long ms,
+runs_read_queued(PGconn *c, const struct runs_when *w, mono_t by, long ms,
     struct runs_row *row, struct err *err)
 {
 	PGresult *res;

@@ -97,7 +97,7 @@ int runs_read_when(PGconn *c, const char *table, const char *key,
  */
 int runs_queue_read(PGconn *c, const char *table, const char *key,
     const struct runs_when *w, int xact, struct err *err);
-int runs_read_queued(PGconn *c, const struct runs_when *w, long by, long ms,
+int runs_read_queued(PGconn *c, const struct runs_when *w, mono_t by, long ms,
     struct runs_row *row, struct err *err);
 
 /*

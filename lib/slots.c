@@ -197,7 +197,7 @@ take_held(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 {
 	struct slotter s = { c, r, sig, err };
 	struct key k;
-	long until = r->wait_ms > 0 ? mono_ms() + r->wait_ms : -1;
+	mono_t until = r->wait_ms > 0 ? deadline_in(r->wait_ms) : NEVER;
 	char ids[2][24], sql[512], *list;
 	const char *qparams[2] = { ids[0], NULL }, *params[3];
 	enum slot_state got;
@@ -236,7 +236,7 @@ take_held(PGconn *c, struct lock_req *r, int *backend_pid, int *sig,
 		    err);
 		if (got == SLOT_GOT)
 			queued = 0;
-		else if (got == SLOT_NONE && (until < 0 || mono_ms() < until))
+		else if (got == SLOT_NONE && !deadline_passed(until))
 			got = SLOT_WAITING;
 	}
 	free(list);
