@@ -594,12 +594,16 @@ once_verdict(struct run *r, const struct runs_row *row, long long spread)
 	const struct opts *o = r->o;
 	char said[6144];
 
+	/*
+	 * A --once* run is a skip, as a slot done (cron mails nothing for
+	 * the whole window); a --record run fails loudly (a deploy freeze).
+	 */
 	if (row->paused) {
-		if (!o->quiet)
-			say("%s is %s", o->label, pause_said(row->paused_until,
+		if (o->once ? o->verbose : !o->quiet)
+			say("%s is %s%s", o->label, pause_said(row->paused_until,
 			    row->paused_host, row->paused_reason, said,
-			    sizeof(said)));
-		return NOT_GOT;
+			    sizeof(said)), o->once ? ": not run" : "");
+		return o->once ? 1 : NOT_GOT;
 	}
 	setenv_or_err("PGLOCK_LAST_OK", row->last_ok);
 	if (o->period_ms > 0) {

@@ -252,7 +252,7 @@ beside() {
 	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
 	run -0 faketime -f '-2h' "$PGLOCK" --pause --for 1h skew-p
 	[ "$(sql "SELECT paused_until - paused_at = interval '1 hour' AND abs(extract(epoch FROM paused_at - now())) < 60 FROM pglock_runs WHERE key = 'skew-p'")" = t ]
-	run -1 --separate-stderr faketime -f '+2h' "$PGLOCK" --once skew-p touch "$BATS_TEST_TMPDIR/ran"
+	run -1 --separate-stderr faketime -f '+2h' "$PGLOCK" --record skew-p touch "$BATS_TEST_TMPDIR/ran"
 	[[ "$stderr" == "pglock: skew-p is paused until "*" by $(hostname)" ]]
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	# faketime did move the clock. (faketime itself once failed here under

@@ -91,23 +91,29 @@ paused_line() {
 @test "a pause's reason reaches a paused run's line, and --ok-within's, escaped: one line, no ESC" {
 	run -0 pglock --record pe-k true
 	run -0 pglock --pause --reason $'red \e[31m\nnow' pe-k
-	run -1 --separate-stderr timeout 20 "$PGLOCK" --once pe-k true
+	run -1 --separate-stderr timeout 20 "$PGLOCK" --record pe-k true
 	assert_equal "$stderr" "$(paused_line pe-k --resume 'red \x1b[31m\nnow')"
 	run -0 --separate-stderr timeout 20 "$PGLOCK" --status --ok-within 1h pe-k
 	assert_output "pe-k: paused until --resume by $(hostname): red \x1b[31m\nnow"
 }
 
-@test "--pause: --once, --once-per and --record runs of KEY run nothing, say so in one line and exit 1, in either scope; a plain run still runs; --resume ends it" {
+@test "--pause: --once and --once-per runs of KEY skip (exit 0, silent but under -v), --record runs say so in one line and exit 1, in either scope; none runs; a plain run still runs; --resume ends it" {
 	run -0 --separate-stderr pglock --pause --reason 'disk swap, see #ops' p-k
 	assert_output ''
 	assert_equal "$stderr" ''
 	for scope in session transaction; do
-		for opt in --once '--once-per 1000d' --record; do
+		for opt in --once '--once-per 1000d'; do
 			# shellcheck disable=SC2086
-			run -1 --separate-stderr timeout 20 "$PGLOCK" --scope "$scope" $opt p-k touch "$BATS_TEST_TMPDIR/ran"
+			run -0 --separate-stderr timeout 20 "$PGLOCK" --scope "$scope" $opt p-k touch "$BATS_TEST_TMPDIR/ran"
 			assert_output ''
-			assert_equal "$stderr" "$(paused_line p-k --resume 'disk swap, see #ops')"
+			assert_equal "$stderr" ''
+			# shellcheck disable=SC2086
+			run -0 --separate-stderr timeout 20 "$PGLOCK" -v --scope "$scope" $opt p-k touch "$BATS_TEST_TMPDIR/ran"
+			assert_equal "$stderr" "$(paused_line p-k --resume 'disk swap, see #ops'): not run"
 		done
+		run -1 --separate-stderr timeout 20 "$PGLOCK" --scope "$scope" --record p-k touch "$BATS_TEST_TMPDIR/ran"
+		assert_output ''
+		assert_equal "$stderr" "$(paused_line p-k --resume 'disk swap, see #ops')"
 	done
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	free "$(sha_id p-k)"
@@ -125,13 +131,15 @@ paused_line() {
 	assert_equal "$stderr" ''
 }
 
-@test "a paused run: -E 0 exits 0 and -E 3 exits 3, saying so; -q says nothing; no --reason, no colon" {
+@test "a paused --record run: -E 0 exits 0 and -E 3 exits 3, saying so; -q says nothing; no --reason, no colon; a paused --once* run exits 0 whatever -E" {
 	run -0 pglock --pause e-k
-	run -0 --separate-stderr timeout 20 "$PGLOCK" -E 0 --once e-k touch "$BATS_TEST_TMPDIR/ran"
+	run -0 --separate-stderr timeout 20 "$PGLOCK" -E 0 --record e-k touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" "$(paused_line e-k --resume)"
 	run -3 --separate-stderr timeout 20 "$PGLOCK" -E 3 --record e-k touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" "$(paused_line e-k --resume)"
-	run -1 --separate-stderr timeout 20 "$PGLOCK" -q --once-per 1h e-k touch "$BATS_TEST_TMPDIR/ran"
+	run -1 --separate-stderr timeout 20 "$PGLOCK" -q --record e-k touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" ''
+	run -0 --separate-stderr timeout 20 "$PGLOCK" -E 3 --once-per 1h e-k touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" ''
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 }
@@ -142,7 +150,7 @@ paused_line() {
 	until=$(sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM') FROM pglock_runs WHERE key = 'f-k'")
 	assert_equal "$stderr" "pglock: f-k: paused until $until"
 	run -0 pglock --pause --for 1h --reason long h-k
-	run -1 --separate-stderr timeout 20 "$PGLOCK" --once h-k touch "$BATS_TEST_TMPDIR/ran"
+	run -1 --separate-stderr timeout 20 "$PGLOCK" --record h-k touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" "$(paused_line h-k "$(sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM') FROM pglock_runs WHERE key = 'h-k'")" long)"
 	wait_until 20 bash -c "[ \"\$(psql -XAtc \"SELECT paused_until < now() FROM pglock_runs WHERE key = 'f-k'\")\" = t ]"
 	run -0 --separate-stderr timeout 20 "$PGLOCK" --once f-k echo ran
@@ -175,7 +183,7 @@ paused_line() {
 	run -0 pglock --pause fp-k
 	run -0 pglock --forget fp-k
 	[ "$(sql "SELECT (ok_at IS NULL) || ' ' || (paused_at IS NOT NULL) FROM pglock_runs WHERE key = 'fp-k'")" = "true true" ]
-	run -1 timeout 20 "$PGLOCK" --once fp-k true
+	run -1 timeout 20 "$PGLOCK" --record fp-k true
 	run -0 pglock --resume fp-k
 	run -0 pglock --forget fp-k
 	[ -z "$(sql "SELECT key FROM pglock_runs WHERE key = 'fp-k'")" ]
@@ -296,7 +304,7 @@ assert json.loads(sys.argv[1])["runs"][0]["paused"] is None' "$output"
 	ahead=(faketime -f '+2h') behind=(faketime -f '-1h')
 	[ -z "${PGLOCK_VG_DIR:-}" ] || ahead=() behind=()
 	run -0 pglock --pause --for 1h skew-on
-	run -1 --separate-stderr "${ahead[@]}" "$PGLOCK" --once skew-on touch "$BATS_TEST_TMPDIR/ran"
+	run -1 --separate-stderr "${ahead[@]}" "$PGLOCK" --record skew-on touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" "$(paused_line skew-on "$(until_of skew-on)")"
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	run -0 --separate-stderr "${ahead[@]}" "$PGLOCK" --status --ok-within 1h skew-on
