@@ -656,6 +656,10 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 		flush_stdout_or_err();
 		exit(0);
 	case ':':
+		/* As in psql, -h is the host: help is --help (or -?). */
+		if (strcmp(name, "-h") == 0)
+			usage_err("-h: needs a value: -h is the server's host, "
+			    "as in psql");
 		usage_err("%s: needs a value", name);
 	default:
 		if (optopt == 0 || optopt >= 256)

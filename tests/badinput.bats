@@ -186,6 +186,14 @@ while True:
 	[ "$stderr" = "pglock: --wait: needs a value (see pglock --help)" ]
 }
 
+@test "-h alone, taken for help, says it is the host (as in psql) and where help is: 64, one line" {
+	run -64 --separate-stderr pglock -h
+	assert_output ''
+	[ "$stderr" = "pglock: -h: needs a value: -h is the server's host, as in psql (see pglock --help)" ]
+	run -64 --separate-stderr pglock --host
+	[ "$stderr" = "pglock: --host: needs a value (see pglock --help)" ]
+}
+
 @test "a -d value libpq cannot parse, a URI in upper case or one without its scheme never shows its password: 64, masked" {
 	for d in 'postgresql://alice:SECRET@[::1/app' 'postgresql://alice:SE%ZZRET@host/app' \
 	    'postgresql://alice@[::1/app?password=SECRET' "host=x password='SECRET" \
