@@ -871,20 +871,50 @@ forget(const struct opts *o, PGconn *c)
 	return rc == 1 ? 0 : 1;
 }
 
+/*
+ * --pause of a KEY with no record, refused: a typo must not pause nothing in
+ * silence. Say which recorded keys are near it.
+ */
+static void
+say_unrecorded(const struct opts *o, PGconn *c, const char *name)
+{
+	char *near[3], buf[256], list[1024] = "";
+	struct err why;
+	int i, n = runs_near(c, o->runs_sql, name, near, 3, &why);
+	size_t len = 0;
+
+	for (i = 0; i < n; i++) {
+		if (len < sizeof(list))
+			len += (size_t)snprintf(list + len, sizeof(list) - len,
+			    "%s%s", i == 0 ? "; did you mean " : " or ",
+			    field(near[i], buf, sizeof(buf)));
+		free(near[i]);
+	}
+	if (!o->quiet)
+		say("%s: no record to pause, nothing paused (a typo?)%s%s "
+		    "(--pause --new pauses a job before its first run)",
+		    o->label, list, n > 0 ? "?" : "");
+}
+
 int
 pause_key(const struct opts *o, PGconn *c)
 {
 	struct err why;
 	char id[48], until[40], *name = record_key(o, o->key);
 	struct runs_pause p = { .key = name, .id = id, .for_ms = o->pause_ms,
-	    .reason = o->reason != NULL ? o->reason : "" };
+	    .reason = o->reason != NULL ? o->reason : "",
+	    .create = o->pause_new };
 	int rc;
 
 	key_format(&o->lock.key, id, sizeof(id));
 	rc = runs_pause(c, o->runs_sql, &p, until, &why);
+	if (rc == 1)
+		say_unrecorded(o, c, name);
 	free(name);
 	if (rc == -1)
 		die(EXIT_UNAVAILABLE, "%s: --pause: %s", o->label, why.msg);
+	if (rc == 1)
+		return 1;
 	if (o->verbose)
 		say("%s: paused until %s", o->label, *until != '\0' ? until :
 		    "--resume");

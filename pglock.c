@@ -60,7 +60,7 @@ static const char usage_text[] =
     "              [--spread SPREAD] KEY COMMAND [ARG ...]\n"
     "       pglock [options] --once KEY COMMAND [ARG ...]\n"
     "       pglock [options] --forget KEY\n"
-    "       pglock [options] --pause [--for DURATION] [--reason TEXT] KEY\n"
+    "       pglock [options] --pause [--new] [--for DURATION] [--reason TEXT] KEY\n"
     "       pglock [options] --resume KEY\n"
     "       pglock [options] --hold KEY\n"
     "       pglock [options] --status [KEY ...]\n"
@@ -146,7 +146,10 @@ usage(FILE *f)
 	    " pglock_runs)\n"
 	    "      --pause KEY            --once, --once-per and --record runs"
 	    " of KEY run\n"
-	    "                             nothing: exit 1 (-E), saying so\n"
+	    "                             nothing (--record's: exit 1, -E,"
+	    " saying so)\n"
+	    "      --new                  with --pause: KEY has no record yet"
+	    " (else refused)\n"
 	    "      --for DURATION         with --pause: the pause ends by itself"
 	    " after it\n"
 	    "      --reason TEXT          with --pause: why, for the line the"
@@ -231,7 +234,7 @@ enum {
 	OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_SCOPE,
 	OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS,
 	OPT_ONCE, OPT_ONCE_PER, OPT_RECORD, OPT_RUNS_TABLE, OPT_OK_WITHIN,
-	OPT_FOR, OPT_REASON, OPT_METRICS,
+	OPT_FOR, OPT_REASON, OPT_NEW, OPT_METRICS,
 	OPT_TZ, OPT_AFTER, OPT_SPREAD, OPT_REQUIRE_SYNC,
 	OPT_MODE = 512
 };
@@ -284,6 +287,7 @@ static const struct option longopts[] = {
 	{ "resume", no_argument, NULL, OPT_MODE + MODE_RESUME },
 	{ "for", required_argument, NULL, OPT_FOR },
 	{ "reason", required_argument, NULL, OPT_REASON },
+	{ "new", no_argument, NULL, OPT_NEW },
 	{ "metrics", no_argument, NULL, OPT_METRICS },
 	{ "tz", required_argument, NULL, OPT_TZ },
 	{ "after", required_argument, NULL, OPT_AFTER },
@@ -629,6 +633,9 @@ mode_option_or_err(struct opts *o, int c, char *arg)
 			    RUNS_REASON_MAX);
 		o->reason = arg;
 		break;
+	case OPT_NEW:
+		o->pause_new = 1;
+		break;
 	default:
 		return 0;
 	}
@@ -853,8 +860,9 @@ check_or_err(struct opts *o, int argc, char **argv)
 				    "metric's label needs", printable(*argv));
 		return;
 	}
-	if ((o->pause_ms >= 0 || o->reason != NULL) && o->mode != MODE_PAUSE)
-		usage_err("%s", "--for and --reason are for --pause");
+	if ((o->pause_ms >= 0 || o->reason != NULL || o->pause_new) &&
+	    o->mode != MODE_PAUSE)
+		usage_err("%s", "--for, --reason and --new are for --pause");
 	if (mode->arity == ONE_KEY && argc != 1)
 		usage_err("%s takes one KEY and no COMMAND", mode->option);
 	if (argc < 1)

@@ -60,6 +60,7 @@ struct opts {
 	long long ok_within_ms;	/* --status --ok-within; -1: none */
 	pid_t caller;		/* parent at start: --hold's script; 0: init */
 	long long pause_ms;	/* --pause --for; -1: until --resume */
+	int pause_new;		/* --pause --new: KEY may have no record */
 	const char *reason;	/* --pause --reason; NULL: none */
 	int metrics;		/* --status --metrics */
 	const char *tz;		/* --tz: slots of ZONE's wall clock; NULL */

@@ -11,7 +11,7 @@ _pglock_opts='-x -e --exclusive -s --shared -n --nonblock --nb
 --require-sync
 --status --explain --hold --break --max-time --slots --json
 --once --once-per --record --forget --runs-table --ok-within
---pause --resume --for --reason --metrics --tz --after --spread
+--pause --new --resume --for --reason --metrics --tz --after --spread
 -d --dbname -h --host -p --port -U --username
 --connect-timeout -? --help -V --version'
 _pglock_valued='-w --wait --timeout -E --conflict-exit-code -c --command

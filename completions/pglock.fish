@@ -125,6 +125,7 @@ complete -c pglock -n $nokey -l forget -d "delete KEY's record: --once runs agai
 complete -c pglock -n $nokey -l runs-table -x -d 'where runs are recorded'
 complete -c pglock -n $nokey -l ok-within -x -d 'with --status: exit 0 if KEY succeeded within DURATION'
 complete -c pglock -n $nokey -l pause -d "pause KEY's recorded runs"
+complete -c pglock -n $nokey -l new -d 'with --pause: KEY has no record yet'
 complete -c pglock -n $nokey -l for -x -d 'with --pause: the pause ends after DURATION'
 complete -c pglock -n $nokey -l reason -x -d 'with --pause: why'
 complete -c pglock -n $nokey -l resume -d "end KEY's pause"

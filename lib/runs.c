@@ -635,6 +635,11 @@ runs_forget(PGconn *c, const char *table, const char *key, struct err *err)
 	return changed(c, sql, key, err);
 }
 
+/* A pause's columns: from now, for $3 ms (-1: until resumed), by $4, why $5. */
+#define PAUSE_VALUES "pg_catalog.statement_timestamp()," \
+	" pg_catalog.statement_timestamp() + nullif($3::bigint, -1) *" \
+	" interval '1 millisecond', $4, nullif($5, '')"
+
 int
 runs_pause(PGconn *c, const char *table, const struct runs_pause *p,
     char until[40], struct err *err)
@@ -646,17 +651,33 @@ runs_pause(PGconn *c, const char *table, const struct runs_pause *p,
 
 	host_name(host, sizeof(host));
 	snprintf(num, sizeof(num), "%lld", p->for_ms);
-	snprintf(sql, sizeof(sql), "INSERT INTO %s AS r (key, lock_id,"
-	    " paused_at, paused_until, paused_host, paused_reason) VALUES ($1,"
-	    " $2, pg_catalog.statement_timestamp(),"
-	    " pg_catalog.statement_timestamp() + nullif($3::bigint, -1) *"
-	    " interval '1 millisecond', $4, nullif($5, '')) ON CONFLICT (key)"
-	    " DO UPDATE SET paused_at = EXCLUDED.paused_at, paused_until ="
-	    " EXCLUDED.paused_until, paused_host = EXCLUDED.paused_host,"
-	    " paused_reason = EXCLUDED.paused_reason RETURNING"
-	    " coalesce(pg_catalog.to_char(paused_until, " ISO "), '')", table);
+	/* Without create, an UPDATE: a key with no record gets none. */
+	if (p->create)
+		snprintf(sql, sizeof(sql), "INSERT INTO %s AS r (key, lock_id,"
+		    " paused_at, paused_until, paused_host, paused_reason)"
+		    " VALUES ($1, $2, " PAUSE_VALUES ") ON CONFLICT (key) DO"
+		    " UPDATE SET paused_at = EXCLUDED.paused_at, paused_until ="
+		    " EXCLUDED.paused_until, paused_host = EXCLUDED.paused_host,"
+		    " paused_reason = EXCLUDED.paused_reason RETURNING"
+		    " coalesce(pg_catalog.to_char(paused_until, " ISO "), '')",
+		    table);
+	else
+		snprintf(sql, sizeof(sql), "UPDATE %s AS r SET (lock_id,"
+		    " paused_at, paused_until, paused_host, paused_reason) ="
+		    " ROW($2, " PAUSE_VALUES ") WHERE r.key = $1 RETURNING"
+		    " coalesce(pg_catalog.to_char(paused_until, " ISO "), '')",
+		    table);
 	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;
+	if (!p->create && conn_is_state(res, "42P01")) {
+		PQclear(res);
+		return 1;	/* no table: no record */
+	}
+	if (!p->create && PQresultStatus(res) == PGRES_TUPLES_OK &&
+	    PQntuples(res) == 0) {
+		PQclear(res);
+		return 1;
+	}
 	if (conn_is_state(res, "42P01")) {
 		PQclear(res);
 		if (runs_table(c, table, NULL, err) == -1 ||
@@ -676,6 +697,86 @@ runs_pause(PGconn *c, const char *table, const struct runs_pause *p,
 	}
 	PQclear(res);
 	return rc;
+}
+
+/* The edit distance of a and b, counted up to cap (then cap). */
+static size_t
+distance(const char *a, const char *b, size_t cap)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j, d = cap, *row, diag, up;
+
+	if ((la > lb ? la - lb : lb - la) >= cap ||
+	    (row = malloc((lb + 1) * sizeof(*row))) == NULL)
+		return cap;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		diag = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			up = row[j];
+			row[j] = a[i - 1] == b[j - 1] ? diag : 1 + (diag <
+			    up ? (diag < row[j - 1] ? diag : row[j - 1]) :
+			    (up < row[j - 1] ? up : row[j - 1]));
+			diag = up;
+		}
+	}
+	if (row[lb] < cap)
+		d = row[lb];
+	free(row);
+	return d;
+}
+
+int
+runs_near(PGconn *c, const char *table, const char *key, char **near, int n,
+    struct err *err)
+{
+	char sql[512];
+	const char *params[2] = { key, NULL };
+	/* A typo: a few edits, and fewer than half the key's length. */
+	size_t cap = strlen(key) / 2 < 4 ? strlen(key) / 2 + 1 : 4, d[8];
+	PGresult *res;
+	int i, j, k, found = 0;
+
+	for (i = 0; i < n; i++)
+		near[i] = NULL;
+	if (n > 8)
+		n = 8;
+	/* In key order, 20,000 at most: a fleet has far fewer jobs. */
+	snprintf(sql, sizeof(sql), "SELECT key FROM %s WHERE key <> $1 ORDER"
+	    " BY key LIMIT 20000", table);
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
+		return -1;
+	if (conn_is_state(res, "42P01")) {
+		PQclear(res);
+		return 0;
+	}
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		conn_result_error(res, err);
+		PQclear(res);
+		return -1;
+	}
+	/* Kept nearest first; a tie keeps the order read. */
+	for (i = 0; i < PQntuples(res); i++) {
+		size_t e = distance(key, PQgetvalue(res, i, 0), cap);
+
+		for (j = 0; j < found && d[j] <= e; j++)
+			;
+		if (e >= cap || j >= n)
+			continue;
+		if (found == n)
+			free(near[--found]);
+		for (k = found; k > j; k--) {
+			near[k] = near[k - 1];
+			d[k] = d[k - 1];
+		}
+		if ((near[j] = strdup(PQgetvalue(res, i, 0))) == NULL)
+			break;
+		d[j] = e;
+		found++;
+	}
+	PQclear(res);
+	return found;
 }
 
 int

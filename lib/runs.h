@@ -161,16 +161,27 @@ struct runs_pause {
 	const char *id;		/* the lock id, as PGLOCK_ID shows it */
 	long long for_ms;	/* from the server's now; -1: until resumed */
 	const char *reason;	/* "": none */
+	int create;		/* a key with no record too (--new) */
 };
 
 /*
- * Pause p->key from the server's now, with this host's name, creating the
- * table first when there is none: 0, with the end (as runs_row's paused_until)
- * in until; -1, the reason in err (for a table an earlier build made, which
- * lacks the columns: the ALTER TABLE its owner can run).
+ * Pause p->key from the server's now, with this host's name: 0, with the end
+ * (as runs_row's paused_until) in until; 1 if p->key has no record and not
+ * p->create (nothing written: a typo pauses nothing); -1, the reason in err
+ * (for a table an earlier build made, which lacks the columns: the ALTER
+ * TABLE its owner can run). p->create makes the record, and the table first
+ * when there is none.
  */
 int runs_pause(PGconn *c, const char *table, const struct runs_pause *p,
     char until[40], struct err *err);
+
+/*
+ * The recorded keys nearest to key (by edit distance, a few edits at most),
+ * up to n of them, each malloc'ed into near (the rest NULL): the number
+ * found, or -1 (err). No table: 0.
+ */
+int runs_near(PGconn *c, const char *table, const char *key, char **near,
+    int n, struct err *err);
 
 /* End key's pause: 1 when one was in force, 0 none, -1 error (err). */
 int runs_resume(PGconn *c, const char *table, const char *key,

@@ -250,7 +250,7 @@ beside() {
 @test "a pause ends by the server's clock: a client 2 hours ahead still finds a 1-hour pause, and one 2 hours behind sets its end an hour from the server's now" {
 	export FAKETIME_DONT_FAKE_MONOTONIC=1
 	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
-	run -0 faketime -f '-2h' "$PGLOCK" --pause --for 1h skew-p
+	run -0 faketime -f '-2h' "$PGLOCK" --pause --new --for 1h skew-p
 	[ "$(sql "SELECT paused_until - paused_at = interval '1 hour' AND abs(extract(epoch FROM paused_at - now())) < 60 FROM pglock_runs WHERE key = 'skew-p'")" = t ]
 	run -1 --separate-stderr faketime -f '+2h' "$PGLOCK" --record skew-p touch "$BATS_TEST_TMPDIR/ran"
 	[[ "$stderr" == "pglock: skew-p is paused until "*" by $(hostname)" ]]

@@ -48,7 +48,7 @@ print(json.loads(sys.argv[1])["runs"][0]["failures"])' "$output"
 	run -0 pglock -h 127.0.0.1 -p "$PGB_PORT" --record streak-x true
 	[ "$(failures streak-x)" = 0 ]
 	run -0 pglock -h 127.0.0.1 -p "$PGB_PORT" --pause --reason pooled streak-x
-	run -1 --separate-stderr timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$PGB_PORT" --once streak-x touch "$BATS_TEST_TMPDIR/ran"
+	run -1 --separate-stderr timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$PGB_PORT" --record streak-x touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" "pglock: streak-x is paused until --resume by $(hostname): pooled"
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	free "$(sha_id streak-x)"
@@ -98,7 +98,7 @@ paused_line() {
 }
 
 @test "--pause: --once and --once-per runs of KEY skip (exit 0, silent but under -v), --record runs say so in one line and exit 1, in either scope; none runs; a plain run still runs; --resume ends it" {
-	run -0 --separate-stderr pglock --pause --reason 'disk swap, see #ops' p-k
+	run -0 --separate-stderr pglock --pause --new --reason 'disk swap, see #ops' p-k
 	assert_output ''
 	assert_equal "$stderr" ''
 	for scope in session transaction; do
@@ -132,7 +132,7 @@ paused_line() {
 }
 
 @test "a paused --record run: -E 0 exits 0 and -E 3 exits 3, saying so; -q says nothing; no --reason, no colon; a paused --once* run exits 0 whatever -E" {
-	run -0 pglock --pause e-k
+	run -0 pglock --pause --new e-k
 	run -0 --separate-stderr timeout 20 "$PGLOCK" -E 0 --record e-k touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" "$(paused_line e-k --resume)"
 	run -3 --separate-stderr timeout 20 "$PGLOCK" -E 3 --record e-k touch "$BATS_TEST_TMPDIR/ran"
@@ -145,11 +145,11 @@ paused_line() {
 }
 
 @test "--pause --for ends by itself, by the server's clock: until is the server's now plus DURATION, and once past it the run runs" {
-	run -0 --separate-stderr pglock -v --pause --for 2s --reason short f-k
+	run -0 --separate-stderr pglock -v --pause --new --for 2s --reason short f-k
 	[ "$(sql "SELECT paused_until - paused_at FROM pglock_runs WHERE key = 'f-k'")" = 00:00:02 ]
 	until=$(sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM') FROM pglock_runs WHERE key = 'f-k'")
 	assert_equal "$stderr" "pglock: f-k: paused until $until"
-	run -0 pglock --pause --for 1h --reason long h-k
+	run -0 pglock --pause --new --for 1h --reason long h-k
 	run -1 --separate-stderr timeout 20 "$PGLOCK" --record h-k touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" "$(paused_line h-k "$(sql "SELECT to_char(paused_until, 'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM') FROM pglock_runs WHERE key = 'h-k'")" long)"
 	wait_until 20 bash -c "[ \"\$(psql -XAtc \"SELECT paused_until < now() FROM pglock_runs WHERE key = 'f-k'\")\" = t ]"
@@ -168,7 +168,7 @@ paused_line() {
 	wait_until 10 held "$(sha_id drain-k)"
 	bg second pglock --record drain-k touch "$d/ran"
 	wait_until 10 waiting "$(sha_id drain-k)"
-	run -0 pglock --pause --reason drain drain-k
+	run -0 pglock --pause --new --reason drain drain-k
 	fifo_go "$d/fifo"
 	bgwait first 20
 	[ "$bg_status" -eq 0 ]
@@ -200,7 +200,7 @@ paused_line() {
 	assert_equal "$stderr" "pglock: grant-j: --pause: permission denied for table pglock_runs"
 	[ "$(sql "SELECT string_agg(key || ' ' || (paused_at IS NOT NULL), ',') FROM pglock_runs WHERE key LIKE 'grant-%'")" = "grant-k true" ]
 	sql "GRANT UPDATE ON pglock_runs TO pglock_o_insert"
-	run -0 pglock -U pglock_o_insert --pause grant-j
+	run -0 pglock -U pglock_o_insert --pause --new grant-j
 	run -0 pglock -U pglock_o_insert --resume grant-k
 }
 
@@ -220,6 +220,32 @@ paused_line() {
 	run -0 pglock -U pglock_o_writer2 --runs-table pglock_o_old2 --resume old2-k
 }
 
+@test "--pause of a KEY with no record (a typo) is refused: exit 1, one line naming the recorded keys near it, nothing written; -q says nothing; --new pauses a job before its first run" {
+	t="--runs-table pglock_o_typo"
+	# shellcheck disable=SC2086
+	{
+		run -1 --separate-stderr pglock $t --pause nightly-backup
+		assert_equal "$stderr" "pglock: nightly-backup: no record to pause, nothing paused (a typo?) (--pause --new pauses a job before its first run)"
+		# Not even the table: nothing is written.
+		[ -z "$(sql "SELECT to_regclass('pglock_o_typo')")" ]
+		run -0 pglock $t --record nightly-backup true
+		run -0 pglock $t --record nightly-backup-eu true
+		run -0 pglock $t --record weekly-report true
+		run -1 --separate-stderr pglock $t --pause --for 2h --reason swap nightly-bakup
+		assert_equal "$stderr" "pglock: nightly-bakup: no record to pause, nothing paused (a typo?); did you mean nightly-backup? (--pause --new pauses a job before its first run)"
+		run -1 --separate-stderr pglock $t -q --pause nightly-bakup
+		assert_equal "$stderr" ''
+		[ "$(sql "SELECT count(*) || ' ' || count(paused_at) FROM pglock_o_typo")" = "3 0" ]
+		# The real job pauses; --new pauses one not yet run.
+		run -0 --separate-stderr pglock $t --pause nightly-backup
+		assert_equal "$stderr" ''
+		run -0 --separate-stderr pglock $t --pause --new first-run
+		[ "$(sql "SELECT string_agg(key, ',' ORDER BY key) FROM pglock_o_typo WHERE paused_at IS NOT NULL")" = "first-run,nightly-backup" ]
+		run -0 --separate-stderr timeout 20 "$PGLOCK" $t --once first-run touch "$BATS_TEST_TMPDIR/ran"
+		[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	}
+}
+
 @test "--pause and --resume take one KEY; --for and --reason only with --pause; --for 0 and a --reason not UTF-8 are refused: 64" {
 	run -64 pglock --pause
 	run -64 pglock --pause k true
@@ -227,7 +253,7 @@ paused_line() {
 	run -64 --separate-stderr pglock --pause --resume k
 	assert_equal "$stderr" "pglock: choose one of --hold, --status, --explain, --break, --forget, --pause, --resume and --version-counter (see pglock --help)"
 	run -64 --separate-stderr pglock --for 1h --once k true
-	assert_equal "$stderr" "pglock: --for and --reason are for --pause (see pglock --help)"
+	assert_equal "$stderr" "pglock: --for, --reason and --new are for --pause (see pglock --help)"
 	run -64 pglock --reason x --resume k
 	run -64 --separate-stderr pglock --pause --for 0 k
 	assert_equal "$stderr" "pglock: --for: must be more than 0 (see pglock --help)"
@@ -259,7 +285,7 @@ until_re() {
 	run -1 --separate-stderr pglock --status sp-k
 	assert_line --index 2 --regexp "^sp-k	paused	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	$(until_re sp-k)	$"
 	run -0 pglock --pause --reason $'swap\tdisks\nnow' sp-k
-	run -0 pglock --pause --for 2h --reason 'until then' sp-j
+	run -0 pglock --pause --new --for 2h --reason 'until then' sp-j
 	run -1 --separate-stderr pglock --status --json sp-k sp-j sp-none
 	"$PYTHON" -c '
 import json, sys
@@ -282,7 +308,7 @@ assert json.loads(sys.argv[1])["runs"][0]["paused"] is None' "$output"
 
 @test "--status --ok-within of a paused KEY exits 0 (a paused job is no alarm) and its line says paused and until when; resumed, it is 1 again" {
 	run -1 pglock --status --ok-within 1h ow-k
-	run -0 pglock --pause --for 1h --reason maintenance ow-k
+	run -0 pglock --pause --new --for 1h --reason maintenance ow-k
 	run -0 --separate-stderr pglock --status --ok-within 1h ow-k
 	assert_output --regexp "^ow-k: paused until $(until_re ow-k) by $(hostname): maintenance$"
 	run -0 --separate-stderr pglock -q --status --ok-within 1h ow-k
@@ -303,13 +329,13 @@ assert json.loads(sys.argv[1])["runs"][0]["paused"] is None' "$output"
 	# Not through valgrind (make valgrind), which faketime's preload upsets.
 	ahead=(faketime -f '+2h') behind=(faketime -f '-1h')
 	[ -z "${PGLOCK_VG_DIR:-}" ] || ahead=() behind=()
-	run -0 pglock --pause --for 1h skew-on
+	run -0 pglock --pause --new --for 1h skew-on
 	run -1 --separate-stderr "${ahead[@]}" "$PGLOCK" --record skew-on touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" "$(paused_line skew-on "$(until_of skew-on)")"
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	run -0 --separate-stderr "${ahead[@]}" "$PGLOCK" --status --ok-within 1h skew-on
 	assert_output "skew-on: paused until $(until_of skew-on) by $(hostname)"
-	run -0 pglock --pause --for 1s skew-off
+	run -0 pglock --pause --new --for 1s skew-off
 	wait_until 20 bash -c "[ \"\$(psql -XAtc \"SELECT paused_until < now() FROM pglock_runs WHERE key = 'skew-off'\")\" = t ]"
 	run -1 --separate-stderr "${behind[@]}" "$PGLOCK" --status --ok-within 1h skew-off
 	assert_equal "$stderr" "pglock: skew-off: never succeeded (--ok-within 1h)"
