@@ -552,10 +552,12 @@ static int
 sample(size_t i, const struct metric_key *m, double *v)
 {
 	const struct runs_row *r = &m->r;
-	const double values[] = { r->ok_ms / 1000.0, r->failed_ms / 1000.0,
-	    r->ok_seconds, (double)r->failures, r->paused, m->holders,
-	    m->waiters };
-	const int has[] = { r->has_ok, r->has_failed, r->has_ok,
+	/* A KEY named always has a last success: 0 if never, for alerts. */
+	int named = m->holders >= 0;
+	const double values[] = { r->has_ok ? r->ok_ms / 1000.0 : 0,
+	    r->failed_ms / 1000.0, r->ok_seconds, (double)r->failures,
+	    r->paused, m->holders, m->waiters };
+	const int has[] = { r->has_ok || named, r->has_failed, r->has_ok,
 	    r->failures >= 0, 1, m->holders >= 0, m->waiters >= 0 };
 
 	*v = values[i];

@@ -433,7 +433,7 @@ keys = {eval(l.split(" ")[1]) for l in sys.argv[1].splitlines()}
 assert keys == {sys.argv[2]}, keys' "$output" "$key"
 }
 
-@test "--status --metrics KEY: the lock's holders and waiters, over its slots too; a KEY named twice is one series; an unrecorded KEY is not paused and has no failures" {
+@test "--status --metrics KEY: the lock's holders and waiters, over its slots too; a KEY named twice is one series; an unrecorded KEY is not paused, has no failures, and its last success is 0" {
 	bg holder pglock held-k sleep 60
 	wait_until 10 held "$(sha_id held-k)"
 	bg waiter pglock held-k true
@@ -441,6 +441,8 @@ assert keys == {sys.argv[2]}, keys' "$output" "$key"
 	run -0 metrics held-k held-k free-k
 	assert_output "pglock_consecutive_failures 'free-k' 0.0
 pglock_consecutive_failures 'held-k' 0.0
+pglock_last_success_timestamp_seconds 'free-k' 0.0
+pglock_last_success_timestamp_seconds 'held-k' 0.0
 pglock_lock_holders 'free-k' 0.0
 pglock_lock_holders 'held-k' 1.0
 pglock_lock_waiters 'free-k' 0.0
