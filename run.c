@@ -1136,6 +1136,20 @@ in_delay(struct run *r, const char *why)
 	return NOT_GOT;
 }
 
+/* Why the lock-delay waits, and how much longer (left ms, unless broken). */
+static void
+say_delay(const struct opts *o, const struct delay_look *look, int64_t left)
+{
+	if (look->broken)
+		say("%s: lock-delay: %s; waiting", o->label, look->why);
+	else
+		say("%s: lock-delay: %s; waiting %.1fs more, to the end of the "
+		    "lease of --check-interval %.3gs (%.3gs)", o->label,
+		    look->why, (double)left / 1000.0,
+		    (double)o->check_ms / 1000.0,
+		    (double)lease_of(o->check_ms).server_ms / 1000.0);
+}
+
 /* A look's bound from t: a check's, and -w's, but always given a second. */
 static mono_t
 look_by(const struct opts *o, mono_t t)
@@ -1213,14 +1227,10 @@ delay_or_err(struct run *r)
 		if (o->lock.wait_ms == 0 ||
 		    (o->lock.wait_ms > 0 && t >= o->conn.deadline_ms))
 			return in_delay(r, look.why);
-		if (o->verbose && !said && look.broken)
-			say("%s: lock-delay: %s; waiting", o->label, look.why);
-		else if (o->verbose && !said)
-			say("%s: lock-delay: %s; waiting %.1fs more, to the end "
-			    "of the lease of --check-interval %.3gs (%.3gs)",
-			    o->label, look.why,
-			    (double)mono_left(until, t) / 1000.0,
-			    (double)o->check_ms / 1000.0, (double)lease / 1000.0);
+		/* Said on a terminal too, as a connect retry is: no silence. */
+		if (!said && (o->verbose || (!o->quiet &&
+		    isatty(STDERR_FILENO))))
+			say_delay(o, &look, mono_left(until, t));
 		said = 1;
 		/* Looked at again: a transaction's lock must not idle. */
 		by = look.broken ? mono_after(t, 250) : mono_min(until,

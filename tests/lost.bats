@@ -222,6 +222,21 @@ crash_it() {
 	[ "$elapsed" -lt 10000 ]
 }
 
+@test "a run in a new server's lock-delay says why at once on a terminal, as a connect retry does; not off one, nor under -q" {
+	own_server
+	# S = 8 s from the start: all three wait in it, side by side.
+	bg plain pglock --check-interval 2 tty-a true
+	bg quiet script -qec "'$PGLOCK' -q --check-interval 2 tty-b true" /dev/null
+	run -0 timeout 30 script -qec "'$PGLOCK' --check-interval 2 tty-c true" /dev/null
+	[[ ${output//$'\r'/} == "pglock: tty-c: lock-delay: the server started "*" s ago; waiting "*"s more, to the end of the lease of --check-interval 2s (8s)" ]]
+	bgwait plain 30
+	[ "$bg_status" -eq 0 ]
+	[ ! -s "$BATS_TEST_TMPDIR/plain.err" ]
+	bgwait quiet 30
+	[ "$bg_status" -eq 0 ]
+	[ ! -s "$BATS_TEST_TMPDIR/quiet.out" ]
+}
+
 @test "waiters that waited longer than --connect-timeout ride out a restart: each connects again, acquires and runs once" {
 	own_server
 	id=$(sha_id ride-k)
