@@ -525,6 +525,7 @@ struct metric_key {
 	const char *label;	/* KEY as named, or the record's name */
 	struct runs_row r;
 	int holders, waiters;	/* -1: not counted (KEY not named) */
+	int named;		/* named: a last success always (0: never) */
 };
 
 /* The families, in the order printed; sample() knows each by its index. */
@@ -553,7 +554,7 @@ sample(size_t i, const struct metric_key *m, double *v)
 {
 	const struct runs_row *r = &m->r;
 	/* A KEY named always has a last success: 0 if never, for alerts. */
-	int named = m->holders >= 0;
+	int named = m->named;
 	const double values[] = { r->has_ok ? r->ok_ms / 1000.0 : 0,
 	    r->failed_ms / 1000.0, r->ok_seconds, (double)r->failures,
 	    r->paused, m->holders, m->waiters };
@@ -658,6 +659,7 @@ named_keys(const struct opts *o, PGconn *c, struct metric_key *keys)
 		if (j < n)	/* named twice: one series */
 			continue;
 		keys[n].label = o->keys[i];
+		keys[n].named = 1;
 		name = record_key(o, o->keys[i]);
 		if (runs_read(c, o->runs_sql, name, &keys[n].r, &why) == -1 ||
 		    keys[n].r.denied)
