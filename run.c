@@ -424,11 +424,12 @@ acquire_or_err(struct run *r)
 	witness_start(r);
 	if (r->plan.watchdog)
 		fork_watchdog_or_err(r, r->c, &r->ch);
-	conn_beside(&r->wo);
+	conn_beside(&r->wo, 1);
 	got = r->lk.slots > 0 ?
 	    slots_take(r->c, &r->lk, &r->lk, &r->backend_pid, &sig, &why) :
 	    lock_wait(r->c, &r->lk, &r->lk, &r->backend_pid, &sig, &why);
-	conn_beside(NULL);
+	/* Held: its handshake goes on while the lock's answers are read. */
+	conn_beside(&r->wo, 0);
 	if (got == LOCK_ACQUIRED) {
 		key_format(&r->lk.key, r->id, sizeof(r->id));
 		export_lock_env_or_err(r);
@@ -1408,6 +1409,7 @@ run_lock(const struct opts *o, PGconn *c)
 	int status = lock_run(&r);
 
 	/* A witness begun beside a lock that ended up not used. */
+	conn_beside(NULL, 0);
 	PQfinish(r.wo.c);
 	return status;
 }

@@ -276,11 +276,13 @@ enum conn_event {
 
 /* The connection conn_beside() named: advanced by every wait for an answer. */
 static struct conn_opening *beside;
+static int beside_waiter;	/* close it once open: a waiter's */
 
 void
-conn_beside(struct conn_opening *o)
+conn_beside(struct conn_opening *o, int waiter)
 {
 	beside = o;
+	beside_waiter = waiter;
 }
 
 /* Is o's handshake under way? Its socket, polled as its next step needs. */
@@ -336,7 +338,7 @@ conn_wait(PGconn *c, mono_t by, int cancelled, int tick_ms, int *sig)
 		p[1] = (struct pollfd){ .fd = sig != NULL ? sig_fd() : -1,
 		    .events = POLLIN };
 		/* Open, and the answer still awaited: a waiter's. */
-		if (beside != NULL && beside->c != NULL &&
+		if (beside_waiter && beside != NULL && beside->c != NULL &&
 		    beside->st == PGRES_POLLING_OK) {
 			PQfinish(beside->c);
 			beside->c = NULL;
