@@ -1000,11 +1000,10 @@ static PGconn *
 reconnect_or_err(const struct opts *o)
 {
 	struct opts again = *o;
-	int64_t left = deadline_left(o->conn.deadline_ms);
 	PGconn *c;
 
 	if (o->lock.wait_ms > 0) {
-		again.conn.connect_ms = left > 1 ? (long)left : 1;
+		again.conn.connect_ms = bound_left(o->conn.deadline_ms);
 		if (o->conn.retrying != NULL)
 			again.conn.retrying = say_retrying_w;
 	}

@@ -133,11 +133,9 @@ answer_ms(const struct opts *o)
 static long
 wait_left(const struct opts *o)
 {
-	int64_t left = deadline_left(o->conn.deadline_ms);
-
 	if (o->lock.wait_ms <= 0)
 		return o->lock.wait_ms;
-	return left > 0 ? (long)left : 1;
+	return bound_left(o->conn.deadline_ms);
 }
 
 /*
@@ -380,9 +378,9 @@ witness_start(struct run *r)
 	struct conn_opts co = witness_opts(r, NEVER);
 	struct err why;
 
-	if (r->plan.watchdog && r->plan.with_lock && r->wo.c == NULL &&
-	    conn_start(&co, &r->wo, &why) == -1)
-		r->wo.c = NULL;
+	/* One that cannot start (r->wo.c NULL) is opened after the grant. */
+	if (r->plan.watchdog && r->plan.with_lock && r->wo.c == NULL)
+		(void)conn_start(&co, &r->wo, &why);
 }
 
 /*
@@ -681,9 +679,7 @@ once_queue(struct run *r, struct err *why)
 static int
 after_drop(struct run *r, mono_t by, struct err *why)
 {
-	int64_t ms = deadline_left(by);
-
-	if (r->read_queued && conn_pipe_discard(r->c, by, ms > 0 ? (long)ms : 1,
+	if (r->read_queued && conn_pipe_discard(r->c, by, bound_left(by),
 	    why) == -1)
 		return -1;
 	r->read_queued = 0;
@@ -1273,7 +1269,6 @@ witness_or_err(struct run *r)
 	struct err why;
 	char msg[sizeof(why.msg) + 32];
 	mono_t by = deadline_in(lease_of(o->check_ms).answer_ms);
-	int64_t left;
 	struct conn_opts co = witness_opts(r, by);
 	int status = 0, rc = -1;
 
@@ -1283,10 +1278,9 @@ witness_or_err(struct run *r)
 	if (r->w == NULL)
 		r->w = conn_open(&co, &why);
 	if (r->w != NULL) {
-		left = deadline_left(by);
 		rc = delay_witness(r->w, &r->lk.key, r->backend_pid,
-		    r->lk.shared, in_xact(r), r->lk.lease_ms, left > 1 ?
-		    (long)left : 1, &why);
+		    r->lk.shared, in_xact(r), r->lk.lease_ms, bound_left(by),
+		    &why);
 	}
 	if (rc == 0)
 		return 0;

@@ -92,6 +92,18 @@ deadline_left(mono_t by)
 	return mono_left(by, mono_ms());
 }
 
+/*
+ * What is left until by (not NEVER) as the bound of a wait: 1 ms at least,
+ * so that an answer due now is still given a moment.
+ */
+static inline long
+bound_left(mono_t by)
+{
+	int64_t left = deadline_left(by);
+
+	return left > LONG_MAX ? LONG_MAX : left > 1 ? (long)left : 1;
+}
+
 /* Has by come (never, for NEVER)? */
 static inline int
 deadline_passed(mono_t by)

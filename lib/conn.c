@@ -157,7 +157,7 @@ start_once(const char *const *keys, const char *const *vals,
 }
 
 /*
- * End the try start_once() began, until until_ms (-1: never) or
+ * End the try start_once() began, until until_ms (NEVER: never) or
  * connect_timeout: the connection, or NULL (o->c finished) with the reason in
  * err and *retry set if a later try may win. o->c is NULL after.
  */

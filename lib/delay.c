@@ -205,11 +205,9 @@ static PGresult *
 answer(PGconn *c, int queued, const char *sql, const char *const *params,
     mono_t by, long ms, struct err *err)
 {
-	int64_t left = deadline_left(by);
-
 	if (queued)
 		return conn_pipe_result(c, by, ms, err);
-	return conn_exec(c, sql, params, left > 0 ? (long)left : 1, err);
+	return conn_exec(c, sql, params, bound_left(by), err);
 }
 
 int

@@ -258,12 +258,12 @@ budget_of(mono_t by, long ms)
 long
 budget_ms(const struct budget *b, long ms)
 {
-	int64_t left;
+	long left;
 
 	if (b == NULL || b->by == NEVER || b->over)
 		return ms;
-	left = deadline_left(b->by);
-	return left < 1 ? 1 : left < ms ? (long)left : ms;
+	left = bound_left(b->by);
+	return left < ms ? left : ms;
 }
 /* What ended a conn_wait(). */
 enum conn_event {

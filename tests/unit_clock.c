@@ -57,6 +57,8 @@ main(void)
 	expect(mono_ms() > 0 && deadline_left(deadline_in(60000)) > 59000 &&
 	    !deadline_passed(deadline_in(60000)) && deadline_passed(0) &&
 	    !deadline_passed(NEVER), "now", mono_ms());
+	expect(bound_left(0) == 1 && bound_left(deadline_in(60000)) > 59000,
+	    "a wait's bound: 1 ms at least", mono_ms());
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
