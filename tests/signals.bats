@@ -280,15 +280,19 @@ time.sleep(60)' "$PGLOCK" "$d"
 
 @test "-F with a transaction's lock: the lock outlives the lease of --check-interval, nobody renewing it (the lock-delay's look re-arms no idle timeout)" {
 	id=$(sha_id nofork-x)
-	# S = 4 s for --check-interval 1s; the command idles 6 s in the
-	# lock's transaction.
-	bg runner pglock -F --scope transaction --check-interval 1 nofork-x sleep 6
+	# S = 4 s for --check-interval 1s; the command idles in the lock's
+	# transaction until told to end, 5 s past the grant at least (a
+	# fifo, not a sleep: under valgrind the probe below takes seconds).
+	mkfifo "$BATS_TEST_TMPDIR/go"
+	bg runner pglock -F --scope transaction --check-interval 1 nofork-x sh -c 'read x <"$0"' "$BATS_TEST_TMPDIR/go"
 	wait_until 10 held "$id"
 	sleep 5
 	held "$id"
 	run -1 pglock -n nofork-x true
+	fifo_go "$BATS_TEST_TMPDIR/go"
 	bgwait runner 15
 	[ "$bg_status" -eq 0 ]
+	wait_until 5 free "$id"
 }
 
 @test "-F passes the command's exit status and exec errors" {
