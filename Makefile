@@ -46,6 +46,11 @@ tests/unit_clock build/san/unit_clock: tests/unit_clock.c lib/clock.h
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ tests/unit_clock.c
 
+# Against the test suite's server (tests/said.bats runs it).
+tests/two_sessions build/san/two_sessions: tests/two_sessions.c lib/said.c lib/said.h lib/err.h
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/two_sessions.c lib/said.c $(PQ_LIBS)
+
 tests/unit_key build/san/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.c lib/hash.c lib/key.h lib/hash.h \
 	lib/err.h
 	@mkdir -p $(@D)
@@ -57,7 +62,7 @@ tests/unit_key build/san/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.
 deps-check deps-demo deps-valgrind deps-mutants deps-lint deps-ha:
 	tests/deps.sh $(@:deps-%=%)
 
-check: deps-check pglock $(UNIT)
+check: deps-check pglock $(UNIT) tests/two_sessions
 	./tests/unit_arg
 	./tests/unit_key
 	./tests/unit_clock
@@ -72,7 +77,7 @@ check: deps-check pglock $(UNIT)
 SAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
 SAN_BIN = build/san/pglock build/san/unit_arg build/san/unit_key \
-	build/san/unit_clock
+	build/san/unit_clock build/san/two_sessions
 $(SAN_BIN): CFLAGS = $(SAN)
 sanitize: deps-check $(SAN_BIN)
 	rm -rf tests/.san && mkdir -p tests/.san
@@ -80,6 +85,7 @@ sanitize: deps-check $(SAN_BIN)
 	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_key
 	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_clock
 	PGLOCK=$(CURDIR)/build/san/pglock \
+	TWO_SESSIONS=$(CURDIR)/build/san/two_sessions \
 	ASAN_OPTIONS=detect_leaks=0:log_path=$(CURDIR)/tests/.san/asan \
 	UBSAN_OPTIONS=print_stacktrace=1:log_path=$(CURDIR)/tests/.san/ubsan \
 	$(BATS) tests
@@ -92,7 +98,7 @@ sanitize: deps-check $(SAN_BIN)
 # suite's bound is longer than the others' (about 1,400 s in CI; on a
 # slower 2-core machine beside the chroot, near 1,900 s, and past 2,400 s
 # with a second suite and a lint beside it).
-valgrind: deps-valgrind pglock
+valgrind: deps-valgrind pglock tests/two_sessions
 	rm -rf tests/.vg && mkdir -p tests/.vg
 	PGLOCK=$(CURDIR)/tests/valgrind.sh PGLOCK_VG_DIR=$(CURDIR)/tests/.vg \
 	timeout 3000 bats $(BATS_FLAGS) `ls tests/*.bats | grep -v '/native.bats$$'`
@@ -178,7 +184,7 @@ deb:
 	tests/deb.sh
 
 clean:
-	rm -f pglock $(OBJ) $(UNIT)
+	rm -f pglock $(OBJ) $(UNIT) tests/two_sessions
 	rm -rf build fuzz/bin tests/.san tests/.vg bench/floor bench/rmw
 
 .PHONY: all deps-check deps-demo deps-valgrind deps-mutants deps-lint deps-ha check sanitize valgrind mutants fuzz lint bench ha demo install uninstall deb clean

@@ -274,7 +274,7 @@ again_on_or_err(const struct run *r, PGconn *c, const char *why)
 
 	/* Read what came last (a FATAL, or end of file) to know. */
 	(void)conn_take_input(c);
-	role = conn_read_only() || strcmp(why, lock_standby_said) == 0;
+	role = conn_read_only(c) || strcmp(why, lock_standby_said) == 0;
 	/* A run of role answers: the first sets their bound. */
 	if (!role)
 		role_by = NEVER;

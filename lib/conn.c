@@ -152,8 +152,11 @@ start_once(const char *const *keys, const char *const *vals,
 		return;
 	/* The SQLSTATE tells a full server from a wrong password. */
 	PQsetErrorVerbosity(o->c, PQERRORS_VERBOSE);
-	/* From the start: libpq's default would print its own lines. */
-	PQsetNoticeReceiver(o->c, conn_said_notice, NULL);
+	/* From the start: its own errors (libpq would print notices). */
+	if (conn_said_watch(o->c) == -1) {
+		PQfinish(o->c);
+		o->c = NULL;
+	}
 }
 
 /*
@@ -295,8 +298,6 @@ conn_open(const struct conn_opts *o, struct err *err)
 	int attempt, retry;
 
 	conn_keys(o, keys, vals);
-	/* Why an earlier session (cut by a restart) hung up is past. */
-	conn_said_reset();
 	/* Retries end at --connect-timeout; everything ends at -w. */
 	if (o->connect_ms > 0)
 		until = mono_after(start, o->connect_ms);

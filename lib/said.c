@@ -1,40 +1,98 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * said: what the server and libpq said, as one line, and the SQLSTATE of the
- * server's last error: the error text every room gives.
+ * said: what the server and libpq said, as one line, and what each session's
+ * server said last (its SQLSTATE, why it hung up), kept with the session.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <libpq-events.h>
 
 #include "said.h"
 
-/* The last message the server sent outside a query, e.g. why it hung up. */
-static struct err server_said;
+/*
+ * What one session's server said, kept with its connection (libpq's instance
+ * data, freed with it): never another session's word.
+ */
+struct said {
+	struct err server;	/* its last message outside a query, e.g. why
+				   it hung up */
+	char state[6];		/* the SQLSTATE of its last error */
+};
 
-/* The SQLSTATE of the last error the server sent, for conn_cut(). */
-static char last_state[6];
+static int said_event(PGEventId id, void *info, void *pass);
+static void said_notice(void *arg, const PGresult *res);
+
+static struct said *
+said_of(const PGconn *c)
+{
+	return c != NULL ? PQinstanceData(c, said_event) : NULL;
+}
 
 static void
-keep_state(const PGresult *res)
+keep_state(struct said *s, const PGresult *res)
 {
 	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
-	snprintf(last_state, sizeof(last_state), "%s", state != NULL ?
-	    state : "");
+	if (s != NULL)
+		snprintf(s->state, sizeof(s->state), "%s", state != NULL ?
+		    state : "");
 }
 
-void
-conn_said_notice(void *arg, const PGresult *res)
+/* libpq's events: a session's record made, its errors kept, freed. */
+static int
+said_event(PGEventId id, void *info, void *pass)
+{
+	struct said *s;
+
+	(void)pass;
+	switch (id) {
+	case PGEVT_REGISTER:
+		s = calloc(1, sizeof(*s));
+		if (s == NULL || !PQsetInstanceData(
+		    ((PGEventRegister *)info)->conn, said_event, s)) {
+			free(s);
+			return 0;
+		}
+		break;
+	case PGEVT_RESULTCREATE: {
+		const PGEventResultCreate *e = info;
+
+		if (PQresultStatus(e->result) == PGRES_FATAL_ERROR)
+			keep_state(said_of(e->conn), e->result);
+		break;
+	}
+	case PGEVT_CONNDESTROY:
+		free(said_of(((PGEventConnDestroy *)info)->conn));
+		break;
+	default:
+		break;
+	}
+	return 1;
+}
+
+int
+conn_said_watch(PGconn *c)
+{
+	if (!PQregisterEventProc(c, said_event, "pglock said", NULL))
+		return -1;
+	PQsetNoticeReceiver(c, said_notice, c);
+	return 0;
+}
+
+static void
+said_notice(void *arg, const PGresult *res)
 {
 	const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
 	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	struct said *s = said_of(arg);
 
-	(void)arg;
 	/* Only errors matter: FATAL arrives here when the backend is killed. */
-	if (msg != NULL && sev != NULL && (strcmp(sev, "ERROR") == 0 ||
-	    strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0)) {
-		conn_oneline(msg, &server_said);
-		keep_state(res);
+	if (s != NULL && msg != NULL && sev != NULL && (strcmp(sev, "ERROR") ==
+	    0 || strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0)) {
+		conn_oneline(msg, &s->server);
+		keep_state(s, res);
 	}
 }
 
@@ -74,7 +132,6 @@ conn_result_error(const PGresult *res, struct err *err)
 	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
 	char buf[1024];
 
-	keep_state(res);
 	if (msg == NULL) {
 		/* Not the server's: libpq's own text (a lost connection). */
 		conn_oneline(PQresultErrorMessage(res), err);
@@ -88,29 +145,28 @@ conn_result_error(const PGresult *res, struct err *err)
 int
 conn_cut(PGconn *c)
 {
-	return PQstatus(c) == CONNECTION_BAD && (last_state[0] == '\0' ||
-	    strncmp(last_state, "57P0", 4) == 0 ||
-	    strcmp(last_state, "25P03") == 0);
+	const struct said *s = said_of(c);
+	const char *state = s != NULL ? s->state : "";
+
+	return PQstatus(c) == CONNECTION_BAD && (state[0] == '\0' ||
+	    strncmp(state, "57P0", 4) == 0 || strcmp(state, "25P03") == 0);
 }
 
 int
-conn_read_only(void)
+conn_read_only(const PGconn *c)
 {
-	return strcmp(last_state, "25006") == 0;
+	const struct said *s = said_of(c);
+
+	return s != NULL && strcmp(s->state, "25006") == 0;
 }
 
 void
 conn_reason(PGconn *c, struct err *err)
 {
-	if (server_said.msg[0] != '\0')
-		*err = server_said;
+	const struct said *s = said_of(c);
+
+	if (s != NULL && s->server.msg[0] != '\0')
+		*err = s->server;
 	else
 		conn_oneline(PQerrorMessage(c), err);
-}
-
-void
-conn_said_reset(void)
-{
-	server_said.msg[0] = '\0';
-	last_state[0] = '\0';
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * said: what the server and libpq said, as one line, and what the server's
- * last error tells of the session: cut, read-only.
+ * said: what the server and libpq said, as one line, and what a session's
+ * last error tells of it: cut, read-only.
  */
 #ifndef PGLOCK_SAID_H
 #define PGLOCK_SAID_H
@@ -19,10 +19,10 @@
 int conn_cut(PGconn *c);
 
 /*
- * Was the last error the server sent a read-only server's (25006): a standby
+ * Was the last error c's server sent a read-only server's (25006): a standby
  * behind a pooler or proxy, or a primary being demoted? Nothing was written.
  */
-int conn_read_only(void);
+int conn_read_only(const PGconn *c);
 
 /* Why c failed, one line: why the server hung up if it said, else libpq's. */
 void conn_reason(PGconn *c, struct err *err);
@@ -40,11 +40,11 @@ void conn_oneline(const char *msg, struct err *err);
 void conn_result_error(const PGresult *res, struct err *err);
 
 /*
- * The notice receiver every session gets (conn_open()): keeps the server's
- * errors sent outside a query, such as why it hung up, for conn_reason(),
- * conn_cut() and conn_read_only(); conn_said_reset() forgets them.
+ * Keep, with c (every session, from its start), what its server says: its
+ * errors, in results and outside a query (why it hung up), for conn_reason(),
+ * conn_cut() and conn_read_only(); each session's own, never another's.
+ * Also stops libpq printing notices itself. 0, or -1 (out of memory).
  */
-void conn_said_notice(void *arg, const PGresult *res);
-void conn_said_reset(void);
+int conn_said_watch(PGconn *c);
 
 #endif

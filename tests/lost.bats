@@ -9,6 +9,13 @@ load helper
 # ms since the epoch
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
+@test "each session is judged by its own errors: one refused a write (read-only), another ended by pg_terminate_backend (cut, and why)" {
+	two=${TWO_SESSIONS:-$BATS_TEST_DIRNAME/two_sessions}
+	[ -x "$two" ] || fail "$two: not built (make tests/two_sessions)"
+	run -0 timeout 30 "$two"
+	assert_output "12 passed, 0 failed"
+}
+
 @test "pg_terminate_backend on the holder: command and its child gone, exit 75 within 2 s" {
 	id=$(sha_id term-k)
 	bg runner pglock term-k sh -c 'sleep 60 & echo $! >"$0.child"; echo $$ >"$0"; wait' "$BATS_TEST_TMPDIR/cmd"
