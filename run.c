@@ -313,6 +313,7 @@ fork_watchdog_or_err(const struct run *r, PGconn *c, struct child *ch)
 	ch->kill_after_ms = o->kill_after_ms;
 	ch->notify = r->plan.hold ? o->caller : 0;
 	ch->session_fd = PQsocket(c);
+	ch->witness_fd = -1;	/* handed over once made: watch_or_err() */
 	ch->kill_by = -1;
 	if (child_fork_watchdog(ch, &why) == -1)
 		die(EXIT_OSERR, "%s", why.msg);
@@ -934,6 +935,8 @@ watch_or_err(struct run *r)
 		spawn_or_err(o, &r->ch);
 	lease_start(&check, r->c, &r->lk, aside, o->check_ms, r->since);
 	r->ch.kill_by = lease_end(&check);
+	/* Kept by the watchdog too: a SIGKILL of pglock keeps the delay. */
+	r->ch.witness_fd = r->w != NULL ? PQsocket(r->w) : -1;
 	switch (child_open_gate(&r->ch, o->argv != NULL ? o->argv[0] :
 	    "--hold", &status, &why)) {
 	case CHILD_STARTED:

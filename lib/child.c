@@ -15,6 +15,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -63,27 +64,30 @@ give_terminal(pid_t pgrp)
 }
 
 /*
- * Close every descriptor but keep, which becomes 3, and keep2 (-1: none),
- * which becomes 4: above all the database socket, which must close when
- * pglock dies (the watchdog's copy once the command is gone) so the lock
- * goes too, and the standard ones, maybe a pipe that a reader waits on.
+ * Close every descriptor but keep[0..n-1] (n at most 3), which become 3, 4,
+ * ... in order (one -1 or closed already leaves its number closed): above
+ * all the database sessions, which must close when pglock dies (the
+ * watchdog's copies once the command is gone) so the lock goes too, and the
+ * standard ones, maybe a pipe that a reader waits on.
  */
 static void
-close_others(int keep, int keep2)
+close_others(const int *keep, int n)
 {
+	int tmp[3], i;
 	long fd, max;
 
-	if (keep2 != -1 && fcntl(keep2, F_GETFD) == -1)
-		keep2 = -1;	/* closed already: nothing to keep */
-	if (keep2 == 3 && (keep2 = dup(keep2)) == -1)
-		_exit(EXIT_SOFTWARE);
-	if (keep != 3 && dup2(keep, 3) == -1)
-		_exit(EXIT_SOFTWARE);
-	if (keep2 != -1 && keep2 != 4 && dup2(keep2, 4) == -1)
-		_exit(EXIT_SOFTWARE);
-	for (fd = 0; fd <= 2; fd++)
+	/* Above every number to fill first, so that none is overwritten. */
+	for (i = 0; i < n; i++) {
+		tmp[i] = keep[i] == -1 ? -1 : fcntl(keep[i], F_DUPFD, 3 + n);
+		if (tmp[i] == -1 && keep[i] != -1 && errno != EBADF)
+			_exit(EXIT_SOFTWARE);
+	}
+	for (fd = 0; fd < 3 + n; fd++)
 		(void)close((int)fd);
-	fd = keep2 != -1 ? 5 : 4;
+	for (i = 0; i < n; i++)
+		if (tmp[i] != -1 && dup2(tmp[i], 3 + i) == -1)
+			_exit(EXIT_SOFTWARE);
+	fd = 3 + n;
 #ifdef SYS_close_range
 	if (syscall(SYS_close_range, (unsigned)fd, ~0U, 0U) == 0)
 		return;
@@ -105,9 +109,10 @@ static __attribute__((noreturn)) void
 hold_stdin(void)
 {
 	char buf[512];
+	int in = STDIN_FILENO;
 	ssize_t n;
 
-	close_others(STDIN_FILENO, -1);
+	close_others(&in, 1);
 	do
 		n = read(3, buf, sizeof(buf));
 	while (n > 0 || (n == -1 && errno == EINTR));
@@ -166,21 +171,57 @@ end_all(pid_t shim)
 	_exit(0);
 }
 
+/* Room for one descriptor passed with a message (SCM_RIGHTS). */
+union one_fd {
+	struct cmsghdr h;
+	char buf[CMSG_SPACE(sizeof(int))];
+};
+
+/*
+ * The watchdog's read of an arm message into *msg; a descriptor with it is
+ * the witness's session, kept as 5. recvmsg()'s count.
+ */
+static ssize_t
+read_arm(struct arm *msg)
+{
+	union one_fd u;
+	struct iovec iov = { msg, sizeof(*msg) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *h;
+	ssize_t n = recvmsg(3, &mh, 0);
+	int fd;
+
+	for (h = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; h != NULL;
+	    h = CMSG_NXTHDR(&mh, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		memcpy(&fd, CMSG_DATA(h), sizeof(fd));
+		if (fd != 5) {
+			(void)dup2(fd, 5);
+			(void)close(fd);
+		}
+	}
+	return n;
+}
+
 /*
  * The watchdog (child.h's contract) reads a socket whose other end only
  * pglock holds: end of file means pglock died. Armed, it tells --hold's
- * script (the shim stops the command: all below it) and keeps the session
- * (4), and so the lock, until the shim is gone, and with it all it reaped.
+ * script (the shim stops the command: all below it) and keeps the sessions,
+ * the lock's (4) and the witness's (5), and so the lock and its delay, until
+ * the shim is gone, and with it all it reaped.
  */
 static void
-watchdog(int fd, int session, const struct child *ch, int armed)
+watchdog(int fd, const struct child *ch, int armed)
 {
 	struct pollfd p = { .fd = 3, .events = POLLIN };
 	struct arm msg = { ch->kill_by, ch->pid };
 	mono_t kill_by = armed ? ch->kill_by : NEVER, t;
+	int keep[3] = { fd, ch->session_fd, ch->witness_fd };
 	ssize_t n;
 
-	close_others(fd, session);
+	close_others(keep, 3);
 	for (;;) {
 		/* Not renewed, pglock stopped: the server may free the lock. */
 		if (deadline_passed(kill_by)) {
@@ -190,7 +231,7 @@ watchdog(int fd, int session, const struct child *ch, int armed)
 		}
 		if (poll(&p, 1, poll_ms(kill_by)) < 1)
 			continue;	/* the time came, or EINTR */
-		n = read(3, &msg, sizeof(msg));
+		n = read_arm(&msg);
 		if (n == (ssize_t)sizeof(msg)) {
 			armed = 1;
 			kill_by = msg.kill_by;
@@ -203,8 +244,11 @@ watchdog(int fd, int session, const struct child *ch, int armed)
 	if (ch->notify > 0)
 		(void)notify(ch->notify, ch->lost_sig);
 	t = mono_min(deadline_in(ch->kill_after_ms), kill_by);
-	if (await_exit((pid_t)msg.pid, t))
-		(void)close(4);	/* all is gone: the lock may go */
+	if (await_exit((pid_t)msg.pid, t)) {
+		/* All is gone: the witness first, then the lock may go. */
+		(void)close(5);
+		(void)close(4);
+	}
 	sleep_until(t);
 	end_all((pid_t)msg.pid);
 }
@@ -227,14 +271,33 @@ cloexec_pair(int type, int sv[2], struct err *err)
 	return 0;
 }
 
-/* Tell the watchdog ch->kill_by and ch->pid (the first time, arming it). */
+/*
+ * Tell the watchdog ch->kill_by and ch->pid (the first time, arming it), and
+ * hand it its copy of the witness's session the first time there is one.
+ */
 static int
-arm_watchdog(const struct child *ch)
+arm_watchdog(struct child *ch)
 {
 	struct arm msg = { ch->kill_by, ch->pid };
+	struct iovec iov = { &msg, sizeof(msg) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	union one_fd u;
+	int give = ch->witness_fd != -1 && !ch->witness_kept;
 
-	return send(ch->watchdog_fd, &msg, sizeof(msg), MSG_NOSIGNAL |
-	    MSG_DONTWAIT) == (ssize_t)sizeof(msg) ? 0 : -1;
+	if (give) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		u.h.cmsg_level = SOL_SOCKET;
+		u.h.cmsg_type = SCM_RIGHTS;
+		u.h.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&u.h), &ch->witness_fd, sizeof(int));
+	}
+	if (sendmsg(ch->watchdog_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) !=
+	    (ssize_t)sizeof(msg))
+		return -1;
+	ch->witness_kept |= give;
+	return 0;
 }
 
 /* The command is reaped: the watchdog has nothing left to guard. */
@@ -296,7 +359,7 @@ fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
 		sig_ignore(ch->lost_sig, 1);
 		sigprocmask(SIG_SETMASK, &mask, NULL);
 		/* One that joins the command's group is armed from birth. */
-		watchdog(ends[0], ch->session_fd, ch, pgrp != 0);
+		watchdog(ends[0], ch, pgrp != 0);
 	}
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(ends[0]);
@@ -319,6 +382,8 @@ fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
 	}
 	ch->watchdog_pid = pid;
 	ch->watchdog_fd = ends[1];
+	/* A new one of a running command was born with the witness's. */
+	ch->witness_kept = pgrp != 0 && ch->witness_fd != -1;
 	return 0;
 }
 
@@ -541,7 +606,7 @@ shim(char *const argv[], const struct child *ch, int gate,
 		_exit(0);
 	}
 	/* Nothing of pglock's kept: its output's reader must see the end. */
-	close_others(gate, -1);
+	close_others(&gate, 1);
 	shim_reap(ch, cmd, &quiet);
 }
 

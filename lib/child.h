@@ -20,6 +20,9 @@ struct child {
 				   its group if it leads one), or 0 */
 	int session_fd;		/* the database socket, which the watchdog
 				   keeps open till the command is gone, or -1 */
+	int witness_fd;		/* the witness's socket, kept alike (handed to
+				   the watchdog as it is armed), or -1; may be
+				   set until child_open_gate() */
 	mono_t kill_by;		/* mono_ms() of the lease's end: the watchdog
 				   KILLs the group then unless child_wait()
 				   renews it; -1: never */
@@ -29,6 +32,7 @@ struct child {
 	pid_t pgrp;		/* its group: the first watchdog's pid */
 	pid_t watchdog_pid;	/* the watchdog now; -1 once reaped */
 	int watchdog_fd;	/* pglock's end of the watchdog's socket */
+	int witness_kept;	/* the watchdog has its copy of witness_fd */
 	int foreground;		/* the group was handed the terminal */
 	int gate;		/* child_open_gate() lets the command exec;
 				   then the shim's word on it; -1: none */
@@ -39,7 +43,7 @@ struct child {
 
 /* A struct child before anything is forked: child_reap() has nothing to do. */
 #define CHILD_NONE { .pid = -1, .watchdog_pid = -1, .watchdog_fd = -1, \
-	.gate = -1 }
+	.gate = -1, .session_fd = -1, .witness_fd = -1 }
 
 enum child_start {
 	CHILD_STARTED,
@@ -52,9 +56,9 @@ enum child_start {
  * child_open_gate(), if pglock dies (even by SIGKILL), it sends lost_sig to
  * notify (the shim sends it to all the command started), then SIGKILL to all
  * below the shim kill_after_ms later or at kill_by if sooner, and closes its
- * copy of session_fd only once the shim has exited, all it reaped gone (-1 or
- * closed: no copy, for a lock lost already). Unarmed, it just exits. Returns
- * 0, or -1 with the reason in err.
+ * copies of witness_fd and session_fd only once the shim has exited, all it
+ * reaped gone (-1 or closed: no copy, for a lock lost already). Unarmed, it
+ * just exits. Returns 0, or -1 with the reason in err.
  */
 int child_fork_watchdog(struct child *ch, struct err *err);
 

@@ -315,6 +315,26 @@ new_after_old() {
 	done
 }
 
+@test "KILL on pglock, then pg_terminate_backend on its lock's session: the next command starts after the TERM-ignoring old one is dead (the watchdog keeps the witness too)" {
+	d=$BATS_TEST_TMPDIR id=$(sha_id kill-delay)
+	old_and_new
+	bg old pglock --check-interval 0.5 --kill-after 60 kill-delay sh -c "$old" "$d/log"
+	wait_until 10 test -s "$d/log"
+	kill -KILL "$(bgpid old)"
+	bgwait old 5
+	[ "$bg_status" -eq 137 ]
+	# Its watchdog keeps the lock's session, and the witness's.
+	held "$id"
+	bg new pglock -v --check-interval 0.5 kill-delay sh -c "$new" "$d/log"
+	wait_until 10 waiting "$id"
+	sql "SELECT pg_terminate_backend($(locks_on "$id" | grep '^t:' | cut -d: -f2))" >/dev/null
+	bgwait new 20
+	[ "$bg_status" -eq 0 ]
+	[ "$(tail -n 1 "$d/log")" = "new, old dead" ]
+	[ "$(grep -c new "$d/log")" -eq 1 ]
+	grep -qx "pglock: kill-delay: lock-delay: a --break, or an ended holder's witness, keeps it while the old command is stopped; waiting" "$d/new.err"
+}
+
 # wit_sessions N: wit-k's holders have N sessions, their witnesses' included.
 wit_sessions() {
 	[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE application_name IN ('pglock: wit-k', 'pglock witness') AND datname = current_database()")" -eq "$1" ]
