@@ -125,8 +125,9 @@ usage(FILE *f)
 	    "\nOnce (the outcome recorded in the database):\n"
 	    "      --once-per DURATION    run COMMAND unless KEY succeeded in"
 	    " this slot of\n"
-	    "                             the server's clock (DURATION: SECS,"
-	    " 5m, 1h, 1d)\n"
+	    "                             the server's clock (DURATION, with"
+	    " its unit: 90s,\n"
+	    "                             5m, 1h, 1d)\n"
 	    "      --tz ZONE              --once-per's slots by ZONE's wall"
 	    " clock, from its\n"
 	    "                             midnight (DURATION dividing a day,"
@@ -302,6 +303,18 @@ duration_or_err(const char *opt, const char *s)
 	long ms;
 
 	if (arg_time_ms(s, &ms, &why) == -1)
+		usage_err("%s: %s", opt, why.msg);
+	return ms;
+}
+
+/* A schedule's or a pause's DURATION, with its unit (arg_span_ms()). */
+static long long
+span_or_err(const char *opt, const char *s)
+{
+	struct err why;
+	long long ms;
+
+	if (arg_span_ms(s, &ms, &why) == -1)
 		usage_err("%s: %s", opt, why.msg);
 	return ms;
 }
@@ -495,8 +508,6 @@ zone_name(const char *s)
 static int
 schedule_option_or_err(struct opts *o, int c, char *arg)
 {
-	struct err why;
-
 	switch (c) {
 	case OPT_TZ:
 		if (!zone_name(arg))
@@ -505,12 +516,10 @@ schedule_option_or_err(struct opts *o, int c, char *arg)
 		o->tz = arg;
 		break;
 	case OPT_AFTER:
-		if (arg_period_ms(arg, &o->after_ms, &why) == -1)
-			usage_err("--after: %s", why.msg);
+		o->after_ms = span_or_err("--after", arg);
 		break;
 	case OPT_SPREAD:
-		if (arg_period_ms(arg, &o->spread_s, &why) == -1)
-			usage_err("--spread: %s", why.msg);
+		o->spread_s = span_or_err("--spread", arg);
 		if (o->spread_s < 1000 || o->spread_s % 1000 != 0)
 			usage_err("--spread: '%s' is not whole seconds, at "
 			    "least 1", printable(arg));
@@ -566,8 +575,7 @@ run_option_or_err(struct opts *o, int c, char *arg)
 			usage_err("%s", "--max-time: must be more than 0");
 		break;
 	case OPT_ONCE_PER:
-		if (arg_period_ms(arg, &o->period_ms, &why) == -1)
-			usage_err("--once-per: %s", why.msg);
+		o->period_ms = span_or_err("--once-per", arg);
 		if (o->period_ms == 0)
 			usage_err("%s", "--once-per: must be more than 0");
 		record_by(o, c);
@@ -595,8 +603,6 @@ run_option_or_err(struct opts *o, int c, char *arg)
 static int
 mode_option_or_err(struct opts *o, int c, char *arg)
 {
-	struct err why;
-
 	if (c >= OPT_MODE) {
 		set_mode(o, (enum mode)(c - OPT_MODE));
 		return 1;
@@ -613,15 +619,13 @@ mode_option_or_err(struct opts *o, int c, char *arg)
 		o->json = 1;
 		break;
 	case OPT_OK_WITHIN:
-		if (arg_period_ms(arg, &o->ok_within_ms, &why) == -1)
-			usage_err("--ok-within: %s", why.msg);
+		o->ok_within_ms = span_or_err("--ok-within", arg);
 		break;
 	case OPT_METRICS:
 		o->metrics = 1;
 		break;
 	case OPT_FOR:
-		if (arg_period_ms(arg, &o->pause_ms, &why) == -1)
-			usage_err("--for: %s", why.msg);
+		o->pause_ms = span_or_err("--for", arg);
 		if (o->pause_ms == 0)
 			usage_err("%s", "--for: must be more than 0");
 		break;

@@ -153,43 +153,73 @@ period_part(const char *p, long long *ms, int *unit, size_t *used)
 /*
  * Parts with units from the largest down, each unit once (2h30m, 1d12h);
  * a bare number only alone (SECS). At most 2147483.647 days, which keeps a
- * slot's length below the 2^48 its record's number has room for.
+ * slot's length below the 2^48 its record's number has room for. 0; 1, too
+ * long (*shown: the unit to say it in); -1, not a period.
  */
-int
-arg_period_ms(const char *s, long long *ms, struct err *err)
+static int
+period_ms(const char *s, long long *ms, char *shown)
 {
 	static const char units[] = "smhdw";
 	const char *p = s;
 	long long part;
 	size_t used;
 	int unit, last = 5, rc;
-	char shown = 'd';	/* the unit of "at most" */
 
 	*ms = 0;
+	*shown = 'd';
 	do {
 		rc = period_part(p, &part, &unit, &used);
 		if (rc == 0 && (unit >= last || (unit < 0 && p != s)))
 			rc = -1;
 		*ms += rc == 0 ? part : 0;
 		if (rc == 1)
-			shown = units[unit >= 0 ? unit : 0];	/* none: seconds */
+			*shown = units[unit >= 0 ? unit : 0];	/* none: s */
 		last = unit;
 		p += used;
 	} while (rc == 0 && *p != '\0');
 	if (rc == 0 && *ms > ARG_MAX_MS * 86400LL)
 		rc = 1;
-	switch (rc) {
-	case 0:
-		return 0;
-	case 1:
+	return rc;
+}
+
+/* A period's "too long" (rc 1) or "not a duration" (forms: what it may be). */
+static int
+period_err(const char *s, int rc, char shown, const char *forms,
+    struct err *err)
+{
+	if (rc == 1)
 		err_set(err, "'%s' is too long (at most %ld.%03ld%c)", s,
 		    ARG_MAX_MS / 1000, ARG_MAX_MS % 1000, shown);
-		return -1;
-	default:
-		err_set(err, "'%s' is not a duration (SECS, or numbers with s, "
-		    "m, h, d or w: 5m, 2h30m, 1w)", s);
+	else
+		err_set(err, "'%s' is not a duration (%s)", s, forms);
+	return -1;
+}
+
+int
+arg_period_ms(const char *s, long long *ms, struct err *err)
+{
+	char shown;
+	int rc = period_ms(s, ms, &shown);
+
+	return rc == 0 ? 0 : period_err(s, rc, shown, "SECS, or numbers "
+	    "with s, m, h, d or w: 5m, 2h30m, 1w", err);
+}
+
+int
+arg_span_ms(const char *s, long long *ms, struct err *err)
+{
+	char shown;
+	int rc = period_ms(s, ms, &shown);
+
+	if (rc != 0)
+		return period_err(s, rc, shown, "numbers with s, m, h, d or "
+		    "w: 90s, 5m, 2h30m, 1w", err);
+	/* A bare number is one a reader takes for hours as often as not. */
+	if (strpbrk(s, "smhdw") == NULL && *ms != 0) {
+		err_set(err, "'%s' needs a unit: %sh, %sm or %ss", s, s, s, s);
 		return -1;
 	}
+	return 0;
 }
 
 int

@@ -24,6 +24,13 @@ int arg_duration_ms(const char *s, long *ms, struct err *err);
 int arg_period_ms(const char *s, long long *ms, struct err *err);
 
 /*
+ * A span of a schedule or a pause (--once-per, --after, --ok-within, ...): a
+ * period as arg_period_ms() takes it, but with its unit (a bare number but 0
+ * is refused, naming the forms it may have meant): 0, or -1 (reason in err).
+ */
+int arg_span_ms(const char *s, long long *ms, struct err *err);
+
+/*
  * A time for an option of seconds (-w, --max-time, ...): a period as
  * arg_period_ms() takes it, at most ARG_MAX_MS: 0, or -1 (reason in err).
  */

@@ -273,6 +273,6 @@ short_options() {
 	assert_output --after
 	run comp --sp
 	assert_output --spread
-	run comp --once-per 1d --tz Europe/Berlin --after 2h30m --spread 600 --sc
+	run comp --once-per 1d --tz Europe/Berlin --after 2h30m --spread 10m --sc
 	assert_output --scope
 }

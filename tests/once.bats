@@ -259,7 +259,7 @@ ok, failed = runs[0]["last_ok"], runs[0]["last_failed"]
 assert sorted(ok) == ["at", "host", "seconds"] and ok["host"] == sys.argv[2] and 0.2 <= ok["seconds"] < 5, ok
 assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, failed' "$output" "$host"
 	run -0 pglock --status --ok-within 1h st-k
-	run -1 pglock --status --ok-within 0.001 st-k
+	run -1 pglock --status --ok-within 0.001s st-k
 	run -1 pglock --status --ok-within 1d never-k
 	run -1 --separate-stderr pglock --status --json never-k
 	[[ "$output" == *'"runs": ['*'{"key": "never-k", "last_ok": null, "last_failed": null, "failures": 0, "paused": null}'* ]]
@@ -309,7 +309,7 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	[[ "$stderr" == "pglock: priv-k: table \"pglock_o_private\" does not exist and this role may not create it; have an administrator run: CREATE TABLE \"pglock_o_private\" (key text PRIMARY KEY, "*"; GRANT SELECT, INSERT, UPDATE, DELETE ON \"pglock_o_private\" TO \"pglock_o_nocreate\"" ]]
 }
 
-@test "--once and --once-per refuse -s, --slots, -F and --hold; --ok-within needs --status and one KEY: 64" {
+@test "--once and --once-per refuse -s, --slots, -F and --hold; --ok-within needs --status, one KEY and a unit: 64" {
 	run -64 pglock --once -s k true
 	run -64 pglock --once-per 1h --slots 2 k true
 	run -64 pglock --once -F k true
@@ -320,7 +320,9 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	run -64 --separate-stderr pglock --once-per 0 k true
 	assert_equal "$stderr" "pglock: --once-per: must be more than 0 (see pglock --help)"
 	run -64 --separate-stderr pglock --once-per 5x k true
-	assert_equal "$stderr" "pglock: --once-per: '5x' is not a duration (SECS, or numbers with s, m, h, d or w: 5m, 2h30m, 1w) (see pglock --help)"
+	assert_equal "$stderr" "pglock: --once-per: '5x' is not a duration (numbers with s, m, h, d or w: 90s, 5m, 2h30m, 1w) (see pglock --help)"
+	run -64 --separate-stderr pglock --status --ok-within 26 k
+	assert_equal "$stderr" "pglock: --ok-within: '26' needs a unit: 26h, 26m or 26s (see pglock --help)"
 	run -64 pglock --forget
 	run -64 pglock --forget k true
 }

@@ -246,7 +246,7 @@ paused_line() {
 	}
 }
 
-@test "--pause and --resume take one KEY; --for and --reason only with --pause; --for 0 and a --reason not UTF-8 are refused: 64" {
+@test "--pause and --resume take one KEY; --for and --reason only with --pause; --for 0, a --for without a unit and a --reason not UTF-8 are refused: 64" {
 	run -64 pglock --pause
 	run -64 pglock --pause k true
 	run -64 pglock --resume a b
@@ -257,6 +257,8 @@ paused_line() {
 	run -64 pglock --reason x --resume k
 	run -64 --separate-stderr pglock --pause --for 0 k
 	assert_equal "$stderr" "pglock: --for: must be more than 0 (see pglock --help)"
+	run -64 --separate-stderr pglock --pause --for 2 k
+	assert_equal "$stderr" "pglock: --for: '2' needs a unit: 2h, 2m or 2s (see pglock --help)"
 	run -64 pglock --pause --reason $'a\xffb' k
 	run -64 pglock --pause --reason "$(head -c 1001 /dev/zero | tr '\0' r)" k
 	run -64 pglock --pause --json k

@@ -78,9 +78,9 @@ rfc3339() {
 	[ "$(fact start "$f") $(fact end "$f")" = "2024-10-04T00:00:00+00:00 2027-07-01T00:00:00+00:00" ]
 }
 
-@test "a slot of whole milliseconds shows them: --once-per 1.5 ends on a half second" {
+@test "a slot of whole milliseconds shows them: --once-per 1.5s ends on a half second" {
 	f=$BATS_TEST_TMPDIR/facts
-	run -0 pglock --once-per 1.5 ms-k sh -c "$FACTS" "$f"
+	run -0 pglock --once-per 1.5s ms-k sh -c "$FACTS" "$f"
 	rfc3339 "$(fact start "$f")"
 	[ "$(sql "SELECT extract(epoch FROM '$(fact end "$f")'::timestamptz - '$(fact start "$f")'::timestamptz)")" = 1.500000 ]
 }
@@ -194,8 +194,8 @@ none"
 	--record --tz Europe/Berlin|--tz NONE
 	--after 1h|--after NONE
 	--once --after 1h|--after NONE
-	--record --spread 60|--spread NONE
-	--spread 60|--spread NONE
+	--record --spread 60s|--spread NONE
+	--spread 60s|--spread NONE
 	--once-per 7m --tz Europe/Berlin|--tz: --once-per's DURATION must divide a day (5m, 1h, 6h ...), or be 1d or 1w
 	--once-per 2d --tz Europe/Berlin|--tz: --once-per's DURATION must divide a day (5m, 1h, 6h ...), or be 1d or 1w
 	--once-per 25h --tz UTC|--tz: --once-per's DURATION must divide a day (5m, 1h, 6h ...), or be 1d or 1w
@@ -204,11 +204,14 @@ none"
 	--once-per 1h --tz 05:30|--tz: '05:30' is not a time zone name (as Europe/Berlin)
 	--once-per 1h --after 1h|--after: OFFSET must be less than --once-per's DURATION
 	--once-per 1h --after 2h|--after: OFFSET must be less than --once-per's DURATION
-	--once-per 1h --after 30m --spread 1800|--after + --spread must be less than --once-per's DURATION
+	--once-per 1h --after 30m --spread 1800s|--after + --spread must be less than --once-per's DURATION
 	--once-per 1h --spread 1h|--after + --spread must be less than --once-per's DURATION
 	--once-per 1h --spread 0|--spread: '0' is not whole seconds, at least 1
-	--once-per 1h --spread 1.5|--spread: '1.5' is not whole seconds, at least 1
-	--once-per 1h --after 5x|--after: '5x' is not a duration (SECS, or numbers with s, m, h, d or w: 5m, 2h30m, 1w)
+	--once-per 1h --spread 1.5s|--spread: '1.5s' is not whole seconds, at least 1
+	--once-per 1h --after 5x|--after: '5x' is not a duration (numbers with s, m, h, d or w: 90s, 5m, 2h30m, 1w)
+	--once-per 1h --after 2|--after: '2' needs a unit: 2h, 2m or 2s
+	--once-per 1h --spread 600|--spread: '600' needs a unit: 600h, 600m or 600s
+	--once-per 24|--once-per: '24' needs a unit: 24h, 24m or 24s
 	EOF2
 	run -64 --separate-stderr pglock --once-per 1h --tz '' bad-k true
 	assert_equal "$stderr" "pglock: --tz: '' is not a time zone name (as Europe/Berlin) (see pglock --help)"
@@ -253,11 +256,11 @@ spread_of() {
 }
 
 @test "--spread with --id A,B: id is A * 2^32 + (B mod 2^32), pg_locks' classid and objid as one bigint" {
-	run -0 --separate-stderr pglock --explain --json --spread 86400 --id 1,2
+	run -0 --separate-stderr pglock --explain --json --spread 86400s --id 1,2
 	[[ $output == *'"spread_seconds": '$(( (1 << 32 | 2) % 86400 ))'}' ]]
-	run -0 --separate-stderr pglock --explain --spread 7 --id -- -1,-1
+	run -0 --separate-stderr pglock --explain --spread 7s --id -- -1,-1
 	assert_line "spread	6s of --spread 7s: ((id % s) + s) % s, added to --after"
-	run -0 --separate-stderr pglock --explain --spread 1000 --id -- -5
+	run -0 --separate-stderr pglock --explain --spread 1000s --id -- -5
 	assert_line "spread	995s of --spread 1000s: ((id % s) + s) % s, added to --after"
 }
 

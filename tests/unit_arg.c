@@ -47,6 +47,20 @@ main(void)
 	};
 	static const struct {
 		const char *in;
+		long long ms;	/* -1: must be rejected */
+		const char *msg;	/* its reason, if so */
+	} spans[] = {
+		{ "90s", 90000, NULL }, { "26h", 93600000, NULL },
+		{ "2h30m", 9000000, NULL }, { "0", 0, NULL },
+		{ "26", -1, "'26' needs a unit: 26h, 26m or 26s" },
+		{ "1.5", -1, "'1.5' needs a unit: 1.5h, 1.5m or 1.5s" },
+		{ "5x", -1, "'5x' is not a duration (numbers with s, m, h, d or "
+		    "w: 90s, 5m, 2h30m, 1w)" },
+		{ "2147484d", -1, "'2147484d' is too long (at most "
+		    "2147483.647d)" },
+	};
+	static const struct {
+		const char *in;
 		long ms;	/* -1: must be rejected */
 	} durations[] = {
 		{ "0", 0 }, { "1", 1000 }, { "0.5", 500 }, { "1.25", 1250 },
@@ -97,6 +111,14 @@ main(void)
 		rc = arg_period_ms(periods[i].in, &pms, &err);
 		expect(periods[i].ms < 0 ? rc == -1 && err.msg[0] != '\0' :
 		    rc == 0 && pms == periods[i].ms, "period", periods[i].in);
+	}
+	for (i = 0; i < sizeof(spans) / sizeof(spans[0]); i++) {
+		long long sms = -1;
+
+		rc = arg_span_ms(spans[i].in, &sms, &err);
+		expect(spans[i].ms < 0 ? rc == -1 &&
+		    strcmp(err.msg, spans[i].msg) == 0 :
+		    rc == 0 && sms == spans[i].ms, "span", spans[i].in);
 	}
 	for (i = 0; i < sizeof(durations) / sizeof(durations[0]); i++) {
 		ms = -7;
