@@ -907,7 +907,7 @@ pause_key(const struct opts *o, PGconn *c)
 	char id[48], until[40], *name = record_key(o, o->key);
 	struct runs_pause p = { .key = name, .id = id, .for_ms = o->pause_ms,
 	    .reason = o->reason != NULL ? o->reason : "",
-	    .create = o->pause_new };
+	    .create = o->pause_new, .node = o->node };
 	int rc;
 
 	key_format(&o->lock.key, id, sizeof(id));

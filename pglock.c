@@ -145,6 +145,9 @@ usage(FILE *f)
 	    " again\n"
 	    "      --runs-table NAME      where runs are recorded (default"
 	    " pglock_runs)\n"
+	    "      --node NAME            this machine's name in records"
+	    " (PGLOCK_NODE;\n"
+	    "                             default: the host name)\n"
 	    "      --pause KEY            --once, --once-per and --record runs"
 	    " of KEY run\n"
 	    "                             nothing (--record's: exit 1, -E,"
@@ -235,7 +238,7 @@ enum {
 	OPT_TABLE, OPT_FENCE, OPT_HASH, OPT_NAMESPACE, OPT_SCOPE,
 	OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS,
 	OPT_ONCE, OPT_ONCE_PER, OPT_RECORD, OPT_RUNS_TABLE, OPT_OK_WITHIN,
-	OPT_FOR, OPT_REASON, OPT_NEW, OPT_METRICS,
+	OPT_FOR, OPT_REASON, OPT_NEW, OPT_METRICS, OPT_NODE,
 	OPT_TZ, OPT_AFTER, OPT_SPREAD, OPT_REQUIRE_SYNC,
 	OPT_MODE = 512
 };
@@ -289,6 +292,7 @@ static const struct option longopts[] = {
 	{ "for", required_argument, NULL, OPT_FOR },
 	{ "reason", required_argument, NULL, OPT_REASON },
 	{ "new", no_argument, NULL, OPT_NEW },
+	{ "node", required_argument, NULL, OPT_NODE },
 	{ "metrics", no_argument, NULL, OPT_METRICS },
 	{ "tz", required_argument, NULL, OPT_TZ },
 	{ "after", required_argument, NULL, OPT_AFTER },
@@ -305,6 +309,42 @@ duration_or_err(const char *opt, const char *s)
 	if (arg_time_ms(s, &ms, &why) == -1)
 		usage_err("%s: %s", opt, why.msg);
 	return ms;
+}
+
+/*
+ * A machine's name as records keep it (--node, PGLOCK_NODE): UTF-8 (a text
+ * column), not empty, at most as long as a host name may be.
+ */
+static const char *
+node_or_err(const char *from, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 255 || !key_utf8_ok(name, n))
+		usage_err("%s: a node's name must be UTF-8 of 1 to 255 bytes",
+		    from);
+	return name;
+}
+
+/*
+ * The node, unless --node named it: PGLOCK_NODE (read before scrub_env()),
+ * else the host name; the command gets it as PGLOCK_NODE, so that a pglock
+ * it runs records the same.
+ */
+static void
+node_of_or_err(struct opts *o)
+{
+	static char host[256];
+	const char *env = getenv("PGLOCK_NODE");
+
+	if (o->node == NULL && env != NULL && *env != '\0')
+		o->node = node_or_err("PGLOCK_NODE", env);
+	if (o->node == NULL) {
+		if (gethostname(host, sizeof(host)) == -1)
+			snprintf(host, sizeof(host), "?");
+		host[sizeof(host) - 1] = '\0';
+		o->node = host;
+	}
 }
 
 /* A schedule's or a pause's DURATION, with its unit (arg_span_ms()). */
@@ -639,6 +679,9 @@ mode_option_or_err(struct opts *o, int c, char *arg)
 		break;
 	case OPT_NEW:
 		o->pause_new = 1;
+		break;
+	case OPT_NODE:
+		o->node = node_or_err("--node", arg);
 		break;
 	default:
 		return 0;
@@ -1068,7 +1111,9 @@ main(int argc, char **argv)
 	o.caller = getppid() > 1 ? getppid() : 0;
 	start = mono_ms();
 	parse_or_err(argc, argv, &o);
+	node_of_or_err(&o);
 	scrub_env();
+	setenv_or_err("PGLOCK_NODE", o.node);
 
 	mode = &modes[o.mode];
 	if (mode->run == NULL)

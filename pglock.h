@@ -62,6 +62,8 @@ struct opts {
 	long long pause_ms;	/* --pause --for; -1: until --resume */
 	int pause_new;		/* --pause --new: KEY may have no record */
 	const char *reason;	/* --pause --reason; NULL: none */
+	const char *node;	/* this machine's name in records: --node,
+				   PGLOCK_NODE or the host name */
 	int metrics;		/* --status --metrics */
 	const char *tz;		/* --tz: slots of ZONE's wall clock; NULL */
 	long long after_ms;	/* --after: due this far into a slot */

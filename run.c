@@ -968,7 +968,7 @@ landed_or_err(const struct run *r, const char *why)
 	const struct opts *o = r->o;
 	char *name = record_key(o, o->key);
 	struct runs_outcome out = { .key = name, .slot = r->slot,
-	    .seconds = r->ran_s };
+	    .seconds = r->ran_s, .node = o->node };
 	struct conn_opts co = o->conn;
 	struct err how;
 	int rc;
@@ -1013,7 +1013,8 @@ record_release(struct run *r, int status, double seconds, struct ending *e)
 	const struct opts *o = r->o;
 	char *name = record_key(o, o->key);
 	struct runs_outcome out = { .key = name, .id = r->id, .status = status,
-	    .seconds = seconds, .slot = r->slot, .streak = r->streak };
+	    .seconds = seconds, .slot = r->slot, .streak = r->streak,
+	    .node = o->node };
 	long ms = answer_ms(o);
 	mono_t by;
 	struct err late;

@@ -19,7 +19,8 @@ function __fish_pglock_rest
                 --namespace --check-interval --lost-signal --kill-after \
                 --scope --counter-table --dbname --host --port --username \
                 --connect-timeout --max-time --slots --once-per \
-                --runs-table --ok-within --for --reason --tz --after --spread
+                --runs-table --node --ok-within --for --reason --tz --after \
+                --spread
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -123,6 +124,7 @@ complete -c pglock -n $nokey -l once-per -x -d 'one successful run of KEY per DU
 complete -c pglock -n $nokey -l record -d "record the command's outcome"
 complete -c pglock -n $nokey -l forget -d "delete KEY's record: --once runs again"
 complete -c pglock -n $nokey -l runs-table -x -d 'where runs are recorded'
+complete -c pglock -n $nokey -l node -x -d "this machine's name in records"
 complete -c pglock -n $nokey -l ok-within -x -d 'with --status: exit 0 if KEY succeeded within DURATION'
 complete -c pglock -n $nokey -l pause -d "pause KEY's recorded runs"
 complete -c pglock -n $nokey -l new -d 'with --pause: KEY has no record yet'

@@ -431,15 +431,6 @@ runs_read_queued(PGconn *c, const struct runs_when *w, mono_t by, long ms,
 	return rc;
 }
 
-/* This host's name, as a record keeps it. */
-static void
-host_name(char *host, size_t len)
-{
-	if (gethostname(host, len) == -1)
-		snprintf(host, len, "?");
-	host[len - 1] = '\0';
-}
-
 /* Read res's rows (a name, then RECORD()) into *names and *rows: 0, or -1. */
 static int
 list_get(const PGresult *res, char ***names, struct runs_row **rows, int *n,
@@ -498,17 +489,17 @@ int
 runs_queue_write(PGconn *c, const char *table, const struct runs_outcome *o,
     struct err *err)
 {
-	char sql[2048], host[256], num[2][32];
+	char sql[2048], num[2][32];
 	/* Only a table that counts failures is told of them. */
 	const char *streak[3] = { "", "", "" };
-	const char *params[6] = { o->key, o->id, host, num[0], num[1], NULL };
+	const char *params[6] = { o->key, o->id, o->node, num[0], num[1],
+	    NULL };
 
 	/* A session known to be gone sends nothing: nothing can land. */
 	if (PQstatus(c) != CONNECTION_OK) {
 		conn_reason(c, err);
 		return -1;
 	}
-	host_name(host, sizeof(host));
 	if (o->streak) {
 		streak[0] = ", failures";
 		streak[1] = o->status == 0 ? ", 0" : ", 1";
@@ -558,7 +549,7 @@ int
 runs_landed(const struct conn_opts *co, const char *table,
     const struct runs_outcome *o, double before_ms, struct err *err)
 {
-	char host[256], had[32], ran[32];
+	char had[32], ran[32];
 	struct runs_row row;
 	PGconn *c;
 	int rc;
@@ -577,11 +568,10 @@ runs_landed(const struct conn_opts *co, const char *table,
 	 * millisecond's rounding there once said "not found" of a success that
 	 * had landed), nor another -s holder's success.
 	 */
-	host_name(host, sizeof(host));
 	snprintf(had, sizeof(had), "%.3f", row.ok_seconds);
 	snprintf(ran, sizeof(ran), "%.3f", o->seconds);
 	return row.has_ok && row.ok_ms != before_ms &&
-	    strcmp(row.ok_host, host) == 0 && strcmp(had, ran) == 0;
+	    strcmp(row.ok_host, o->node) == 0 && strcmp(had, ran) == 0;
 }
 
 long long
@@ -644,12 +634,12 @@ int
 runs_pause(PGconn *c, const char *table, const struct runs_pause *p,
     char until[40], struct err *err)
 {
-	char sql[2048], host[256], num[32];
-	const char *params[6] = { p->key, p->id, num, host, p->reason, NULL };
+	char sql[2048], num[32];
+	const char *params[6] = { p->key, p->id, num, p->node, p->reason,
+	    NULL };
 	PGresult *res;
 	int rc = -1;
 
-	host_name(host, sizeof(host));
 	snprintf(num, sizeof(num), "%lld", p->for_ms);
 	/* Without create, an UPDATE: a key with no record gets none. */
 	if (p->create)

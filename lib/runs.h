@@ -122,6 +122,7 @@ struct runs_outcome {
 	double seconds;		/* how long the command ran */
 	long long slot;		/* runs_slot() a success counts for; -1: none */
 	int streak;		/* the table counts failures (runs_row's >= 0) */
+	const char *node;	/* this machine's name, as records keep it */
 };
 
 /* A write sent whose answer was lost: it may have landed. */
@@ -129,7 +130,7 @@ struct runs_outcome {
 
 /*
  * Queue, in c's pipeline, the record of o as its key's last success (at the
- * server's clock, with this host's name) or last failure: it lands with the
+ * server's clock, with o->node) or last failure: it lands with the
  * commit that follows it (a sync, or the lock's transaction's COMMIT). 0, or
  * -1 with the reason in err: nothing was sent.
  */
@@ -142,7 +143,7 @@ int runs_written(const PGresult *res, struct err *err);
 /*
  * On a new session (co: its bounds), is o's success recorded: under its slot,
  * or (slot -1) as another success than the one read under the lock, at
- * before_ms (-1: none), by this host, o->seconds long? 1 yes, 0 not (or not
+ * before_ms (-1: none), by o->node, o->seconds long? 1 yes, 0 not (or not
  * yet), -1 could not tell (err).
  */
 int runs_landed(const struct conn_opts *co, const char *table,
@@ -162,10 +163,11 @@ struct runs_pause {
 	long long for_ms;	/* from the server's now; -1: until resumed */
 	const char *reason;	/* "": none */
 	int create;		/* a key with no record too (--new) */
+	const char *node;	/* this machine's name, as records keep it */
 };
 
 /*
- * Pause p->key from the server's now, with this host's name: 0, with the end
+ * Pause p->key from the server's now, with p->node: 0, with the end
  * (as runs_row's paused_until) in until; 1 if p->key has no record and not
  * p->create (nothing written: a typo pauses nothing); -1, the reason in err
  * (for a table an earlier build made, which lacks the columns: the ALTER

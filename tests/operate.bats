@@ -308,6 +308,33 @@ assert json.loads(sys.argv[1])["runs"][0]["paused"] is None' "$output"
 	refute_output --partial paused
 }
 
+@test "--node and PGLOCK_NODE name the machine in records (success, failure, pause) and the command gets PGLOCK_NODE; the option wins; the host name without; an empty or non-UTF-8 name is 64" {
+	run -0 --separate-stderr pglock --node web-1 --record node-k sh -c 'echo "$PGLOCK_NODE"'
+	assert_output web-1
+	PGLOCK_NODE=pod-7 run -3 --separate-stderr pglock --record node-k sh -c 'echo "$PGLOCK_NODE"; exit 3'
+	assert_output pod-7
+	PGLOCK_NODE=pod-7 run -0 pglock --node ops --pause --for 1h node-k
+	run -1 --separate-stderr pglock --status --json node-k
+	"$PYTHON" -c '
+import json, sys
+r = json.loads(sys.argv[1])["runs"][0]
+assert r["last_ok"]["host"] == "web-1", r
+assert r["last_failed"]["host"] == "pod-7", r
+assert r["paused"]["host"] == "ops", r
+' "$output"
+	# Nested: the inner pglock records the node the outer one was given.
+	run -0 pglock --node batch-3 node-outer "$PGLOCK" --once node-j true
+	run -1 --separate-stderr pglock --status node-j
+	assert_line --index 1 --regexp "^node-j	last_ok	[^	]+	batch-3	"
+	PGLOCK_NODE= run -0 pglock --once node-h true
+	run -1 --separate-stderr pglock --status node-h
+	assert_line --index 1 --regexp "^node-h	last_ok	[^	]+	$(hostname)	"
+	run -64 --separate-stderr pglock --node '' --record node-k true
+	assert_equal "$stderr" "pglock: --node: a node's name must be UTF-8 of 1 to 255 bytes (see pglock --help)"
+	PGLOCK_NODE=$'a\xffb' run -64 --separate-stderr pglock --record node-k true
+	assert_equal "$stderr" "pglock: PGLOCK_NODE: a node's name must be UTF-8 of 1 to 255 bytes (see pglock --help)"
+}
+
 @test "--status --ok-within of a paused KEY exits 0 (a paused job is no alarm) and its line says paused and until when; resumed, it is 1 again" {
 	run -1 pglock --status --ok-within 1h ow-k
 	run -0 pglock --pause --new --for 1h --reason maintenance ow-k
