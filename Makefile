@@ -51,6 +51,10 @@ tests/two_sessions build/san/two_sessions: tests/two_sessions.c lib/said.c lib/s
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) $(PQ_CFLAGS) -o $@ tests/two_sessions.c lib/said.c $(PQ_LIBS)
 
+# LD_PRELOAD'd by tests/signals.bats: fork() failing where FAILFORK says.
+tests/failfork.so: tests/failfork.c
+	$(CC) $(WARN) -shared -fPIC -o $@ tests/failfork.c -ldl
+
 tests/unit_key build/san/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.c lib/hash.c lib/key.h lib/hash.h \
 	lib/err.h
 	@mkdir -p $(@D)
@@ -62,7 +66,7 @@ tests/unit_key build/san/unit_key: tests/unit_key.c tests/key_vectors.h lib/key.
 deps-check deps-demo deps-valgrind deps-mutants deps-lint deps-ha:
 	tests/deps.sh $(@:deps-%=%)
 
-check: deps-check pglock $(UNIT) tests/two_sessions
+check: deps-check pglock $(UNIT) tests/two_sessions tests/failfork.so
 	./tests/unit_arg
 	./tests/unit_key
 	./tests/unit_clock
@@ -79,7 +83,7 @@ SAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 SAN_BIN = build/san/pglock build/san/unit_arg build/san/unit_key \
 	build/san/unit_clock build/san/two_sessions
 $(SAN_BIN): CFLAGS = $(SAN)
-sanitize: deps-check $(SAN_BIN)
+sanitize: deps-check $(SAN_BIN) tests/failfork.so
 	rm -rf tests/.san && mkdir -p tests/.san
 	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_arg
 	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_key
@@ -98,7 +102,7 @@ sanitize: deps-check $(SAN_BIN)
 # suite's bound is longer than the others' (about 1,400 s in CI; on a
 # slower 2-core machine beside the chroot, near 1,900 s, and past 2,400 s
 # with a second suite and a lint beside it).
-valgrind: deps-valgrind pglock tests/two_sessions
+valgrind: deps-valgrind pglock tests/two_sessions tests/failfork.so
 	rm -rf tests/.vg && mkdir -p tests/.vg
 	PGLOCK=$(CURDIR)/tests/valgrind.sh PGLOCK_VG_DIR=$(CURDIR)/tests/.vg \
 	timeout 3000 bats $(BATS_FLAGS) `ls tests/*.bats | grep -v '/native.bats$$'`
@@ -184,7 +188,7 @@ deb:
 	tests/deb.sh
 
 clean:
-	rm -f pglock $(OBJ) $(UNIT) tests/two_sessions
+	rm -f pglock $(OBJ) $(UNIT) tests/two_sessions tests/failfork.so
 	rm -rf build fuzz/bin tests/.san tests/.vg bench/floor bench/rmw
 
 .PHONY: all deps-check deps-demo deps-valgrind deps-mutants deps-lint deps-ha check sanitize valgrind mutants fuzz lint bench ha demo install uninstall deb clean

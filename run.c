@@ -316,7 +316,8 @@ fork_watchdog_or_err(const struct run *r, PGconn *c, struct child *ch)
 	ch->witness_fd = -1;	/* handed over once made: watch_or_err() */
 	ch->kill_by = -1;
 	if (child_fork_watchdog(ch, &why) == -1)
-		die(EXIT_OSERR, "%s", why.msg);
+		die(EXIT_OSERR, "%s: the command was not started: %s",
+		    o->label, why.msg);
 }
 
 /* ---- spawn ------------------------------------------------------------- */
@@ -346,7 +347,8 @@ spawn_or_err(const struct opts *o, struct child *ch)
 
 	if (child_spawn(o->argv, ch, &why) == -1) {
 		child_abort(ch);
-		die(EXIT_OSERR, "%s", why.msg);
+		die(EXIT_OSERR, "%s: the command was not started: %s",
+		    o->label, why.msg);
 	}
 }
 
@@ -860,6 +862,17 @@ say_waiting(void *arg, int n)
 	    r->o->label, n, n == 1 ? "" : "es");
 }
 
+/* The watchdog died and no new one could be forked: say what that risks. */
+static void
+say_unguarded(void *arg, const char *why)
+{
+	const struct run *r = arg;
+
+	say("%s: the watchdog died and a new one could not be started (%s): "
+	    "until one is (tried each second), a SIGKILL of pglock would free "
+	    "the lock while the command may run on", r->o->label, why);
+}
+
 /*
  * A transaction's lock over TCP on a path that passes the session through
  * (libpq's backend pid is the lock's server process: a TCP proxy, not a
@@ -921,7 +934,8 @@ watch_or_err(struct run *r)
 	const struct lease_aside *aside;
 	struct child_watch w = { .fd = PQsocket(r->c), .step = lease_step,
 	    .finish = lease_finish, .arg = &check, .max_ms = o->max_ms,
-	    .waiting = o->verbose ? say_waiting : NULL, .waiting_arg = r };
+	    .waiting = o->verbose ? say_waiting : NULL, .waiting_arg = r,
+	    .unguarded = o->quiet ? NULL : say_unguarded };
 	enum child_end end;
 	struct err why;
 	int status = 0;
@@ -948,7 +962,8 @@ watch_or_err(struct run *r)
 		say_exec_error(o, why.msg, status);
 		return status;
 	case CHILD_OSERR:
-		die(EXIT_OSERR, "%s", why.msg);
+		die(EXIT_OSERR, "%s: the command was not started: %s", o->label,
+		    why.msg);
 	}
 	end = child_wait(&r->ch, &w, &status, &why);
 	return end == CHILD_EXITED ? status :

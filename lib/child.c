@@ -253,6 +253,14 @@ watchdog(int fd, const struct child *ch, int armed)
 	end_all((pid_t)msg.pid);
 }
 
+/* A failed fork's reason: errno e, and for EAGAIN which limit it meets. */
+static void
+fork_err(int e, struct err *err)
+{
+	err_set(err, "fork: %s%s", strerror(e), e == EAGAIN ? " (a limit on "
+	    "processes: ulimit -u, or a container's pids.max)" : "");
+}
+
 /* A socketpair, for MSG_NOSIGNAL; SOCK_SEQPACKET's messages arrive whole. */
 static int
 cloexec_pair(int type, int sv[2], struct err *err)
@@ -364,7 +372,7 @@ fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(ends[0]);
 	if (pid == -1) {
-		err_set(err, "fork: %s", strerror(errno));
+		fork_err(errno, err);
 		close(ends[1]);
 		return -1;
 	}
@@ -394,6 +402,7 @@ child_fork_watchdog(struct child *ch, struct err *err)
 	ch->pid = -1;
 	ch->gate = -1;
 	ch->watchdog_pid = -1;
+	ch->guard_at = NEVER;
 	return fork_watchdog(ch, 0, err);
 }
 
@@ -401,15 +410,22 @@ child_fork_watchdog(struct child *ch, struct err *err)
  * The watchdog died while the command runs (the OOM killer, a stray kill): a
  * new one joins the group, lest the command outlive a SIGKILLed pglock, armed
  * from birth (the lease's end, the pid), so a SIGKILL on pglock right after
- * cannot find it unarmed.
+ * cannot find it unarmed. One that cannot be forked (a process limit) is
+ * tried again each second, w's unguarded() told at the first failure.
  */
 static void
-replace_watchdog(struct child *ch)
+replace_watchdog(struct child *ch, const struct child_watch *w)
 {
 	struct err err;
 
 	child_reap(ch);
-	(void)fork_watchdog(ch, ch->pgrp, &err);
+	if (fork_watchdog(ch, ch->pgrp, &err) == 0) {
+		ch->guard_at = NEVER;
+		return;
+	}
+	if (ch->guard_at == NEVER && w->unguarded != NULL)
+		w->unguarded(w->waiting_arg, err.msg);
+	ch->guard_at = deadline_in(1000);
 }
 
 /* What the shim tells pglock on the gate socket, one message each. */
@@ -644,60 +660,12 @@ child_spawn(char *const argv[], struct child *ch, struct err *err)
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(sp[1]);
 	if (ch->pid == -1) {
-		err_set(err, "fork: %s", strerror(errno));
+		fork_err(errno, err);
 		close(sp[0]);
 		return -1;
 	}
 	ch->gate = sp[0];
 	return 0;
-}
-
-enum child_start
-child_open_gate(struct child *ch, const char *cmd, int *status, struct err *err)
-{
-	struct gate_msg m = { GATE_STARTED, 0 };
-	ssize_t n;
-
-	if (arm_watchdog(ch) == -1) {
-		err_set(err, "watchdog: %s", strerror(errno));
-		child_abort(ch);
-		return CHILD_OSERR;
-	}
-	/* MSG_NOSIGNAL: a shim killed at the gate must not kill pglock. */
-	(void)send(ch->gate, "g", 1, MSG_NOSIGNAL);
-	do
-		n = recv(ch->gate, &m, sizeof(m), 0);
-	while (n == -1 && errno == EINTR);
-	/* A shim killed at the gate: child_wait() reaps it, its status. */
-	if (n == 0 || (n == (ssize_t)sizeof(m) && m.kind == GATE_STARTED))
-		return CHILD_STARTED;
-	close(ch->gate);
-	ch->gate = -1;
-	(void)waitpid(ch->pid, NULL, 0);
-	take_terminal(ch);
-	dismiss_watchdog(ch);
-	if (n != (ssize_t)sizeof(m)) {
-		err_set(err, "%s: did not start", cmd);
-		return CHILD_OSERR;
-	}
-	if (m.kind == GATE_NOEXEC) {
-		exec_error(cmd, m.val, status, err);
-		return CHILD_NOEXEC;
-	}
-	err_set(err, "%s: %s", m.kind == GATE_FORK ? "fork" : "setpgid",
-	    strerror(m.val));
-	return CHILD_OSERR;
-}
-
-void
-child_abort(struct child *ch)
-{
-	if (ch->pid != -1) {
-		close(ch->gate);
-		ch->gate = -1;
-		(void)waitpid(ch->pid, NULL, 0);
-	}
-	dismiss_watchdog(ch);
 }
 
 /*
@@ -719,6 +687,84 @@ kill_command(const struct child *ch)
 		}
 		sleep_ms(10);
 	}
+}
+
+/*
+ * The shim's word on the command's start, into *m: recv()'s count; -2 if none
+ * came by the lease's end (ch->kill_by), past which nothing may start.
+ */
+static ssize_t
+read_start(const struct child *ch, struct gate_msg *m)
+{
+	struct pollfd p = { .fd = ch->gate, .events = POLLIN };
+	ssize_t n;
+	int rc;
+
+	do {
+		rc = poll(&p, 1, poll_ms(ch->kill_by));
+		if (rc == 0 && deadline_passed(ch->kill_by))
+			return -2;
+		n = rc < 1 ? -1 : recv(ch->gate, m, sizeof(*m), MSG_DONTWAIT);
+	} while (n == -1 && (errno == EINTR || errno == EAGAIN || rc == 0));
+	return n;
+}
+
+enum child_start
+child_open_gate(struct child *ch, const char *cmd, int *status, struct err *err)
+{
+	struct gate_msg m = { GATE_STARTED, 0 };
+	ssize_t n;
+
+	if (arm_watchdog(ch) == -1) {
+		err_set(err, "watchdog: %s", strerror(errno));
+		child_abort(ch);
+		return CHILD_OSERR;
+	}
+	/* MSG_NOSIGNAL: a shim killed at the gate must not kill pglock. */
+	(void)send(ch->gate, "g", 1, MSG_NOSIGNAL);
+	n = read_start(ch, &m);
+	/* A shim killed at the gate: child_wait() reaps it, its status. */
+	if (n == 0 || (n == (ssize_t)sizeof(m) && m.kind == GATE_STARTED))
+		return CHILD_STARTED;
+	close(ch->gate);
+	ch->gate = -1;
+	/* Nothing of it may outlive this: all below the shim, then it. */
+	kill_command(ch);
+	(void)kill(ch->pid, SIGKILL);
+	(void)waitpid(ch->pid, NULL, 0);
+	ch->pid = -1;
+	take_terminal(ch);
+	dismiss_watchdog(ch);
+	if (n == -2) {
+		err_set(err, "%s: its start did not end within the lease",
+		    cmd);
+		return CHILD_OSERR;
+	}
+	if (n != (ssize_t)sizeof(m)) {
+		err_set(err, "%s: did not start", cmd);
+		return CHILD_OSERR;
+	}
+	if (m.kind == GATE_NOEXEC) {
+		exec_error(cmd, m.val, status, err);
+		return CHILD_NOEXEC;
+	}
+	if (m.kind == GATE_FORK)
+		fork_err(m.val, err);
+	else
+		err_set(err, "setpgid: %s", strerror(m.val));
+	return CHILD_OSERR;
+}
+
+void
+child_abort(struct child *ch)
+{
+	if (ch->pid != -1) {
+		close(ch->gate);
+		ch->gate = -1;
+		(void)waitpid(ch->pid, NULL, 0);
+		ch->pid = -1;	/* reaped: its pid may be another's now */
+	}
+	dismiss_watchdog(ch);
 }
 
 void
@@ -748,7 +794,7 @@ child_exec(char *const argv[], int *status, struct err *err)
 
 /*
  * Wait for a signal, input on fd (-1: none), the watchdog's end, the shim's
- * word or the first time at[0..2] (-1: none; at NULL: just look), in
+ * word or the first time at[0..3] (NEVER: none; at NULL: just look), in
  * p[0..3]: 0, or -1 (err).
  */
 static int
@@ -759,7 +805,7 @@ wait_events(const struct child *ch, int fd, const mono_t *at,
 	int i;
 
 	/* A time already past is due now: 0, never "none". */
-	for (i = 0; at != NULL && i < 3; i++)
+	for (i = 0; at != NULL && i < 4; i++)
 		first = mono_min(first, at[i]);
 	/* After EINTR poll() leaves revents alone: clear them first. */
 	memset(p, 0, 4 * sizeof(p[0]));
@@ -937,7 +983,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
     struct err *err)
 {
 	struct pollfd p[4];
-	mono_t due = NEVER, end = ch->kill_by, kill_at = NEVER, at[3];
+	mono_t due = NEVER, end = ch->kill_by, kill_at = NEVER, at[4];
 	mono_t end_at = w->max_ms > 0 ? deadline_in(w->max_ms) : NEVER;
 	int watching = w->fd != -1, lost = 0, late = 0, st = 0, r, cst = 0;
 	int have = 0;
@@ -953,12 +999,14 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 		at[0] = watching ? due : NEVER;
 		at[1] = kill_at;
 		at[2] = end_at;
+		at[3] = ch->guard_at;
 		if (wait_events(ch, watching ? w->fd : -1, look ? NULL : at, p,
 		    err) == -1)
 			return CHILD_FAILED;
 
-		if (p[2].revents & (POLLIN | POLLHUP))
-			replace_watchdog(ch);
+		if ((p[2].revents & (POLLIN | POLLHUP)) ||
+		    deadline_passed(ch->guard_at))
+			replace_watchdog(ch, w);
 		if ((p[3].revents & (POLLIN | POLLHUP)) &&
 		    read_gate(ch, &cst) && !have++)
 			leftovers(ch, w);

@@ -33,6 +33,8 @@ struct child {
 	pid_t watchdog_pid;	/* the watchdog now; -1 once reaped */
 	int watchdog_fd;	/* pglock's end of the watchdog's socket */
 	int witness_kept;	/* the watchdog has its copy of witness_fd */
+	mono_t guard_at;	/* a new watchdog is due then (its fork
+				   failed); NEVER: none */
 	int foreground;		/* the group was handed the terminal */
 	int gate;		/* child_open_gate() lets the command exec;
 				   then the shim's word on it; -1: none */
@@ -43,7 +45,7 @@ struct child {
 
 /* A struct child before anything is forked: child_reap() has nothing to do. */
 #define CHILD_NONE { .pid = -1, .watchdog_pid = -1, .watchdog_fd = -1, \
-	.gate = -1, .session_fd = -1, .witness_fd = -1 }
+	.gate = -1, .session_fd = -1, .witness_fd = -1, .guard_at = NEVER }
 
 enum child_start {
 	CHILD_STARTED,
@@ -111,6 +113,11 @@ struct child_watch {
 	/* The command exited leaving n processes, waited for; NULL: quiet. */
 	void (*waiting)(void *waiting_arg, int n);
 	void *waiting_arg;
+	/*
+	 * A watchdog that died could not be replaced (why): told once till
+	 * one is; another is tried each second. NULL: quiet.
+	 */
+	void (*unguarded)(void *waiting_arg, const char *why);
 };
 
 enum child_end {

@@ -393,8 +393,15 @@ runs_read_when(PGconn *c, const char *table, const char *key,
 		return -1;
 	rc = read_answer(res, w, row, err);
 	if (rc == 0 && !row->no_table && !row->denied &&
-	    PQtransactionStatus(c) == PQTRANS_INTRANS)
-		PQclear(conn_exec(c, snapshot_end_sql, NULL, ms, err));
+	    PQtransactionStatus(c) == PQTRANS_INTRANS) {
+		/* Unanswered or refused, the transaction is not one to go on. */
+		res = conn_exec(c, snapshot_end_sql, NULL, ms, err);
+		if (res != NULL && PQresultStatus(res) != PGRES_COMMAND_OK)
+			conn_result_error(res, err);
+		if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+			rc = -1;
+		PQclear(res);
+	}
 	return rc;
 }
 

@@ -222,6 +222,59 @@ time.sleep(60)' "$PGLOCK" "$d"
 	wait_until 5 bash -c "! kill -0 $cmd 2>/dev/null"
 }
 
+# failfork: FF, the env(1) words that make pglock's forks fail where
+# FAILFORK says (tests/failfork.c; ASan must then not insist on coming
+# first).
+failfork() {
+	local so=$BATS_TEST_DIRNAME/failfork.so
+	[ -e "$so" ] || fail "$so: not built (make tests/failfork.so)"
+	FF=(env LD_PRELOAD="$so" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
+}
+
+@test "the watchdog killed alone where a fork fails (a process limit): one line says so, another is tried each second, and once one is forked a KILL on pglock still stops the group" {
+	f=$BATS_TEST_TMPDIR/cmd
+	# pglock's forks: the watchdog, the shim; then the first two tries at
+	# a new watchdog fail.
+	failfork
+	bg runner "${FF[@]}" FAILFORK=3,4 "$PGLOCK" --kill-after 1 unguarded-k sh -c 'sleep 60 & echo "$$ $!" >"$0"; wait' "$f"
+	wait_until 10 test -s "$f"
+	read -r cmd gc <"$f"
+	pid=$(bgpid runner)
+	dog=$(ps -o pgid= -p "$cmd" | tr -d ' ')
+	shim=$(ps -o ppid= -p "$cmd" | tr -d ' ')
+	kill -KILL "$dog"
+	wait_until 5 grep -q "watchdog" "$BATS_TEST_TMPDIR/runner.err"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/runner.err")" "pglock: unguarded-k: the watchdog died and a new one could not be started (fork: Resource temporarily unavailable (a limit on processes: ulimit -u, or a container's pids.max)): until one is (tried each second), a SIGKILL of pglock would free the lock while the command may run on"
+	# The third try, a second or two later, forks one.
+	wait_until 10 bash -c "[ \"\$(pgrep -P $pid -g $dog | grep -vx -e $shim -e $dog)\" ]"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/runner.err")" -eq 1 ]
+	kill -KILL "$pid"
+	wait_until 5 bash -c "! kill -0 $gc 2>/dev/null"
+	wait_until 5 bash -c "! kill -0 $cmd 2>/dev/null"
+}
+
+@test "a fork that fails at each of pglock's sites (the watchdog, the shim, the shim's of the command): 71, one line naming the limit, nothing run, the lock free" {
+	failfork
+	for n in 1 2; do
+		run -71 --separate-stderr "${FF[@]}" FAILFORK=$n "$PGLOCK" forkfail-k touch "$BATS_TEST_TMPDIR/ran"
+		assert_equal "$stderr" "pglock: forkfail-k: the command was not started: fork: Resource temporarily unavailable (a limit on processes: ulimit -u, or a container's pids.max)"
+	done
+	# The shim's fork of the command, under a real limit: a user with no
+	# process but pglock's watchdog and shim (root is never limited).
+	run -71 --separate-stderr setpriv --reuid=64123 --regid=64123 --clear-groups prlimit --nproc=3 "$PGLOCK" forkfail-k touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" "pglock: forkfail-k: the command was not started: fork: Resource temporarily unavailable (a limit on processes: ulimit -u, or a container's pids.max)"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	run -0 pglock -n forkfail-k true
+}
+
+@test "a shim that never answers at the gate (stopped as it was forked): pglock gives up at the lease's end, 71, one line, nothing run, the lock free" {
+	failfork
+	run -71 --separate-stderr timeout 30 "${FF[@]}" STOPFORK=2 "$PGLOCK" --check-interval 1 gate-k touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" "pglock: gate-k: the command was not started: touch: its start did not end within the lease"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	run -0 pglock -n gate-k true
+}
+
 @test "a command that left its group, then the watchdog killed: pglock neither spins nor stops the command" {
 	f=$BATS_TEST_TMPDIR/cmd
 	mkfifo "$f.fifo"
