@@ -260,9 +260,12 @@ failfork() {
 		assert_equal "$stderr" "pglock: forkfail-k: the command was not started: fork: Resource temporarily unavailable (a limit on processes: ulimit -u, or a container's pids.max)"
 	done
 	# The shim's fork of the command, under a real limit: a user with no
-	# process but pglock's watchdog and shim (root is never limited).
-	run -71 --separate-stderr setpriv --reuid=64123 --regid=64123 --clear-groups prlimit --nproc=3 "$PGLOCK" forkfail-k touch "$BATS_TEST_TMPDIR/ran"
-	assert_equal "$stderr" "pglock: forkfail-k: the command was not started: fork: Resource temporarily unavailable (a limit on processes: ulimit -u, or a container's pids.max)"
+	# process but pglock's watchdog and shim (root is never limited). Not
+	# under valgrind, whose log that user may not write.
+	if [ -z "${PGLOCK_VG_DIR:-}" ]; then
+		run -71 --separate-stderr setpriv --reuid=64123 --regid=64123 --clear-groups prlimit --nproc=3 "$PGLOCK" forkfail-k touch "$BATS_TEST_TMPDIR/ran"
+		assert_equal "$stderr" "pglock: forkfail-k: the command was not started: fork: Resource temporarily unavailable (a limit on processes: ulimit -u, or a container's pids.max)"
+	fi
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	run -0 pglock -n forkfail-k true
 }
