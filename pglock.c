@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -138,6 +139,10 @@ usage(FILE *f)
 	    " exit 0\n"
 	    "      --spread SPREAD        add KEY's own offset below SPREAD to"
 	    " --after\n"
+	    "      --jitter DURATION      start at a random time below DURATION"
+	    " from now,\n"
+	    "                             each run anew: a fleet's hosts do not"
+	    " connect at once\n"
 	    "      --once                 run COMMAND unless KEY ever"
 	    " succeeded\n"
 	    "      --record               record the outcome of a plain run\n"
@@ -239,7 +244,7 @@ enum {
 	OPT_CONNECT_TIMEOUT, OPT_HELP, OPT_MAX_TIME, OPT_JSON, OPT_SLOTS,
 	OPT_ONCE, OPT_ONCE_PER, OPT_RECORD, OPT_RUNS_TABLE, OPT_OK_WITHIN,
 	OPT_FOR, OPT_REASON, OPT_NEW, OPT_METRICS, OPT_NODE,
-	OPT_TZ, OPT_AFTER, OPT_SPREAD, OPT_REQUIRE_SYNC,
+	OPT_TZ, OPT_AFTER, OPT_SPREAD, OPT_REQUIRE_SYNC, OPT_JITTER,
 	OPT_MODE = 512
 };
 
@@ -297,6 +302,7 @@ static const struct option longopts[] = {
 	{ "tz", required_argument, NULL, OPT_TZ },
 	{ "after", required_argument, NULL, OPT_AFTER },
 	{ "spread", required_argument, NULL, OPT_SPREAD },
+	{ "jitter", required_argument, NULL, OPT_JITTER },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -347,6 +353,36 @@ node_of_or_err(struct opts *o)
 	}
 }
 
+/*
+ * 64 random bits: the kernel's, so that hosts started alike (a container's
+ * pid, cron's second) still differ; else what this run knows of itself.
+ */
+static uint64_t
+random_bits(void)
+{
+	uint64_t v = 0;
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd == -1 || read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+		v = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL ^
+		    (uint64_t)time(NULL) ^ (uint64_t)mono_ms() << 20;
+	if (fd != -1)
+		close(fd);
+	return v;
+}
+
+/* --jitter: sleep a random time below o->jitter_ms, said under -v. */
+static void
+jitter(const struct opts *o)
+{
+	long long ms = (long long)(random_bits() % (uint64_t)o->jitter_ms);
+
+	if (o->verbose)
+		say("%s: --jitter: starting in %.3fs", o->label,
+		    (double)ms / 1000.0);
+	sleep_ms(ms);
+}
+
 /* A schedule's or a pause's DURATION, with its unit (arg_span_ms()). */
 static long long
 span_or_err(const char *opt, const char *s)
@@ -395,7 +431,7 @@ enum {
 	A_MAX_TIME = 1 << 12, A_NO_FORK = 1 << 13, A_SLOTS = 1 << 14,
 	A_SHARED = 1 << 15, A_RECORD = 1 << 16, A_ONCE = 1 << 17,
 	A_PEEK = 1 << 18, A_FENCE = 1 << 19, A_SCOPE = 1 << 20,
-	A_SYNC = 1 << 21,
+	A_SYNC = 1 << 21, A_JITTER = 1 << 23,
 	A_COMMAND = 1 << 22	/* known once the arguments are read */
 };
 
@@ -544,7 +580,7 @@ zone_name(const char *s)
 	return 1;
 }
 
-/* --tz, --after, --spread: the shape of --once-per's slots. 1 if c is one. */
+/* --tz, --after, --spread, --jitter: when a run starts. 1 if c is one. */
 static int
 schedule_option_or_err(struct opts *o, int c, char *arg)
 {
@@ -557,6 +593,9 @@ schedule_option_or_err(struct opts *o, int c, char *arg)
 		break;
 	case OPT_AFTER:
 		o->after_ms = span_or_err("--after", arg);
+		break;
+	case OPT_JITTER:
+		o->jitter_ms = span_or_err("--jitter", arg);
 		break;
 	case OPT_SPREAD:
 		o->spread_s = span_or_err("--spread", arg);
@@ -734,7 +773,8 @@ asked(const struct opts *o)
 	    (o->lock.shared ? A_SHARED : 0) | (o->record ? A_RECORD : 0) |
 	    (o->once ? A_ONCE : 0) | (o->peek ? A_PEEK : 0) |
 	    (o->fence ? A_FENCE : 0) | (o->scope != SCOPE_AUTO ? A_SCOPE : 0) |
-	    (o->require_sync ? A_SYNC : 0) | (o->argv != NULL ? A_COMMAND : 0);
+	    (o->require_sync ? A_SYNC : 0) | (o->argv != NULL ? A_COMMAND : 0) |
+	    (o->jitter_ms > 0 ? A_JITTER : 0);
 }
 
 /*
@@ -768,6 +808,9 @@ static const struct rule option_rules[] = {
 	{ A_SYNC, M_COUNTER | A_FENCE, A_PEEK,
 	    "--require-sync is for the numbers --version-counter and --fence "
 	    "hand out" },
+	{ A_JITTER, M_RUN | M_HOLD | M_COUNTER, 0,
+	    "--jitter delays a run's start: not with --status, --explain, "
+	    "--break, --forget, --pause or --resume" },
 };
 
 /* Once KEY and COMMAND are known. */
@@ -1112,6 +1155,11 @@ main(int argc, char **argv)
 	start = mono_ms();
 	parse_or_err(argc, argv, &o);
 	node_of_or_err(&o);
+	/* -w, and all the rest, from the jitter's end. */
+	if (o.jitter_ms > 0) {
+		jitter(&o);
+		start = mono_ms();
+	}
 	scrub_env();
 	setenv_or_err("PGLOCK_NODE", o.node);
 

@@ -68,6 +68,7 @@ struct opts {
 	const char *tz;		/* --tz: slots of ZONE's wall clock; NULL */
 	long long after_ms;	/* --after: due this far into a slot */
 	long long spread_s;	/* --spread, whole seconds; 0: none */
+	long long jitter_ms;	/* --jitter: start up to this much later */
 };
 
 /* KEY -> lock id under --id, --namespace or --hash; bad input exits 64. */

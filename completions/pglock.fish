@@ -20,7 +20,7 @@ function __fish_pglock_rest
                 --scope --counter-table --dbname --host --port --username \
                 --connect-timeout --max-time --slots --once-per \
                 --runs-table --node --ok-within --for --reason --tz --after \
-                --spread
+                --spread --jitter
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -135,6 +135,7 @@ complete -c pglock -n $nokey -l metrics -d "with --status: the records in Promet
 complete -c pglock -n $nokey -l tz -x -d "--once-per slots by ZONE's wall clock"
 complete -c pglock -n $nokey -l after -x -d '--once-per: due only once OFFSET of the slot has passed'
 complete -c pglock -n $nokey -l spread -x -d "add KEY's own offset below SPREAD to --after"
+complete -c pglock -n $nokey -l jitter -x -d 'start at a random time below DURATION'
 complete -c pglock -n $nokey -s d -l dbname -x -d 'database name, conninfo or URI'
 complete -c pglock -n $nokey -s h -l host -x -a '(__fish_print_hostnames; __fish_complete_directories)' -d 'server host or socket directory'
 complete -c pglock -n $nokey -s p -l port -x -d 'server port'

@@ -379,3 +379,26 @@ hour 2026-03-29T03:00:00+02:00 2026-03-29T04:00:00+02:00"
 	assert_output "ran 2026-10-25T00:00:00+02:00
 ran 2026-10-26T00:00:00+01:00"
 }
+
+@test "--jitter DURATION: each run starts a random time below it from now (said under -v; runs differ); a TERM while it waits ends the run unrun, connecting nothing: 143; a bare number, or no COMMAND's run, is 64" {
+	seen=()
+	for i in 1 2 3 4 5; do
+		run -0 --separate-stderr pglock -v --jitter 0.5s jit-k true
+		w=$(printf '%s\n' "$stderr" | sed -n 's/^pglock: jit-k: --jitter: starting in \([0-9.]*\)s$/\1/p')
+		[ -n "$w" ] || fail "no --jitter line: $stderr"
+		awk -v w="$w" 'BEGIN { exit !(w >= 0 && w < 0.5) }'
+		seen+=("$w")
+	done
+	[ "$(printf '%s\n' "${seen[@]}" | sort -u | wc -l)" -gt 1 ]
+	bg runner pglock --jitter 1h jit-k touch "$BATS_TEST_TMPDIR/ran"
+	sleep 0.5
+	[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pglock: jit-k'")" -eq 0 ]
+	kill -TERM "$(bgpid runner)"
+	bgwait runner 5
+	[ "$bg_status" -eq 143 ]
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	run -64 --separate-stderr pglock --jitter 30 jit-k true
+	assert_equal "$stderr" "pglock: --jitter: '30' needs a unit: 30h, 30m or 30s (see pglock --help)"
+	run -64 --separate-stderr pglock --jitter 30s --status jit-k
+	assert_equal "$stderr" "pglock: --jitter delays a run's start: not with --status, --explain, --break, --forget, --pause or --resume (see pglock --help)"
+}
