@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -139,9 +138,9 @@ usage(FILE *f)
 	    " exit 0\n"
 	    "      --spread SPREAD        add KEY's own offset below SPREAD to"
 	    " --after\n"
-	    "      --jitter DURATION      start at a random time below DURATION"
-	    " from now,\n"
-	    "                             each run anew: a fleet's hosts do not"
+	    "      --jitter DURATION      start this node's and KEY's own time"
+	    " below DURATION\n"
+	    "                             from now: a fleet's hosts do not"
 	    " connect at once\n"
 	    "      --once                 run COMMAND unless KEY ever"
 	    " succeeded\n"
@@ -354,32 +353,37 @@ node_of_or_err(struct opts *o)
 }
 
 /*
- * 64 random bits: the kernel's, so that hosts started alike (a container's
- * pid, cron's second) still differ; else what this run knows of itself.
+ * 64 bits of "node NUL key" (FNV-1a, then splitmix64's finalizer, so that
+ * names alike, web-1 and web-2, land far apart): the same on every run.
  */
 static uint64_t
-random_bits(void)
+node_key_bits(const char *node, const char *key)
 {
-	uint64_t v = 0;
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const char *s[2] = { node, key };
+	size_t i, j;
 
-	if (fd == -1 || read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
-		v = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL ^
-		    (uint64_t)time(NULL) ^ (uint64_t)mono_ms() << 20;
-	if (fd != -1)
-		close(fd);
-	return v;
+	for (i = 0; i < 2; i++)
+		for (j = 0; j <= strlen(s[i]); j++)
+			h = (h ^ (unsigned char)s[i][j]) * 0x100000001b3ULL;
+	h = (h ^ h >> 30) * 0xbf58476d1ce4e5b9ULL;
+	h = (h ^ h >> 27) * 0x94d049bb133111ebULL;
+	return h ^ h >> 31;
 }
 
-/* --jitter: sleep a random time below o->jitter_ms, said under -v. */
+/*
+ * --jitter: sleep a time below o->jitter_ms that is the node's and KEY's own,
+ * the same each run (a host's job keeps its minute), said under -v.
+ */
 static void
 jitter(const struct opts *o)
 {
-	long long ms = (long long)(random_bits() % (uint64_t)o->jitter_ms);
+	long long ms = (long long)(node_key_bits(o->node, o->key) %
+	    (uint64_t)o->jitter_ms);
 
 	if (o->verbose)
-		say("%s: --jitter: starting in %.3fs", o->label,
-		    (double)ms / 1000.0);
+		say("%s: --jitter: starting in %.3fs (this node's and KEY's)",
+		    o->label, (double)ms / 1000.0);
 	sleep_ms(ms);
 }
 
