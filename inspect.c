@@ -919,7 +919,7 @@ pause_key(const struct opts *o, PGconn *c)
 		die(EXIT_UNAVAILABLE, "%s: --pause: %s", o->label, why.msg);
 	if (rc == 1)
 		return 1;
-	if (o->verbose)
+	if (!o->quiet)
 		say("%s: paused until %s", o->label, *until != '\0' ? until :
 		    "--resume");
 	return 0;

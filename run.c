@@ -788,12 +788,24 @@ hold_line_or_err(struct run *r)
 	}
 }
 
-/* An exec error: a COMMAND not found that looks like an option was one. */
+/*
+ * An exec error: a COMMAND not found that looks like an option was one; a
+ * word not found with words after it may be a KEY's second word, unquoted
+ * ("pglock nightly backup ./backup.sh"): say how the line was read.
+ */
 static void
 say_exec_error(const struct opts *o, const char *msg, int status)
 {
-	if (status == EXIT_NOTFOUND && o->argv != NULL && o->argv[0][0] == '-')
+	const char *word = o->argv != NULL ? o->argv[0] : "";
+
+	if (status == EXIT_NOTFOUND && word[0] == '-')
 		say("%s (options go before %s)", msg,
+		    o->mode == MODE_COUNTER ? "TENANT" : "KEY");
+	else if (status == EXIT_NOTFOUND && o->shell_cmd == NULL &&
+	    o->argv[1] != NULL && strchr(word, '/') == NULL)
+		say("%s (read as %s '%s' and COMMAND '%s ...': quote a %s "
+		    "that has a space)", msg, o->mode == MODE_COUNTER ?
+		    "TENANT" : "KEY", o->label, printable(word),
 		    o->mode == MODE_COUNTER ? "TENANT" : "KEY");
 	else
 		say("%s", msg);

@@ -100,7 +100,7 @@ paused_line() {
 @test "--pause: --once and --once-per runs of KEY skip (exit 0, silent but under -v), --record runs say so in one line and exit 1, in either scope; none runs; a plain run still runs; --resume ends it" {
 	run -0 --separate-stderr pglock --pause --new --reason 'disk swap, see #ops' p-k
 	assert_output ''
-	assert_equal "$stderr" ''
+	assert_equal "$stderr" 'pglock: p-k: paused until --resume'
 	for scope in session transaction; do
 		for opt in --once '--once-per 1000d'; do
 			# shellcheck disable=SC2086
@@ -220,7 +220,7 @@ paused_line() {
 	run -0 pglock -U pglock_o_writer2 --runs-table pglock_o_old2 --resume old2-k
 }
 
-@test "--pause of a KEY with no record (a typo) is refused: exit 1, one line naming the recorded keys near it, nothing written; -q says nothing; --new pauses a job before its first run" {
+@test "--pause of a KEY with no record (a typo) is refused: exit 1, one line naming the recorded keys near it, nothing written; -q says nothing; --new pauses a job before its first run; a pause done says until when, but under -q" {
 	t="--runs-table pglock_o_typo"
 	# shellcheck disable=SC2086
 	{
@@ -238,6 +238,8 @@ paused_line() {
 		[ "$(sql "SELECT count(*) || ' ' || count(paused_at) FROM pglock_o_typo")" = "3 0" ]
 		# The real job pauses; --new pauses one not yet run.
 		run -0 --separate-stderr pglock $t --pause nightly-backup
+		assert_equal "$stderr" 'pglock: nightly-backup: paused until --resume'
+		run -0 --separate-stderr pglock $t -q --pause nightly-backup
 		assert_equal "$stderr" ''
 		run -0 --separate-stderr pglock $t --pause --new first-run
 		[ "$(sql "SELECT string_agg(key, ',' ORDER BY key) FROM pglock_o_typo WHERE paused_at IS NOT NULL")" = "first-run,nightly-backup" ]

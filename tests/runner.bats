@@ -207,6 +207,20 @@ load helper
 	free "$(sha_id after-k)"
 }
 
+@test "a KEY with a space left unquoted: its second word taken for COMMAND, not found: 127, and the line says how the command line was read; not for a path, -c or a lone word" {
+	run -127 --separate-stderr pglock nightly backup ./backup.sh
+	assert_equal "$stderr" "pglock: backup: No such file or directory (read as KEY 'nightly' and COMMAND 'backup ...': quote a KEY that has a space)"
+	run -127 --separate-stderr pglock -F nightly backup ./backup.sh
+	assert_equal "$stderr" "pglock: backup: No such file or directory (read as KEY 'nightly' and COMMAND 'backup ...': quote a KEY that has a space)"
+	run -127 --separate-stderr pglock --version-counter build ids echo
+	assert_equal "$stderr" "pglock: ids: No such file or directory (read as TENANT 'build' and COMMAND 'ids ...': quote a TENANT that has a space)"
+	run -127 --separate-stderr pglock nightly ./no-such.sh x
+	assert_equal "$stderr" "pglock: ./no-such.sh: No such file or directory"
+	run -127 --separate-stderr pglock nightly no-such
+	assert_equal "$stderr" "pglock: no-such: No such file or directory"
+	run -0 pglock "nightly backup" true
+}
+
 @test "keys with quotes, semicolons, newlines, UTF-8 or 100 KB work" {
 	for k in "it's \"quoted\"" "a; DROP TABLE x; --" $'line1\nline2' 'ключ-é-✓'; do
 		run -0 pglock "$k" sh -c 'printf %s "$PGLOCK_KEY"'
