@@ -160,6 +160,32 @@ start_once(const char *const *keys, const char *const *vals,
 }
 
 /*
+ * Where the password c needed goes. A password file that exists had no line
+ * for c's host, port, database and user: name them, as it must (a database
+ * name mistyped, or one line for another database, is what it then is).
+ */
+static void
+password_hint(PGconn *c, struct err *err)
+{
+	const char *file = getenv("PGPASSFILE"), *home = getenv("HOME");
+	char dflt[4096];
+
+	if (file == NULL && home != NULL) {
+		snprintf(dflt, sizeof(dflt), "%s/.pgpass", home);
+		file = dflt;
+	}
+	if (file == NULL || access(file, R_OK) == -1) {
+		err_add(err, " (pglock never prompts for a password: put it in "
+		    "~/.pgpass, or name a service in PGSERVICE)");
+		return;
+	}
+	err_add(err, " (pglock never prompts for a password: no line of %s "
+	    "is for host %s, port %s, database %s, user %s; a field there "
+	    "matches exactly, or is *)", file, PQhost(c), PQport(c), PQdb(c),
+	    PQuser(c));
+}
+
+/*
  * End the try start_once() began, until until_ms (NEVER: never) or
  * connect_timeout: the connection, or NULL (o->c finished) with the reason in
  * err and *retry set if a later try may win. o->c is NULL after.
@@ -198,9 +224,7 @@ end_once(struct conn_opening *o, mono_t until_ms, int *retry,
 			err_add(err, " (no such socket directory)");
 		/* Unattended, pglock never asks: say where a password goes. */
 		if (PQconnectionNeedsPassword(c))
-			err_add(err, " (pglock never prompts for a password: "
-			    "put it in ~/.pgpass, or name a service in "
-			    "PGSERVICE)");
+			password_hint(c, err);
 		PQfinish(c);
 		return NULL;
 	}

@@ -261,7 +261,7 @@ frozen_server() {
 	[ "$elapsed" -lt 14000 ]
 }
 
-@test "a server that wants a password: 69, and the line says pglock never prompts and where a password goes" {
+@test "a server that wants a password: 69, and the line says pglock never prompts and where a password goes, or what a password file's line must match" {
 	sql "DROP ROLE IF EXISTS pw_wanted; CREATE ROLE pw_wanted LOGIN PASSWORD 'right'"
 	hba=$PGLOCK_TEST_PGDATA/pg_hba.conf
 	cp "$hba" "$BATS_TEST_TMPDIR/hba"
@@ -274,6 +274,17 @@ frozen_server() {
 	[ "$status" -eq 69 ]
 	assert_output ''
 	[[ "$stderr" == "pglock: "*"fe_sendauth: no password supplied (pglock never prompts for a password: put it in ~/.pgpass, or name a service in PGSERVICE)" ]]
+	# A password file whose one line is for another database: the line
+	# names what a line must match, not ~/.pgpass.
+	printf '*:*:reports:pw_wanted:right\n' >"$BATS_TEST_TMPDIR/pgpass"
+	chmod 600 "$BATS_TEST_TMPDIR/pgpass"
+	{ echo "local all pw_wanted scram-sha-256"; cat "$BATS_TEST_TMPDIR/hba"; } >"$hba"
+	sql "SELECT pg_reload_conf()"
+	run --separate-stderr env -u PGPASSWORD PGPASSFILE="$BATS_TEST_TMPDIR/pgpass" timeout 20 "$PGLOCK" -U pw_wanted pw-k true
+	cp "$BATS_TEST_TMPDIR/hba" "$hba"
+	sql "SELECT pg_reload_conf()"
+	[ "$status" -eq 69 ]
+	[[ "$stderr" == "pglock: "*"fe_sendauth: no password supplied (pglock never prompts for a password: no line of $BATS_TEST_TMPDIR/pgpass is for host $PGHOST, port $PGPORT, database $PGDATABASE, user pw_wanted; a field there matches exactly, or is *)" ]]
 	# With the password where the line says, the same run takes the lock.
 	printf '*:*:*:pw_wanted:right\n' >"$BATS_TEST_TMPDIR/pgpass"
 	chmod 600 "$BATS_TEST_TMPDIR/pgpass"
