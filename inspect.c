@@ -722,16 +722,17 @@ int
 show_status(const struct opts *o, PGconn *c)
 {
 	struct key k;
-	char *doc = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *doc = NULL, *rdoc = NULL;
+	size_t len = 0, rlen = 0;
+	FILE *f, *rf;
 	int i, all_held = 1, printed = 0, ok = 0;
 
 	if (o->metrics)
 		return show_metrics(o, c);
 	if (o->ok_within_ms >= 0 && !o->json)
 		return ok_within(o, c);
-	if ((f = open_memstream(&doc, &len)) == NULL)
+	if ((f = open_memstream(&doc, &len)) == NULL ||
+	    (rf = open_memstream(&rdoc, &rlen)) == NULL)
 		die_errno(EXIT_OSERR, "open_memstream");
 	if (o->json)
 		fprintf(f, "{\"locks\": [");
@@ -748,9 +749,15 @@ show_status(const struct opts *o, PGconn *c)
 		fprintf(f, "%s]%s", printed > 0 ? "\n" : "", o->keys[0] !=
 		    NULL ? ", \"runs\": [" : "}\n");
 	for (i = 0; o->keys[i] != NULL; i++)
-		ok = print_runs(f, o, c, o->keys[i], i);
+		ok = print_runs(o->json ? f : rf, o, c, o->keys[i], i);
 	if (o->json && o->keys[0] != NULL)
 		fprintf(f, "\n]}\n");
+	/* The records' lines under a header of their own, if any. */
+	if (fclose(rf) == EOF)
+		die_errno(EXIT_OSERR, "open_memstream");
+	if (rlen > 0)
+		fprintf(f, "key\trecord\tat\thost\tvalues\n%s", rdoc);
+	free(rdoc);
 	if (fclose(f) == EOF)
 		die_errno(EXIT_OSERR, "open_memstream");
 	(void)fwrite(doc, 1, len, stdout);

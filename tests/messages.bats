@@ -219,8 +219,8 @@ raw_free() {
 	run -0 pglock --record 'bs\t-k' true
 	run -0 pglock --record $'bs\t-k' true
 	run -1 --separate-stderr pglock --status 'bs\t-k' $'bs\t-k'
-	assert_line --index 1 --regexp '^bs\\\\t-k	last_ok	'
-	assert_line --index 2 --regexp '^bs\\t-k	last_ok	'
+	assert_line --index 2 --regexp '^bs\\\\t-k	last_ok	'
+	assert_line --index 3 --regexp '^bs\\t-k	last_ok	'
 	run -0 --separate-stderr pglock --explain 'C:\jobs'
 	assert_line --index 0 $'key\tC:\\\\jobs'
 	# SQL writes it plainly: no control byte asks for an escape string.

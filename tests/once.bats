@@ -242,14 +242,16 @@ killed_then_run() {
 	[ "$(runs "$log")" -eq 2 ]
 }
 
-@test "--status KEY shows the last success and failure; --json as objects; --ok-within is a dead-man check" {
+@test "--status KEY shows the last success and failure, under a header of their own; --json as objects; --ok-within is a dead-man check" {
 	run -0 pglock --record st-k sh -c 'sleep 0.2'
 	run -5 pglock --record st-k sh -c 'exit 5'
 	host=$(hostname)
 	run -1 --separate-stderr pglock --status st-k
 	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope	key"
-	assert_line --index 1 --regexp "^st-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	[0-9]+\.[0-9]{3}$"
-	assert_line --index 2 --regexp "^st-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	5	1$"
+	# The record's lines under a header of their own.
+	assert_line --index 1 "key	record	at	host	values"
+	assert_line --index 2 --regexp "^st-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	[0-9]+\.[0-9]{3}$"
+	assert_line --index 3 --regexp "^st-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	5	1$"
 	run -1 --separate-stderr pglock --status --json st-k
 	"$PYTHON" -c '
 import json, sys
@@ -296,9 +298,9 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	[ "$(sql "SELECT key || ' ' || (ok_slot IS NOT NULL) || ' ' || (failed_at IS NULL) FROM s_runs.t")" = "rt-k true true" ]
 	[ "$(sql "SELECT key || ' ' || (ok_slot IS NOT NULL) || ' ' || (failed_at IS NULL) FROM s_runs.x")" = "rt-x true true" ]
 	run -1 --separate-stderr pglock --status --runs-table s_runs.t rt-k
-	[ "${#lines[@]}" -eq 2 ]
+	[ "${#lines[@]}" -eq 3 ]
 	assert_line --index 0 "id	mode	state	pid	user	client	application_name	since	scope	key"
-	assert_line --index 1 --regexp "^rt-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$(hostname)	[0-9]+\.[0-9]{3}$"
+	assert_line --index 2 --regexp "^rt-k	last_ok	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$(hostname)	[0-9]+\.[0-9]{3}$"
 }
 
 @test "a role that may not create the runs table gets one line naming the statements: 69" {
@@ -480,8 +482,11 @@ sync-sessionrecord"
 	CLEANUP="[ -s '$log.pid' ] && kill -CONT \$(cat '$log.pid')"
 	# A's command waits for B's success, then freezes A's server process:
 	# A's record is sent to it and not answered within 10 s.
-	bg a pglock -s --check-interval 10 --record shared-r sh -c 'until [ -e "$0.b" ]; do sleep 0.1; done; echo "$PGLOCK_BACKEND_PID" >"$0.pid"; kill -STOP "$PGLOCK_BACKEND_PID"' "$log"
-	wait_until 10 held "$(sha_id shared-r)"
+	bg a pglock -s --check-interval 10 --record shared-r sh -c 'touch "$0.a"; until [ -e "$0.b" ]; do sleep 0.1; done; echo "$PGLOCK_BACKEND_PID" >"$0.pid"; kill -STOP "$PGLOCK_BACKEND_PID"' "$log"
+	# A's command runs: A read the record under its lock, before B's
+	# success (run alone, on a server just started, after the start's
+	# lock-delay of A's lease, 40 s).
+	wait_until 60 test -e "$log.a"
 	run -0 pglock -s --record shared-r sleep 0.5
 	touch "$log.b"
 	bgwait a 40

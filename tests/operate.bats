@@ -25,12 +25,12 @@ print(json.loads(sys.argv[1])["runs"][0]["failures"])' "$output"
 	run -4 pglock --once streak-k sh -c 'exit 4'
 	[ "$(failures streak-k)" = 2 ]
 	run -1 --separate-stderr pglock --status streak-k
-	assert_line --index 1 --regexp "^streak-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$(hostname)	4	2$"
+	assert_line --index 2 --regexp "^streak-k	last_failed	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$(hostname)	4	2$"
 	[ "$(json_failures streak-k)" = 2 ]
 	run -0 pglock --once streak-k true
 	[ "$(failures streak-k)" = 0 ]
 	run -1 --separate-stderr pglock --status streak-k
-	assert_line --index 2 --regexp "^streak-k	last_failed	.*	4	0$"
+	assert_line --index 3 --regexp "^streak-k	last_failed	.*	4	0$"
 	[ "$(json_failures streak-k)" = 0 ]
 	run -5 pglock --record streak-k sh -c 'exit 5'
 	[ "$(failures streak-k)" = 1 ]
@@ -75,7 +75,7 @@ old_table() {
 	[ "$(wc -l <"$log")" -eq 2 ]
 	[ "$(sql "SELECT failed_status || ' ' || (ok_slot IS NOT NULL) FROM pglock_o_old")" = "3 true" ]
 	run -1 --separate-stderr pglock -U pglock_o_writer --runs-table pglock_o_old --status old-k
-	assert_line --index 2 --regexp "^old-k	last_failed	.*	3	\?$"
+	assert_line --index 3 --regexp "^old-k	last_failed	.*	3	\?$"
 	run -1 --separate-stderr pglock -U pglock_o_writer --runs-table pglock_o_old --status --json old-k
 	"$PYTHON" -c '
 import json, sys
@@ -283,11 +283,11 @@ until_re() {
 	run -0 pglock --pause --reason $'swap\tdisks\nnow' sp-k
 	host=$(hostname)
 	run -1 --separate-stderr pglock --status sp-k
-	[ "${#lines[@]}" -eq 3 ]
-	assert_line --index 2 --regexp "^sp-k	paused	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	-	swap\\\\tdisks\\\\nnow$"
+	[ "${#lines[@]}" -eq 4 ]
+	assert_line --index 3 --regexp "^sp-k	paused	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	-	swap\\\\tdisks\\\\nnow$"
 	run -0 pglock --pause --for 1h sp-k
 	run -1 --separate-stderr pglock --status sp-k
-	assert_line --index 2 --regexp "^sp-k	paused	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	$(until_re sp-k)	$"
+	assert_line --index 3 --regexp "^sp-k	paused	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	$host	$(until_re sp-k)	$"
 	run -0 pglock --pause --reason $'swap\tdisks\nnow' sp-k
 	run -0 pglock --pause --new --for 2h --reason 'until then' sp-j
 	run -1 --separate-stderr pglock --status --json sp-k sp-j sp-none
@@ -327,10 +327,10 @@ assert r["paused"]["host"] == "ops", r
 	# Nested: the inner pglock records the node the outer one was given.
 	run -0 pglock --node batch-3 node-outer "$PGLOCK" --once node-j true
 	run -1 --separate-stderr pglock --status node-j
-	assert_line --index 1 --regexp "^node-j	last_ok	[^	]+	batch-3	"
+	assert_line --index 2 --regexp "^node-j	last_ok	[^	]+	batch-3	"
 	PGLOCK_NODE= run -0 pglock --once node-h true
 	run -1 --separate-stderr pglock --status node-h
-	assert_line --index 1 --regexp "^node-h	last_ok	[^	]+	$(hostname)	"
+	assert_line --index 2 --regexp "^node-h	last_ok	[^	]+	$(hostname)	"
 	run -64 --separate-stderr pglock --node '' --record node-k true
 	assert_equal "$stderr" "pglock: --node: a node's name must be UTF-8 of 1 to 255 bytes (see pglock --help)"
 	PGLOCK_NODE=$'a\xffb' run -64 --separate-stderr pglock --record node-k true

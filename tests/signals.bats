@@ -111,13 +111,17 @@ count_term='trap "echo TERM >>\"\$0\"; n=10" TERM; echo ready >"$0.ready"; n=-1;
 	id=$(sha_id kill-k)
 	d=$BATS_TEST_TMPDIR
 	# A command that ignores TERM: only --kill-after's KILL ends it.
-	bg runner pglock --kill-after 2 kill-k sh -c 'trap "" TERM; echo $$ >"$0"; while :; do sleep 0.1; done' "$d/cmd"
+	bg runner pglock --kill-after 3 kill-k sh -c 'trap "" TERM; echo $$ >"$0"; while :; do sleep 0.1; done' "$d/cmd"
 	wait_until 10 test -s "$d/cmd"
 	wait_until 10 held "$id"
 	# The waiter's command looks at the holder's: running (S, R), or gone.
 	bg waiter pglock kill-k sh -c 's=$(cut -d" " -f3 "/proc/$1/stat" 2>/dev/null); echo "${s:-gone}" >"$0"' "$d/seen" "$(cat "$d/cmd")"
 	wait_until 10 waiting "$id"
 	kill -KILL "$(bgpid runner)"
+	# The lock itself stays the old holder's (the watchdog keeps its
+	# session), not only its lock-delay: the waiter still waits.
+	sleep 1
+	waiting "$id"
 	bgwait waiter 15
 	[ "$bg_status" -eq 0 ]
 	run cat "$d/seen"
