@@ -150,3 +150,14 @@ E: Unable to lock directory /var/lib/apt/lists/"
 	run cat "$log"
 	assert_output "-o DPkg::Lock::Timeout=300 update -qq"
 }
+
+@test "make demo's script: two jobs take turns, each line naming its job, the first waiting out a started server's lock-delay of its 4 s lease; a third with -n is told the lock is held" {
+	run -0 --separate-stderr timeout 60 "$BATS_TEST_DIRNAME/demo.sh"
+	# Every line of a job's is marked with it; the steps do not interleave.
+	steps=$(printf '%s\n' "$output" | grep -E '^  job-[AB]: [0-9:.]+ step [123]$' | cut -d: -f1 | uniq -c | awk '{ print $1 }' | tr '\n' ' ')
+	assert_equal "$steps" "3 3 "
+	assert_line --regexp '^  job-[AB]: pglock: nightly-report: lock-delay: the server started [0-9.]+ s ago; waiting [0-9.]+s more, to the end of the lease of --check-interval 1s \(4s\)$'
+	assert_line --regexp '^  job-C: pglock: nightly-report: the lock is held by server pid [0-9]+ '
+	assert_line '  job-C: pglock -n exited 1 (the conflict status)'
+	! printf '%s\n' "$output" | grep -E '^  [^j ]' || fail "a line not marked with its job"
+}
