@@ -61,6 +61,7 @@ sys.exit("execve failed")' "$PGLOCK"
 PGLOCK_ID=$(sha_id env-k)
 PGLOCK_KEY=env-k
 PGLOCK_MODE=exclusive
+PGLOCK_NODE=$(hostname)
 PGLOCK_SCOPE=session"
 	run -0 env PGLOCK_FENCE=99 "$PGLOCK" --fence env-k sh -c 'echo "$PGLOCK_FENCE"'
 	[ "$output" != 99 ]
