@@ -26,7 +26,7 @@ check_needs() {
 	echo "bats:bats mandoc:mandoc col:bsdextrautils clang:clang
 python3:python3 pgbouncer:pgbouncer script:bsdutils strace:strace
 ps:procps pgrep:procps pkill:procps ip:iproute2 shellcheck:shellcheck
-faketime:faketime"
+faketime:faketime promtool:prometheus"
 	[ -d /usr/lib/bats/bats-assert ] || echo missing-assert:bats-assert
 	[ -d /usr/lib/bats/bats-support ] || echo missing-support:bats-support
 	# Debian's python3, which apt's python3-psycopg2 serves (not pyenv's).

@@ -161,3 +161,18 @@ E: Unable to lock directory /var/lib/apt/lists/"
 	assert_line '  job-C: pglock -n exited 1 (the conflict status)'
 	! printf '%s\n' "$output" | grep -E '^  [^j ]' || fail "a line not marked with its job"
 }
+
+@test "contrib's alert rules pass promtool's check and its unit tests (a job that never succeeded fires, a paused one does not), and every metric they and the Grafana dashboard name is one --metrics prints" {
+	contrib=$BATS_TEST_DIRNAME/../contrib
+	run -0 promtool check rules "$contrib/prometheus/pglock-rules.yml"
+	run -0 sh -c 'cd "$0" && promtool test rules pglock-rules.test.yml' "$contrib/prometheus"
+	run -0 "$PYTHON" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["panels"] and all(p["targets"] for p in d["panels"])' "$contrib/grafana/pglock-dashboard.json"
+	run -0 pglock --record contrib-k true
+	run -0 --separate-stderr pglock --status --metrics contrib-k
+	printed=$(printf '%s\n' "$output" | sed -n 's/^# TYPE \(pglock_[a-z_]*\) .*/\1/p' | sort -u)
+	named=$(grep -ohE 'pglock_[a-z_]+' "$contrib/prometheus/pglock-rules.yml" "$contrib/prometheus/pglock-rules.test.yml" "$contrib/grafana/pglock-dashboard.json" | sort -u)
+	[ -n "$named" ]
+	for m in $named; do
+		printf '%s\n' "$printed" | grep -qx "$m" || fail "$m: named in contrib/, not printed by --metrics"
+	done
+}
