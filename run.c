@@ -265,6 +265,11 @@ report_busy(const struct run *r)
  * --connect-timeout from the first (or to the end of -w). 128 + a signal that
  * came meanwhile.
  */
+/* A fence's connection routed elsewhere than the lock's: a role change. */
+static const char fence_elsewhere_said[] = "fence: its connection reached "
+    "another server than the lock's (through a proxy?): a number there fences "
+    "nothing";
+
 static int
 again_on_or_err(const struct run *r, PGconn *c, const char *why)
 {
@@ -274,7 +279,8 @@ again_on_or_err(const struct run *r, PGconn *c, const char *why)
 
 	/* Read what came last (a FATAL, or end of file) to know. */
 	(void)conn_take_input(c);
-	role = conn_read_only(c) || strcmp(why, lock_standby_said) == 0;
+	role = conn_read_only(c) || strcmp(why, lock_standby_said) == 0 ||
+	    strcmp(why, fence_elsewhere_said) == 0;
 	/* A run of role answers: the first sets their bound. */
 	if (!role)
 		role_by = NEVER;
@@ -452,7 +458,6 @@ acquire_or_err(struct run *r)
 		(void)!write(STDERR_FILENO, "\n", 1);	/* end the live line */
 	switch (got) {
 	case LOCK_ACQUIRED:
-		role_by = NEVER;	/* the next role answer starts anew */
 		return 0;
 	case LOCK_BUSY:
 		report_busy(r);
@@ -508,7 +513,6 @@ allocate_or_err(const struct run *run, PGconn *c, const char *tenant,
 	r->require_sync = o->require_sync;
 	switch (counter_next(c, r, v, pid, &sig, &why)) {
 	case COUNTER_OK:
-		role_by = NEVER;
 		return 0;
 	case COUNTER_UNSAFE:
 		die(EXIT_UNAVAILABLE, "%s: the server has standbys, none of them "
@@ -567,13 +571,19 @@ fence_or_err(const struct run *r)
 			PQfinish(fc);
 		return status;
 	}
-	/* In the allocation's transaction: the server it committed on. */
+	/*
+	 * In the allocation's transaction: the server it committed on. Another
+	 * (a failover a proxy follows) is a role change: the number rolled
+	 * back, lock and fence are taken again on new connections, within -w.
+	 */
 	if (fc != r->c && (seen = lock_seen(fc, &r->lk, r->backend_pid,
 	    answer_ms(o), &why)) != 1) {
 		(void)conn_end(fc, 0, answer_ms(o), &why);
-		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, seen == -1 ?
-		    why.msg : "its connection reached another server than the "
-		    "lock's (through a proxy?): a number there fences nothing");
+		PQfinish(fc);
+		if (seen == -1)
+			die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label,
+			    why.msg);
+		return again_on_or_err(r, r->c, fence_elsewhere_said);
 	}
 	if (conn_end(fc, 1, answer_ms(o), &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: fence: %s", o->label, why.msg);
@@ -1397,6 +1407,7 @@ take_or_err(struct run *r)
 			child_abort(&r->ch);
 		return status;
 	}
+	role_by = NEVER;	/* all taken: the next role answer starts anew */
 	return 0;
 }
 
@@ -1544,6 +1555,7 @@ run_counter(const struct opts *o, PGconn *c)
 	if ((status = allocate_or_err(&r, c, o->key, wait_left(o), &cr,
 	    &v, &r.backend_pid)) != 0)
 		return step_exit(o, status);
+	role_by = NEVER;	/* the next role answer starts anew */
 	if (o->argv == NULL) {
 		/* Print first: a number nobody saw must not be committed. */
 		printf("%lld\n", v);

@@ -355,7 +355,7 @@ sync_pair() {
 	assert_output 1
 }
 
-@test "--fence under --scope transaction, its own connection routed by a proxy to another server than the lock's: 69 before COMMAND, no number there" {
+@test "--fence under --scope transaction, its own connection routed by a proxy to another server than the lock's, each time: taken again for --connect-timeout, then 69 before COMMAND, no number there" {
 	ahost=$PGHOST aport=$PGPORT a="$PGHOST/.s.PGSQL.$PGPORT"
 	own_server
 	b="$OWN/.s.PGSQL.$PGPORT"
@@ -367,9 +367,12 @@ sync_pair() {
 	wait_until 10 test -s "$d/split/port"
 	wait_until 10 test -s "$d/same/port"
 	for i in 1 2; do
-		run -69 --separate-stderr timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$(cat "$d/split/port")" --scope transaction --fence fx-k touch "$d/ran"
-		assert_equal "$stderr" "pglock: fx-k: fence: its connection reached another server than the lock's (through a proxy?): a number there fences nothing"
+		run -69 --separate-stderr timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$(cat "$d/split/port")" --connect-timeout 2 --scope transaction --fence fx-k touch "$d/ran"
+		assert_equal "$stderr" "pglock: fx-k: fence: its connection reached another server than the lock's (through a proxy?): a number there fences nothing (retried for 2.0s: --connect-timeout)"
 	done
+	# Within -w, not --connect-timeout, when -w is given.
+	run -69 --separate-stderr timeout 20 "$PGLOCK" -h 127.0.0.1 -p "$(cat "$d/split/port")" -w 2 --scope transaction --fence fx-k touch "$d/ran"
+	assert_equal "$stderr" "pglock: fx-k: fence: its connection reached another server than the lock's (through a proxy?): a number there fences nothing"
 	[ ! -e "$d/ran" ]
 	# The other server (libpq's environment now) kept no number: the
 	# allocation there was rolled back.
@@ -379,4 +382,25 @@ sync_pair() {
 	[ "$fence" -ge 1 ]
 	run -0 psql -h "$ahost" -p "$aport" -XAtc "SELECT version FROM pglock_versions WHERE tenant = 'pglock-fence:fx-k'"
 	assert_output "$fence"
+}
+
+@test "--fence whose connection reaches the new server while the lock's is on the old (a failover a proxy follows): lock and fence are taken again there within -w, the command runs with the new server's fence, and the old server's lock and number are let go" {
+	ahost=$PGHOST aport=$PGPORT a="$PGHOST/.s.PGSQL.$PGPORT"
+	own_server
+	b="$OWN/.s.PGSQL.$PGPORT"
+	d=$BATS_TEST_TMPDIR
+	mkdir "$d/switch"
+	# The first connection to the old server, every later one to the new.
+	bg switch "$PYTHON" "$BATS_TEST_DIRNAME/alternate.py" "$d/switch" "$a" "$b" "$b" "$b" "$b" "$b" "$b" "$b" "$b" "$b" "$b" "$b"
+	wait_until 10 test -s "$d/switch/port"
+	run -0 --separate-stderr timeout 30 "$PGLOCK" -v -h 127.0.0.1 -p "$(cat "$d/switch/port")" -w 20 --scope transaction --fence fo-k sh -c 'echo "$PGLOCK_FENCE $PGLOCK_BACKEND_PID"'
+	read -r fence pid <<<"$output"
+	[[ $stderr == *"pglock: fo-k: fence: its connection reached another server than the lock's (through a proxy?): a number there fences nothing; connecting again"* ]]
+	# The fence is the new server's (libpq's environment now), its
+	# first; the command's lock was the new server's process.
+	[ "$fence" = 1 ]
+	[ "$(sql "SELECT version FROM pglock_versions WHERE tenant = 'pglock-fence:fo-k'")" = 1 ]
+	# The old server holds no lock of it once the first session is gone.
+	id=$(sha_id fo-k)
+	wait_until 5 bash -c "[ \"\$(psql -h '$ahost' -p '$aport' -XAtc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND ((classid::bigint << 32) | objid::bigint) = $id\")\" = 0 ]"
 }
