@@ -77,6 +77,26 @@ ran_stub() {
 	grep -q '^holding: deploy	' "$dir/example-1.out"
 }
 
+@test "the man page's self-locking script keys on its real path: run as ./self.sh and by its full path at once, one runs and the other is told the lock is held" {
+	dir=$BATS_TEST_TMPDIR/self
+	mkdir -p "$dir/bin"
+	printf '#!/bin/sh\nexec "%s" "$@"\n' "$PGLOCK" >"$dir/bin/pglock"
+	chmod +x "$dir/bin/pglock"
+	# The second literal block of EXAMPLES, then a wait while it holds.
+	sed -n '/^\.Sh EXAMPLES/,/^\.Sh /p' "$MAN" |
+	    awk '/^\.Bd -literal/ { n++; on = n == 2; next } /^\.Ed/ { on = 0 } on' |
+	    sed 's/\\(dq/"/g; s/\\e/\\/g; s/^\\&//' >"$dir/body"
+	grep -q realpath "$dir/body"
+	{ echo '#!/bin/bash'; cat "$dir/body"; echo 'sleep 3'; } >"$dir/self.sh"
+	chmod +x "$dir/self.sh"
+	(cd "$dir" && PATH="$dir/bin:$PATH" exec ./self.sh) >"$dir/first.out" 2>&1 &
+	first=$!
+	wait_until 10 grep -q "running alone" "$dir/first.out"
+	run -1 --separate-stderr env PATH="$dir/bin:$PATH" "$dir/self.sh"
+	[[ $stderr == "pglock: $dir/self.sh: the lock is held by "* ]]
+	wait "$first"
+}
+
 @test "the man page example output names the key" {
 	run -0 run_example 'pglock -d "$DATABASE" nightly-report ./report.sh'
 	assert_output 'report ran under nightly-report'
