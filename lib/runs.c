@@ -94,21 +94,36 @@ runs_done(const struct runs_row *row, long long period_ms)
 	    runs_slot(row->now_ms, period_ms));
 }
 
+/* A time as RFC 3339 in the session's zone, to the second. */
+#define AS_ISO(t) "pg_catalog.to_char(" t ", " ISO ")"
+
+/*
+ * A time as RFC 3339 in zone n0.dz, to the second (that of --tz, so that a
+ * run's every time is in one zone); NULL for infinity or NULL.
+ */
+#define IN_ZONE(t) "CASE WHEN pg_catalog.isfinite(" t ") THEN" \
+	" pg_catalog.to_char(" t " AT TIME ZONE n0.dz," \
+	" 'YYYY-MM-DD\"T\"HH24:MI:SS') || (SELECT CASE WHEN f.o < 0 THEN '-'" \
+	" ELSE '+' END || pg_catalog.to_char(pg_catalog.make_interval(secs =>" \
+	" abs(f.o)), 'HH24:MI') FROM (SELECT extract(epoch FROM (" t " AT" \
+	" TIME ZONE n0.dz) - (" t " AT TIME ZONE 'UTC'))::float8 AS o) f) END"
+
 /*
  * A record's columns (with the server's clock first) over r, a row of the table
- * or none, and x.j, to_jsonb(r); param names the table. RECORD_FIELDS of them.
+ * or none, and x.j, to_jsonb(r); param names the table, T formats a time.
+ * RECORD_FIELDS of them.
  */
-#define RECORD(param) "extract(epoch FROM" \
-	" pg_catalog.statement_timestamp()) * 1000, r.ok_at IS NOT NULL," \
-	" pg_catalog.to_char(r.ok_at, " ISO "), extract(epoch FROM r.ok_at)" \
+#define RECORD(param, T) "extract(epoch FROM" \
+	" pg_catalog.statement_timestamp()) * 1000, r.ok_at IS NOT NULL, " \
+	T("r.ok_at") ", extract(epoch FROM r.ok_at)" \
 	" * 1000, r.ok_host, r.ok_seconds, coalesce(r.ok_slot, -1)," \
-	" r.failed_at IS NOT NULL, pg_catalog.to_char(r.failed_at, " ISO ")," \
+	" r.failed_at IS NOT NULL, " T("r.failed_at") "," \
 	" extract(epoch FROM r.failed_at) * 1000, r.failed_host," \
 	" r.failed_status, CASE WHEN " HAS(param, "failures") " THEN" \
 	" coalesce((x.j ->> 'failures')::int, 0) ELSE -1 END, p.at IS NOT" \
 	" NULL AND (p.until IS NULL OR p.until >" \
-	" pg_catalog.statement_timestamp()), pg_catalog.to_char(p.at, " ISO \
-	"), pg_catalog.to_char(p.until, " ISO "), x.j ->> 'paused_host'," \
+	" pg_catalog.statement_timestamp()), " T("p.at") ", " T("p.until") \
+	", x.j ->> 'paused_host'," \
 	" x.j ->> 'paused_reason'"
 #define RECORD_FIELDS 18
 #define JSONB ", LATERAL (SELECT pg_catalog.to_jsonb(r) AS j) x, LATERAL" \
@@ -165,20 +180,20 @@ instant_sql(char *buf, size_t len, const char *agg, const char *wall)
 }
 
 /*
- * The instant t as RFC 3339 in zone n0.z: its offset, ms when not whole;
+ * The instant t as RFC 3339 in zone n0.dz: its offset, ms when not whole;
  * NULL for infinity, which a hand-edited record may hold.
  */
 static void
 rfc3339_sql(char *buf, size_t len, const char *t)
 {
 	snprintf(buf, len, "CASE WHEN pg_catalog.isfinite(%s) THEN"
-	    " pg_catalog.to_char(%s AT TIME ZONE n0.z,"
+	    " pg_catalog.to_char(%s AT TIME ZONE n0.dz,"
 	    " 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN pg_catalog.date_part("
 	    "'milliseconds', %s)::numeric %% 1000 >= 1 THEN pg_catalog.to_char("
-	    "%s AT TIME ZONE n0.z, '.MS') ELSE '' END || (SELECT CASE WHEN"
+	    "%s AT TIME ZONE n0.dz, '.MS') ELSE '' END || (SELECT CASE WHEN"
 	    " f.o < 0 THEN '-' ELSE '+' END || pg_catalog.to_char("
 	    "pg_catalog.make_interval(secs => abs(f.o)), 'HH24:MI') FROM"
-	    " (SELECT extract(epoch FROM (%s AT TIME ZONE n0.z) - (%s AT TIME"
+	    " (SELECT extract(epoch FROM (%s AT TIME ZONE n0.dz) - (%s AT TIME"
 	    " ZONE 'UTC'))::float8 AS o) f) END", t, t, t, t, t, t);
 }
 
@@ -203,7 +218,7 @@ read_sql(char *sql, size_t len, const char *table)
 	instant_sql(t[4], sizeof(t[4]), "min", "n2.ls");
 	instant_sql(t[5], sizeof(t[5]), "max", "n2.ls + n0.p");
 	instant_sql(t[6], sizeof(t[6]), "min", "n2.ls + n0.a");
-	snprintf(sql, len, "SELECT " RECORD("$5") ","
+	snprintf(sql, len, "SELECT " RECORD("$5", IN_ZONE) ","
 	    " %s, n2.ls, ('x' || left(pg_catalog.encode(pg_catalog.sha256("
 	    "pg_catalog.convert_to(n0.tz || ' ' || n0.p || ' ' || n2.ls,"
 	    " 'UTF8')), 'hex'), 16))::bit(64)::bigint, %s, %s, n2.due, %s,"
@@ -212,6 +227,8 @@ read_sql(char *sql, size_t len, const char *table)
 	    " nullif($2::bigint, 0) AS p, " LOWER("nullif($3::text, '')")
 	    " AS tz,"
 	    " coalesce(nullif($3::text, ''), 'UTC') AS z, $4::bigint AS a,"
+	    " coalesce(nullif($3::text, ''), pg_catalog.current_setting("
+	    "'TimeZone')) AS dz,"
 	    " " ABBREV("$3::text") " AS ab) n0"
 	    " CROSS JOIN LATERAL (SELECT extract(epoch FROM n0.t AT TIME ZONE"
 	    " n0.z)::numeric * 1000 AS wall, CASE WHEN n0.tz IS NOT NULL AND"
@@ -475,7 +492,7 @@ runs_list(PGconn *c, const char *table, char ***names,
 	*names = NULL;
 	*rows = NULL;
 	*n = 0;
-	snprintf(sql, sizeof(sql), "SELECT r.key, " RECORD("$1") " FROM %s r"
+	snprintf(sql, sizeof(sql), "SELECT r.key, " RECORD("$1", AS_ISO) " FROM %s r"
 	    JSONB " ORDER BY r.key", table);
 	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
 		return -1;

@@ -400,3 +400,19 @@ ran 2026-10-26T00:00:00+01:00"
 	run -64 --separate-stderr pglock --jitter 30s --status jit-k
 	assert_equal "$stderr" "pglock: --jitter delays a run's start: not with --status, --explain, --break, --forget, --pause or --resume (see pglock --help)"
 }
+
+@test "a --tz run's lines give every time in its zone, the last success and the pause's end as the slot's due time; --status, without --tz, the session's" {
+	run -0 pglock --once-per 1d --tz Asia/Kolkata tzm-k true
+	run -0 --separate-stderr pglock -v --once-per 1d --tz Asia/Kolkata tzm-k true
+	[[ $stderr == *"pglock: tzm-k: succeeded in this slot already (at "*"+05:30 on "*"): not run again"* ]]
+	run -0 pglock --pause --for 1h tzm-k
+	run -0 --separate-stderr pglock -v --once-per 1d --tz Asia/Kolkata tzm-k true
+	[[ $stderr == *"pglock: tzm-k is paused until "*"+05:30 by "*": not run"* ]]
+	run -0 pglock --resume tzm-k
+	run -0 --separate-stderr pglock -v --once-per 1d --tz Asia/Kolkata --after 23h59m tzm-j true
+	[[ $stderr == *"pglock: tzm-j: not due until "*"T23:59:00+05:30 (--after): not run"* ]]
+	offset=$(sql "SELECT to_char(now(), 'TZH:TZM')")
+	[ "$offset" != "+05:30" ]
+	run -1 --separate-stderr pglock --status tzm-k
+	assert_line --index 2 --regexp "^tzm-k	last_ok	[0-9-]+T[0-9:]+\\$offset	"
+}
