@@ -605,6 +605,19 @@ put_metrics(FILE *f, const struct metric_key *keys, int n)
 			putc('\n', f);
 		}
 	}
+	/* Which node ran the last success: an info metric, as its label. */
+	fputs("# HELP pglock_last_success_info The node (pglock --node) whose "
+	    "run was the key's last success.\n# TYPE pglock_last_success_info "
+	    "gauge\n", f);
+	for (j = 0; j < n; j++) {
+		if (!keys[j].r.has_ok)
+			continue;
+		fputs("pglock_last_success_info{key=\"", f);
+		put_label(f, keys[j].label);
+		fputs("\",node=\"", f);
+		put_label(f, keys[j].r.ok_host);
+		fputs("\"} 1\n", f);
+	}
 }
 
 /* Add n rows to m's holders and waiters, freeing them; queue: as print_rows. */

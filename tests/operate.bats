@@ -324,6 +324,9 @@ assert r["last_ok"]["host"] == "web-1", r
 assert r["last_failed"]["host"] == "pod-7", r
 assert r["paused"]["host"] == "ops", r
 ' "$output"
+	# The metrics name the node of the last success, as an info metric.
+	run -0 --separate-stderr pglock --status --metrics node-k
+	assert_line 'pglock_last_success_info{key="node-k",node="web-1"} 1'
 	# Nested: the inner pglock records the node the outer one was given.
 	run -0 pglock --node batch-3 node-outer "$PGLOCK" --once node-j true
 	run -1 --separate-stderr pglock --status node-j
@@ -396,6 +399,10 @@ for fam in text_string_to_metric_families(sys.argv[1]):
     assert fam.type == "gauge", fam
     assert fam.documentation, fam
     for s in fam.samples:
+        # Which node ran the last success: checked by the --node test.
+        if s.name == "pglock_last_success_info":
+            assert sorted(s.labels) == ["key", "node"] and s.value == 1, s
+            continue
         assert s.name == fam.name and list(s.labels) == ["key"], s
         out.append("%s %r %r" % (s.name, s.labels["key"], s.value))
 print("\n".join(sorted(out)))' "$prom"
