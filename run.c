@@ -812,7 +812,7 @@ say_exec_error(const struct opts *o, const char *msg, int status)
 		say("%s (options go before %s)", msg,
 		    o->mode == MODE_COUNTER ? "TENANT" : "KEY");
 	else if (status == EXIT_NOTFOUND && o->shell_cmd == NULL &&
-	    o->argv[1] != NULL && strchr(word, '/') == NULL)
+	    o->argv != NULL && o->argv[1] != NULL && strchr(word, '/') == NULL)
 		say("%s (read as %s '%s' and COMMAND '%s ...': quote a %s "
 		    "that has a space)", msg, o->mode == MODE_COUNTER ?
 		    "TENANT" : "KEY", o->label, printable(word),
