@@ -196,3 +196,10 @@ E: Unable to lock directory /var/lib/apt/lists/"
 		printf '%s\n' "$printed" | grep -qx "$m" || fail "$m: named in contrib/, not printed by --metrics"
 	done
 }
+
+@test "the man page at 80 columns: no line of it wider, so no example wraps when pasted; the option sections in the order a user looks, the keys' schemes last" {
+	run -0 bash -c "MANWIDTH=80 mandoc -Tascii '$MAN' | col -b | awk 'length > 80'"
+	assert_output ''
+	run -0 grep '^\.Ss ' "$MAN"
+	assert_equal "$(printf '%s\n' "${lines[@]:0:6}" | tr '\n' '|')" ".Ss Lock options|.Ss Once: the job, not only the lock|.Ss Inspection|.Ss Version counter|.Ss Connection options|.Ss Keys|"
+}
