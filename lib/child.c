@@ -348,7 +348,8 @@ suspend(const struct child *ch)
 
 /*
  * Fork a watchdog into process group ch->pgrp: pgrp, or (0) a new one that
- * it leads; keep pglock's end of its socket. Returns 0, or -1 with the reason.
+ * it leads; keep pglock's end of its socket. Returns 0, or -1 with the reason
+ * (-2: the group to join is gone).
  */
 static int
 fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
@@ -386,7 +387,7 @@ fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
 		(void)kill(pid, SIGKILL);
 		(void)waitpid(pid, NULL, 0);
 		close(ends[1]);
-		return -1;
+		return -2;
 	}
 	ch->watchdog_pid = pid;
 	ch->watchdog_fd = ends[1];
@@ -419,7 +420,9 @@ replace_watchdog(struct child *ch, const struct child_watch *w)
 	struct err err;
 
 	child_reap(ch);
-	if (fork_watchdog(ch, ch->pgrp, &err) == 0) {
+	switch (fork_watchdog(ch, ch->pgrp, &err)) {
+	case 0:
+	case -2:	/* the group is gone: nothing to guard, nor to try */
 		ch->guard_at = NEVER;
 		return;
 	}

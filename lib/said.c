@@ -18,7 +18,8 @@
 struct said {
 	struct err server;	/* its last message outside a query, e.g. why
 				   it hung up */
-	char state[6];		/* the SQLSTATE of its last error */
+	char state[6];		/* the SQLSTATE of its last answer ("" for a
+				   success, or a word of libpq's own) */
 };
 
 static int said_event(PGEventId id, void *info, void *pass);
@@ -58,8 +59,15 @@ said_event(PGEventId id, void *info, void *pass)
 		break;
 	case PGEVT_RESULTCREATE: {
 		const PGEventResultCreate *e = info;
+		ExecStatusType st = PQresultStatus(e->result);
 
-		if (PQresultStatus(e->result) == PGRES_FATAL_ERROR)
+		/*
+		 * The last answer's: an error one handled (a table made on first
+		 * use) must not make a later silent end look like a refusal;
+		 * libpq's own "connection lost" comes with no event at all.
+		 */
+		if (st == PGRES_FATAL_ERROR || st == PGRES_COMMAND_OK ||
+		    st == PGRES_TUPLES_OK || st == PGRES_SINGLE_TUPLE)
 			keep_state(said_of(e->conn), e->result);
 		break;
 	}
@@ -86,11 +94,17 @@ said_notice(void *arg, const PGresult *res)
 {
 	const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
 	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-	struct said *s = said_of(arg);
+	struct said *s;
 
-	/* Only errors matter: FATAL arrives here when the backend is killed. */
-	if (s != NULL && msg != NULL && sev != NULL && (strcmp(sev, "ERROR") ==
-	    0 || strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0)) {
+	/*
+	 * Only errors matter: FATAL arrives here when the backend is killed.
+	 * Asked first: libpq's own notices (a result read out of range) may
+	 * come after its connection is gone, and arg with it.
+	 */
+	if (msg == NULL || sev == NULL || (strcmp(sev, "ERROR") != 0 &&
+	    strcmp(sev, "FATAL") != 0 && strcmp(sev, "PANIC") != 0))
+		return;
+	if ((s = said_of(arg)) != NULL) {
 		conn_oneline(msg, &s->server);
 		keep_state(s, res);
 	}

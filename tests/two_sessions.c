@@ -3,10 +3,11 @@
  * two_sessions: lib/said.c against a real server (libpq's environment:
  * PGHOST, PGPORT, PGDATABASE): two sessions of one process, each judged by
  * its own errors. One's statement fails on a read-only transaction (25006)
- * while the other is ended by pg_terminate_backend() (57P01): the first is
- * read-only, not cut; the second is cut, not read-only, and says why the
- * server hung up. Prints "N passed, M failed"; exits 1 on a failure, 2 if
- * the server cannot be reached.
+ * while the other is ended by pg_terminate_backend() (57P01), from a third:
+ * the first is read-only, not cut; the second is cut, not read-only, and
+ * says why the server hung up. A success after an error is the last answer:
+ * not read-only any more. Prints "N passed, M failed"; exits 1 on a
+ * failure, 2 if the server cannot be reached.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,7 @@ run(PGconn *c, const char *sql)
 int
 main(void)
 {
-	PGconn *cut = session(), *ro = session();
+	PGconn *cut = session(), *ro = session(), *admin = session();
 	struct err why;
 	char sql[128];
 
@@ -66,7 +67,7 @@ main(void)
 
 	snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d, 10000)",
 	    PQbackendPID(cut));
-	expect(run(ro, sql) == PGRES_TUPLES_OK, "the other one ended");
+	expect(run(admin, sql) == PGRES_TUPLES_OK, "the other one ended");
 	expect(run(cut, "SELECT 1") == PGRES_FATAL_ERROR, "its query fails");
 	expect(conn_cut(cut), "the ended session is cut");
 	expect(!conn_read_only(cut), "... not read-only");
@@ -78,9 +79,12 @@ main(void)
 	conn_reason(ro, &why);
 	expect(strstr(why.msg, "administrator") == NULL,
 	    "... nor says the other's reason");
+	expect(run(ro, "SELECT 1") == PGRES_TUPLES_OK && !conn_read_only(ro),
+	    "a success after it is its last answer: not read-only");
 
 	PQfinish(cut);
 	PQfinish(ro);
+	PQfinish(admin);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed > 0;
 }
