@@ -18,8 +18,9 @@
 struct said {
 	struct err server;	/* its last message outside a query, e.g. why
 				   it hung up */
-	char state[6];		/* the SQLSTATE of its last answer ("" for a
-				   success, or a word of libpq's own) */
+	char state[6];		/* the SQLSTATE of its last error */
+	char fatal[6];		/* of its last FATAL or PANIC: the one that
+				   ends a session; "" for none */
 };
 
 static int said_event(PGEventId id, void *info, void *pass);
@@ -31,14 +32,23 @@ said_of(const PGconn *c)
 	return c != NULL ? PQinstanceData(c, said_event) : NULL;
 }
 
+/*
+ * An error's SQLSTATE; a FATAL's (or PANIC's) too, apart: what ended the
+ * session, which an error handled before (a table made on first use) must
+ * not stand in for when it ends with no word.
+ */
 static void
 keep_state(struct said *s, const PGresult *res)
 {
 	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
 
-	if (s != NULL)
-		snprintf(s->state, sizeof(s->state), "%s", state != NULL ?
-		    state : "");
+	if (s == NULL)
+		return;
+	snprintf(s->state, sizeof(s->state), "%s", state != NULL ? state : "");
+	if (sev != NULL && (strcmp(sev, "FATAL") == 0 ||
+	    strcmp(sev, "PANIC") == 0))
+		snprintf(s->fatal, sizeof(s->fatal), "%s", s->state);
 }
 
 /* libpq's events: a session's record made, its errors kept, freed. */
@@ -59,15 +69,8 @@ said_event(PGEventId id, void *info, void *pass)
 		break;
 	case PGEVT_RESULTCREATE: {
 		const PGEventResultCreate *e = info;
-		ExecStatusType st = PQresultStatus(e->result);
 
-		/*
-		 * The last answer's: an error one handled (a table made on first
-		 * use) must not make a later silent end look like a refusal;
-		 * libpq's own "connection lost" comes with no event at all.
-		 */
-		if (st == PGRES_FATAL_ERROR || st == PGRES_COMMAND_OK ||
-		    st == PGRES_TUPLES_OK || st == PGRES_SINGLE_TUPLE)
+		if (PQresultStatus(e->result) == PGRES_FATAL_ERROR)
 			keep_state(said_of(e->conn), e->result);
 		break;
 	}
@@ -160,10 +163,11 @@ int
 conn_cut(PGconn *c)
 {
 	const struct said *s = said_of(c);
-	const char *state = s != NULL ? s->state : "";
+	const char *fatal = s != NULL ? s->fatal : "";
 
-	return PQstatus(c) == CONNECTION_BAD && (state[0] == '\0' ||
-	    strncmp(state, "57P0", 4) == 0 || strcmp(state, "25P03") == 0);
+	/* Ended by what its FATAL says, or with no word at all. */
+	return PQstatus(c) == CONNECTION_BAD && (fatal[0] == '\0' ||
+	    strncmp(fatal, "57P0", 4) == 0 || strcmp(fatal, "25P03") == 0);
 }
 
 int

@@ -13,7 +13,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	two=${TWO_SESSIONS:-$BATS_TEST_DIRNAME/two_sessions}
 	[ -x "$two" ] || fail "$two: not built (make tests/two_sessions)"
 	run -0 timeout 30 "$two"
-	assert_output "13 passed, 0 failed"
+	assert_output "14 passed, 0 failed"
 }
 
 @test "pg_terminate_backend on the holder: command and its child gone, exit 75 within 2 s" {

@@ -267,7 +267,13 @@ failfork() {
 	# process but pglock's watchdog and shim (root is never limited). Not
 	# under valgrind, whose log that user may not write.
 	if [ -z "${PGLOCK_VG_DIR:-}" ]; then
-		run -71 --separate-stderr setpriv --reuid=64123 --regid=64123 --clear-groups prlimit --nproc=3 "$PGLOCK" forkfail-k touch "$BATS_TEST_TMPDIR/ran"
+		# A copy that user may run, wherever the tree is (a home
+		# directory of mode 700).
+		bin=$(mktemp -d /tmp/pglock-nproc.XXXXXX)
+		CLEANUP="rm -rf '$bin'"
+		chmod 755 "$bin"
+		cp "$PGLOCK" "$bin/pglock"
+		run -71 --separate-stderr setpriv --reuid=64123 --regid=64123 --clear-groups prlimit --nproc=3 "$bin/pglock" forkfail-k touch "$BATS_TEST_TMPDIR/ran"
 		assert_equal "$stderr" "pglock: forkfail-k: the command was not started: fork: Resource temporarily unavailable (a limit on processes: ulimit -u, or a container's pids.max)"
 	fi
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]

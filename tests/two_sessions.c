@@ -5,9 +5,9 @@
  * its own errors. One's statement fails on a read-only transaction (25006)
  * while the other is ended by pg_terminate_backend() (57P01), from a third:
  * the first is read-only, not cut; the second is cut, not read-only, and
- * says why the server hung up. A success after an error is the last answer:
- * not read-only any more. Prints "N passed, M failed"; exits 1 on a
- * failure, 2 if the server cannot be reached.
+ * says why the server hung up (its FATAL, not an error before it). Prints
+ * "N passed, M failed"; exits 1 on a failure, 2 if the server cannot be
+ * reached.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +65,9 @@ main(void)
 	expect(conn_read_only(ro), "the refused session is read-only");
 	expect(!conn_read_only(cut), "the other one is not");
 
+	/* An error handled first (a table made on first use) stays no cut's. */
+	expect(run(cut, "SELECT * FROM no_such_table") == PGRES_FATAL_ERROR,
+	    "an error on the other one");
 	snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d, 10000)",
 	    PQbackendPID(cut));
 	expect(run(admin, sql) == PGRES_TUPLES_OK, "the other one ended");
@@ -79,8 +82,8 @@ main(void)
 	conn_reason(ro, &why);
 	expect(strstr(why.msg, "administrator") == NULL,
 	    "... nor says the other's reason");
-	expect(run(ro, "SELECT 1") == PGRES_TUPLES_OK && !conn_read_only(ro),
-	    "a success after it is its last answer: not read-only");
+	expect(run(ro, "SELECT 1") == PGRES_TUPLES_OK && conn_read_only(ro),
+	    "a success after it leaves the refusal its last error");
 
 	PQfinish(cut);
 	PQfinish(ro);
