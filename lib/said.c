@@ -19,8 +19,8 @@ struct said {
 	struct err server;	/* its last message outside a query, e.g. why
 				   it hung up */
 	char state[6];		/* the SQLSTATE of its last error */
-	char fatal[6];		/* of its last FATAL or PANIC: the one that
-				   ends a session; "" for none */
+	char last[6];		/* of its last answer: "" once a success
+				   came after the last error */
 };
 
 static int said_event(PGEventId id, void *info, void *pass);
@@ -32,23 +32,16 @@ said_of(const PGconn *c)
 	return c != NULL ? PQinstanceData(c, said_event) : NULL;
 }
 
-/*
- * An error's SQLSTATE; a FATAL's (or PANIC's) too, apart: what ended the
- * session, which an error handled before (a table made on first use) must
- * not stand in for when it ends with no word.
- */
+/* An error's SQLSTATE, as the last error and the last answer's. */
 static void
 keep_state(struct said *s, const PGresult *res)
 {
 	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-	const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
 
 	if (s == NULL)
 		return;
 	snprintf(s->state, sizeof(s->state), "%s", state != NULL ? state : "");
-	if (sev != NULL && (strcmp(sev, "FATAL") == 0 ||
-	    strcmp(sev, "PANIC") == 0))
-		snprintf(s->fatal, sizeof(s->fatal), "%s", s->state);
+	memcpy(s->last, s->state, sizeof(s->last));
 }
 
 /* libpq's events: a session's record made, its errors kept, freed. */
@@ -69,9 +62,19 @@ said_event(PGEventId id, void *info, void *pass)
 		break;
 	case PGEVT_RESULTCREATE: {
 		const PGEventResultCreate *e = info;
+		ExecStatusType st = PQresultStatus(e->result);
 
-		if (PQresultStatus(e->result) == PGRES_FATAL_ERROR)
-			keep_state(said_of(e->conn), e->result);
+		s = said_of(e->conn);
+		/*
+		 * A success after an error handled (a table made on first use)
+		 * leaves a later end with no word a cut; the last error stays,
+		 * for the read-only check (a refusal, then its rollback).
+		 */
+		if (st == PGRES_FATAL_ERROR)
+			keep_state(s, e->result);
+		else if (s != NULL && (st == PGRES_COMMAND_OK ||
+		    st == PGRES_TUPLES_OK || st == PGRES_SINGLE_TUPLE))
+			s->last[0] = '\0';
 		break;
 	}
 	case PGEVT_CONNDESTROY:
@@ -163,11 +166,11 @@ int
 conn_cut(PGconn *c)
 {
 	const struct said *s = said_of(c);
-	const char *fatal = s != NULL ? s->fatal : "";
+	const char *last = s != NULL ? s->last : "";
 
-	/* Ended by what its FATAL says, or with no word at all. */
-	return PQstatus(c) == CONNECTION_BAD && (fatal[0] == '\0' ||
-	    strncmp(fatal, "57P0", 4) == 0 || strcmp(fatal, "25P03") == 0);
+	/* Ended as its last answer says (a pooler's refusal is no cut). */
+	return PQstatus(c) == CONNECTION_BAD && (last[0] == '\0' ||
+	    strncmp(last, "57P0", 4) == 0 || strcmp(last, "25P03") == 0);
 }
 
 int
