@@ -19,8 +19,6 @@ struct said {
 	struct err server;	/* its last message outside a query, e.g. why
 				   it hung up */
 	char state[6];		/* the SQLSTATE of its last error */
-	char last[6];		/* of its last answer: "" once a success
-				   came after the last error */
 };
 
 static int said_event(PGEventId id, void *info, void *pass);
@@ -32,16 +30,15 @@ said_of(const PGconn *c)
 	return c != NULL ? PQinstanceData(c, said_event) : NULL;
 }
 
-/* An error's SQLSTATE, as the last error and the last answer's. */
+/* An error's SQLSTATE, as the session's last error. */
 static void
 keep_state(struct said *s, const PGresult *res)
 {
 	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
-	if (s == NULL)
-		return;
-	snprintf(s->state, sizeof(s->state), "%s", state != NULL ? state : "");
-	memcpy(s->last, s->state, sizeof(s->last));
+	if (s != NULL)
+		snprintf(s->state, sizeof(s->state), "%s", state != NULL ?
+		    state : "");
 }
 
 /* libpq's events: a session's record made, its errors kept, freed. */
@@ -62,19 +59,9 @@ said_event(PGEventId id, void *info, void *pass)
 		break;
 	case PGEVT_RESULTCREATE: {
 		const PGEventResultCreate *e = info;
-		ExecStatusType st = PQresultStatus(e->result);
 
-		s = said_of(e->conn);
-		/*
-		 * A success after an error handled (a table made on first use)
-		 * leaves a later end with no word a cut; the last error stays,
-		 * for the read-only check (a refusal, then its rollback).
-		 */
-		if (st == PGRES_FATAL_ERROR)
-			keep_state(s, e->result);
-		else if (s != NULL && (st == PGRES_COMMAND_OK ||
-		    st == PGRES_TUPLES_OK || st == PGRES_SINGLE_TUPLE))
-			s->last[0] = '\0';
+		if (PQresultStatus(e->result) == PGRES_FATAL_ERROR)
+			keep_state(said_of(e->conn), e->result);
 		break;
 	}
 	case PGEVT_CONNDESTROY:
@@ -166,11 +153,11 @@ int
 conn_cut(PGconn *c)
 {
 	const struct said *s = said_of(c);
-	const char *last = s != NULL ? s->last : "";
+	const char *state = s != NULL ? s->state : "";
 
-	/* Ended as its last answer says (a pooler's refusal is no cut). */
-	return PQstatus(c) == CONNECTION_BAD && (last[0] == '\0' ||
-	    strncmp(last, "57P0", 4) == 0 || strcmp(last, "25P03") == 0);
+	/* Ended as its last error says (a pooler's refusal is no cut). */
+	return PQstatus(c) == CONNECTION_BAD && (state[0] == '\0' ||
+	    strncmp(state, "57P0", 4) == 0 || strcmp(state, "25P03") == 0);
 }
 
 int
