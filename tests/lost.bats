@@ -160,8 +160,12 @@ after_fault() {
 	new='s=$(cut -d" " -f3 "/proc/$(cat "$0.pid")/stat" 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "new, old alive" >>"$0" || echo "new, old dead" >>"$0"'
 	PGHOST=$p PGPORT=$pport bg old pglock --check-interval 0.5 --kill-after 60 fault-k sh -c "$old" "$d/log"
 	wait_until 20 test -s "$d/log"
-	"$1"
+	# The next holder waits before the fault, so that it looks at the
+	# server as soon as it is back: started after it (a slow start, as
+	# under valgrind), it could find the lease already over.
 	PGHOST=$p PGPORT=$pport bg new pglock -v --check-interval 0.5 fault-k sh -c "$new" "$d/log"
+	PGHOST=$p PGPORT=$pport wait_until 20 eval '[ "$(locks_on "$(sha_id fault-k)" | grep -c "^f:")" -eq 1 ]'
+	"$1"
 	bgwait old 20
 	[ "$bg_status" -eq 75 ]
 	bgwait new 30
