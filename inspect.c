@@ -526,6 +526,8 @@ struct metric_key {
 	struct runs_row r;
 	int holders, waiters;	/* -1: not counted (KEY not named) */
 	int named;		/* named: a last success always (0: never) */
+	double last_run;	/* the last run's seconds, in the history */
+	int has_last_run;
 };
 
 /* The families, in the order printed; sample() knows each by its index. */
@@ -546,6 +548,8 @@ static const struct family {
 	{ "pglock_lock_holders", "Sessions that hold the key's lock.", 0 },
 	{ "pglock_lock_waiters", "Sessions that wait for the key's lock.",
 	    0 },
+	{ "pglock_last_run_duration_seconds", "How long the key's last run "
+	    "in its history took, whatever its outcome.", 3 },
 };
 
 /* Key m's sample of family i into *v: 1, or 0 when it has none. */
@@ -557,9 +561,10 @@ sample(size_t i, const struct metric_key *m, double *v)
 	int named = m->named;
 	const double values[] = { r->has_ok ? r->ok_ms / 1000.0 : 0,
 	    r->failed_ms / 1000.0, r->ok_seconds, (double)r->failures,
-	    r->paused, m->holders, m->waiters };
+	    r->paused, m->holders, m->waiters, m->last_run };
 	const int has[] = { r->has_ok || named, r->has_failed, r->has_ok,
-	    r->failures >= 0, 1, m->holders >= 0, m->waiters >= 0 };
+	    r->failures >= 0, 1, m->holders >= 0, m->waiters >= 0,
+	    m->has_last_run };
 
 	*v = values[i];
 	return has[i];
@@ -685,6 +690,38 @@ named_keys(const struct opts *o, PGconn *c, struct metric_key *keys)
 }
 
 /*
+ * Each key's last run in the history (none where this role may not read it):
+ * named keys (named) by their record's name, listed ones by their label.
+ */
+static void
+last_runs(const struct opts *o, PGconn *c, struct metric_key *keys, int n,
+    int named)
+{
+	struct err why;
+	char **names, *name;
+	double *seconds;
+	int i, j, m, rc;
+
+	rc = runs_last_durations(c, o->history_sql, &names, &seconds, &m, &why);
+	if (rc == -1)
+		die(EXIT_UNAVAILABLE, "--status --metrics: %s", why.msg);
+	for (i = 0; i < n; i++) {
+		name = named ? record_key(o, keys[i].label) : NULL;
+		for (j = 0; j < m; j++)
+			if (strcmp(names[j], name != NULL ? name :
+			    keys[i].label) == 0) {
+				keys[i].last_run = seconds[j];
+				keys[i].has_last_run = 1;
+			}
+		free(name);
+	}
+	for (j = 0; j < m; j++)
+		free(names[j]);
+	free(names);
+	free(seconds);
+}
+
+/*
  * --status --metrics [KEY ...]: each named KEY's record and lock sessions, or
  * every record in the table; built whole, then written. 0; dies on an error.
  */
@@ -713,6 +750,7 @@ show_metrics(const struct opts *o, PGconn *c)
 		keys[i].r = rows[i];
 		keys[i].holders = keys[i].waiters = -1;
 	}
+	last_runs(o, c, keys, n, names == NULL);
 	put_metrics(f, keys, n);
 	if (fclose(f) == EOF)
 		die_errno(EXIT_OSERR, "open_memstream");
@@ -725,6 +763,124 @@ show_metrics(const struct opts *o, PGconn *c)
 	free(keys);
 	free(doc);
 	return 0;
+}
+
+/* ---- --status --history: each KEY's runs, newest first --------------- */
+
+/*
+ * The last line of a kept output with anything on it (a NUL ends a line
+ * too), escaped as a field into buf; "-" for none.
+ */
+static const char *
+last_line(const struct runs_run *run, char *buf, size_t len)
+{
+	char line[1024];
+	size_t end = run->output_len, start, n;
+
+	while (end > 0 && (run->output[end - 1] == '\n' ||
+	    run->output[end - 1] == '\0'))
+		end--;
+	for (start = end; start > 0 && run->output[start - 1] != '\n' &&
+	    run->output[start - 1] != '\0'; start--)
+		;
+	if (run->output == NULL || end == 0)
+		return "-";
+	n = end - start < sizeof(line) - 1 ? end - start : sizeof(line) - 1;
+	memcpy(line, run->output + end - n, n);
+	line[n] = '\0';
+	return field(line, buf, len);
+}
+
+/* A run of key's as a line, or (--json) an object after sep. */
+static void
+print_run(FILE *f, const struct opts *o, const char *key,
+    const struct runs_run *run, const char *sep)
+{
+	char k[1024], node[1024], out[4096], num[24];
+
+	if (!o->json) {
+		fprintf(f, "%s\t%s\t%s\t%.3f\t%d\t%s\n", field(key, k,
+		    sizeof(k)), run->ended, field(run->node, node,
+		    sizeof(node)), run->seconds, run->status, last_line(run,
+		    out, sizeof(out)));
+		return;
+	}
+	fprintf(f, "%s{\"started\": ", sep);
+	put_text(f, run->started);
+	fprintf(f, ", \"ended\": \"%s\", \"node\": ", run->ended);
+	json_put(f, run->node);
+	fprintf(f, ", \"seconds\": ");
+	put_number(f, run->seconds);
+	fprintf(f, ", \"status\": %d, \"slot\": %s, \"output\": ",
+	    run->status, count(run->slot, num, sizeof(num), "null"));
+	if (run->output != NULL)
+		json_putn(f, run->output, run->output_len);
+	else
+		fprintf(f, "null");
+	fprintf(f, "}");
+}
+
+/* KEY's runs to f: 1 if it has any. */
+static int
+print_history(FILE *f, const struct opts *o, PGconn *c, const char *key,
+    int n)
+{
+	char *name = record_key(o, key);
+	struct runs_run *runs = NULL;
+	struct err why;
+	int i, count = 0, rc = 0;
+
+	/* A name not UTF-8 is never recorded (pglock refuses it): none. */
+	if (key_utf8_ok(name, strlen(name)))
+		rc = runs_history(c, o->history_sql, name, &runs, &count,
+		    &why);
+	free(name);
+	if (rc != 0)
+		die(EXIT_UNAVAILABLE, "--status --history: %s", why.msg);
+	if (o->json) {
+		fprintf(f, "%s{\"key\": ", n > 0 ? ",\n  " : "\n  ");
+		json_put(f, key);
+		fprintf(f, ", \"runs\": [");
+	}
+	for (i = 0; i < count; i++)
+		print_run(f, o, key, &runs[i], i > 0 ? ",\n    " : "\n    ");
+	if (o->json)
+		fprintf(f, "%s]}", count > 0 ? "\n  " : "");
+	runs_free(runs, count);
+	return count > 0;
+}
+
+/*
+ * --status --history KEY...: a header, then each KEY's runs, newest first,
+ * built first, then written at once. 1 when a KEY has none, saying so.
+ */
+static int
+show_history(const struct opts *o, PGconn *c)
+{
+	char *doc = NULL;
+	size_t len = 0;
+	FILE *f;
+	int i, all = 1;
+
+	if ((f = open_memstream(&doc, &len)) == NULL)
+		die_errno(EXIT_OSERR, "open_memstream");
+	fprintf(f, o->json ? "{\"history\": [" :
+	    "key\tended\tnode\tseconds\tstatus\toutput\n");
+	for (i = 0; o->keys[i] != NULL; i++)
+		if (!print_history(f, o, c, o->keys[i], i)) {
+			all = 0;
+			if (!o->quiet)
+				say("--status --history: %s: no runs in %s",
+				    printable(o->keys[i]), o->history_sql);
+		}
+	if (o->json)
+		fprintf(f, "\n]}\n");
+	if (fclose(f) == EOF)
+		die_errno(EXIT_OSERR, "open_memstream");
+	(void)fwrite(doc, 1, len, stdout);
+	free(doc);
+	flush_stdout_or_err();
+	return all ? 0 : 1;
 }
 
 /*
@@ -742,6 +898,8 @@ show_status(const struct opts *o, PGconn *c)
 
 	if (o->metrics)
 		return show_metrics(o, c);
+	if (o->history)
+		return show_history(o, c);
 	if (o->ok_within_ms >= 0 && !o->json)
 		return ok_within(o, c);
 	if ((f = open_memstream(&doc, &len)) == NULL ||

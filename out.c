@@ -196,6 +196,43 @@ json_put(FILE *f, const char *s)
 	putc('"', f);
 }
 
+/* The length of the UTF-8 sequence at u (before end), or 0: none valid. */
+static size_t
+utf8_at(const unsigned char *u, const unsigned char *end)
+{
+	size_t k = *u < 0x80 ? 1 : *u >= 0xf0 ? 4 : *u >= 0xe0 ? 3 :
+	    *u >= 0xc0 ? 2 : 0;
+
+	if (k == 0 || (size_t)(end - u) < k)
+		return 0;
+	return k == 1 || key_utf8_ok((const char *)u, k) ? k : 0;
+}
+
+/*
+ * Bytes as they came (a command's output, cut anywhere): each UTF-8 sequence
+ * as it is, each byte of none as the code point of its value.
+ */
+void
+json_putn(FILE *f, const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s, *end = u + n;
+	size_t k;
+
+	putc('"', f);
+	for (; u < end; u += k) {
+		k = utf8_at(u, end);
+		if (*u == '"' || *u == '\\') {
+			fprintf(f, "\\%c", *u);
+		} else if (*u < 0x20 || *u == 0x7f || k == 0) {
+			fprintf(f, "\\u%04x", *u);
+			k = 1;
+		} else {
+			(void)fwrite(u, 1, k, f);
+		}
+	}
+	putc('"', f);
+}
+
 void
 json_str(const char *s)
 {

@@ -36,6 +36,9 @@ void json_str(const char *s);
 /* The same, to f. */
 void json_put(FILE *f, const char *s);
 
+/* The same for n bytes, which may hold NUL. */
+void json_putn(FILE *f, const char *s, size_t n);
+
 /* The terminal's live line: rewritten in place, ended by the next say(). */
 void live_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -66,6 +66,7 @@ static const char usage_text[] =
     "       pglock [options] --status [KEY ...]\n"
     "       pglock [options] --status --ok-within DURATION KEY\n"
     "       pglock [options] --status --metrics [KEY ...]\n"
+    "       pglock [options] --status --history KEY ...\n"
     "       pglock [options] --explain KEY\n"
     "       pglock [options] --break KEY\n"
     "       pglock [options] --version-counter [--peek] TENANT"
@@ -149,6 +150,9 @@ usage(FILE *f)
 	    " again\n"
 	    "      --runs-table NAME      where runs are recorded (default"
 	    " pglock_runs)\n"
+	    "      --keep-history N       keep KEY's last N runs in NAME_history"
+	    " (default 50;\n"
+	    "                             0: none)\n"
 	    "      --node NAME            this machine's name in records"
 	    " (PGLOCK_NODE;\n"
 	    "                             default: the host name)\n"
@@ -198,6 +202,8 @@ usage(FILE *f)
 	    "                             KEYs' with their locks' sessions) in"
 	    " Prometheus'\n"
 	    "                             text format\n"
+	    "      --history              with --status: each KEY's runs, newest"
+	    " first\n"
 	    "\nConnection options:\n"
 	    "  -d, --dbname CONNINFO      database name, conninfo or URI\n"
 	    "  -h, --host HOST            server host or socket directory\n"
@@ -244,6 +250,7 @@ enum {
 	OPT_ONCE, OPT_ONCE_PER, OPT_RECORD, OPT_RUNS_TABLE, OPT_OK_WITHIN,
 	OPT_FOR, OPT_REASON, OPT_NEW, OPT_METRICS, OPT_NODE,
 	OPT_TZ, OPT_AFTER, OPT_SPREAD, OPT_REQUIRE_SYNC, OPT_JITTER,
+	OPT_KEEP_HISTORY, OPT_HISTORY,
 	OPT_MODE = 512
 };
 
@@ -290,6 +297,8 @@ static const struct option longopts[] = {
 	{ "record", no_argument, NULL, OPT_RECORD },
 	{ "forget", no_argument, NULL, OPT_MODE + MODE_FORGET },
 	{ "runs-table", required_argument, NULL, OPT_RUNS_TABLE },
+	{ "keep-history", required_argument, NULL, OPT_KEEP_HISTORY },
+	{ "history", no_argument, NULL, OPT_HISTORY },
 	{ "ok-within", required_argument, NULL, OPT_OK_WITHIN },
 	{ "pause", no_argument, NULL, OPT_MODE + MODE_PAUSE },
 	{ "resume", no_argument, NULL, OPT_MODE + MODE_RESUME },
@@ -435,7 +444,8 @@ enum {
 	A_MAX_TIME = 1 << 12, A_NO_FORK = 1 << 13, A_SLOTS = 1 << 14,
 	A_SHARED = 1 << 15, A_RECORD = 1 << 16, A_ONCE = 1 << 17,
 	A_PEEK = 1 << 18, A_FENCE = 1 << 19, A_SCOPE = 1 << 20,
-	A_SYNC = 1 << 21, A_JITTER = 1 << 23,
+	A_SYNC = 1 << 21, A_JITTER = 1 << 23, A_HISTORY = 1 << 24,
+	A_KEEP = 1 << 25,
 	A_COMMAND = 1 << 22	/* known once the arguments are read */
 };
 
@@ -619,6 +629,7 @@ static int
 run_option_or_err(struct opts *o, int c, char *arg)
 {
 	struct err why;
+	long n;
 
 	switch (c) {
 	case 'c':
@@ -675,6 +686,15 @@ run_option_or_err(struct opts *o, int c, char *arg)
 	case OPT_RUNS_TABLE:
 		table_or_err("--runs-table", arg, o->runs_sql,
 		    sizeof(o->runs_sql));
+		break;
+	case OPT_KEEP_HISTORY:
+		if (arg_long(arg, 0, RUNS_KEEP_MAX, &n, &why) == -1)
+			usage_err("--keep-history: %s", why.msg);
+		o->keep_history = (int)n;
+		o->keep_history_set = 1;
+		break;
+	case OPT_HISTORY:
+		o->history = 1;
 		break;
 	default:
 		return 0;
@@ -778,7 +798,8 @@ asked(const struct opts *o)
 	    (o->once ? A_ONCE : 0) | (o->peek ? A_PEEK : 0) |
 	    (o->fence ? A_FENCE : 0) | (o->scope != SCOPE_AUTO ? A_SCOPE : 0) |
 	    (o->require_sync ? A_SYNC : 0) | (o->argv != NULL ? A_COMMAND : 0) |
-	    (o->jitter_ms > 0 ? A_JITTER : 0);
+	    (o->jitter_ms > 0 ? A_JITTER : 0) | (o->history ? A_HISTORY : 0) |
+	    (o->keep_history_set ? A_KEEP : 0);
 }
 
 /*
@@ -815,6 +836,9 @@ static const struct rule option_rules[] = {
 	{ A_JITTER, M_RUN | M_HOLD | M_COUNTER, 0,
 	    "--jitter delays a run's start: not with --status, --explain, "
 	    "--break, --forget, --pause or --resume" },
+	{ A_HISTORY, M_STATUS, 0, "--history is for --status" },
+	{ A_KEEP, A_RECORD, 0,
+	    "--keep-history bounds what --once, --once-per and --record keep" },
 };
 
 /* Once KEY and COMMAND are known. */
@@ -943,6 +967,10 @@ check_or_err(struct opts *o, int argc, char **argv)
 	    o->ok_within_ms >= 0))
 		usage_err("%s", "--metrics is for --status, without --json or "
 		    "--ok-within");
+	if (o->history && (o->metrics || o->ok_within_ms >= 0 || argc < 1))
+		usage_err("%s", "--status --history takes KEYs, and no "
+		    "--metrics or --ok-within");
+	runs_history_sql(o->runs_sql, o->history_sql, sizeof(o->history_sql));
 	if (mode->arity == KEYS) {
 		o->keys = argv;		/* every argument is a KEY */
 		for (; argc > 0; argc--, argv++)
@@ -1116,6 +1144,7 @@ static const struct opts defaults = {
 	.kill_after_ms = 10000,			/* --kill-after 10 */
 	.table_sql = "\"pglock_versions\"",	/* --counter-table */
 	.runs_sql = "\"pglock_runs\"",		/* --runs-table */
+	.keep_history = RUNS_KEEP_DEFAULT,	/* --keep-history 50 */
 	.ok_within_ms = -1,			/* no --ok-within */
 	.pause_ms = -1,				/* --pause: until --resume */
 	.after_ms = -1,				/* no --after */

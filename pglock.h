@@ -57,6 +57,10 @@ struct opts {
 	int record;		/* record the outcome (--record, --once*) */
 	int record_opt;		/* which of those was given (an OPT_*), or 0 */
 	char runs_sql[300];	/* --runs-table, as table_sql */
+	char history_sql[320];	/* its history table (runs_history_sql()) */
+	int keep_history;	/* --keep-history: rows a key keeps; 0: none */
+	int keep_history_set;	/* --keep-history was given */
+	int history;		/* --status --history */
 	long long ok_within_ms;	/* --status --ok-within; -1: none */
 	pid_t caller;		/* parent at start: --hold's script; 0: init */
 	long long pause_ms;	/* --pause --for; -1: until --resume */

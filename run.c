@@ -110,7 +110,9 @@ struct run {
 	long long slot;		/* --once*: the slot a success counts for */
 	double ok_before;	/* the success read under the lock (ms); -1: none */
 	double ran_s;		/* how long the command ran, as recorded */
+	double ran_at;		/* mono_seconds() as it was started */
 	int streak;		/* the record's table counts failures */
+	int history;		/* its history table exists */
 	int table_seen;		/* the record's table was read: it exists */
 	int read_queued;	/* the record's read rides with the lock */
 };
@@ -127,6 +129,29 @@ static long
 answer_ms(const struct opts *o)
 {
 	return lease_of(o->check_ms).reply_ms;
+}
+
+/* The history table runs are kept in, or NULL (--keep-history 0). */
+static const char *
+history_of(const struct opts *o)
+{
+	return o->keep_history > 0 ? o->history_sql : NULL;
+}
+
+/*
+ * The record's tables, made unless there (runs_table()): 0, or -1 (why). A
+ * history this role may not make is none: said under -v, with what to run.
+ */
+static int
+tables(const struct run *r, const struct budget *b, struct err *why)
+{
+	const struct opts *o = r->o;
+	int rc = runs_table(r->c, o->runs_sql, history_of(o), b, why);
+
+	if (rc == 1 && o->verbose)
+		say("%s: runs are recorded without a history (%s)", o->label,
+		    why->msg);
+	return rc == -1 ? -1 : 0;
 }
 
 /* -w bounds all that comes before the command: what is left of it. */
@@ -661,7 +686,7 @@ once_read(const struct run *r, long long spread, struct runs_row *row,
 		return runs_read_queued(r->c, &w, deadline_in(ms), ms, row,
 		    why);
 	name = record_key(o, o->key);
-	rc = runs_read_when(r->c, o->runs_sql, name, &w,
+	rc = runs_read_when(r->c, o->runs_sql, history_of(o), name, &w,
 	    budget_ms(r->lk.budget, CONN_ANSWER_MS), row, why);
 	free(name);
 	return rc;
@@ -678,7 +703,8 @@ once_queue(struct run *r, struct err *why)
 	char *name = record_key(o, o->key);
 	int rc;
 
-	rc = runs_queue_read(r->c, o->runs_sql, name, &w, r->lk.xact, why);
+	rc = runs_queue_read(r->c, o->runs_sql, history_of(o), name, &w,
+	    r->lk.xact, why);
 	free(name);
 	r->read_queued = rc == 0;
 	return rc;
@@ -726,8 +752,13 @@ once_done_or_err(struct run *r)
 			rc = -1;
 		}
 	}
-	if (rc == -1 || (row.no_table && (runs_table(r->c, o->runs_sql, NULL,
-	    &why) == -1 ||
+	/*
+	 * A table missing: first use, or the history an earlier build did not
+	 * make (a transaction's lock found both before it was taken).
+	 */
+	if (rc == -1 || ((row.no_table || (history_of(o) != NULL &&
+	    !row.history && !row.denied && !r->lk.xact)) &&
+	    (tables(r, NULL, &why) == -1 ||
 	    once_read(r, spread, &row, &why) == -1)) ||
 	    row.denied) {
 		if (row.zone_bad)
@@ -738,6 +769,7 @@ once_done_or_err(struct run *r)
 		die(EXIT_UNAVAILABLE, "%s: table %s went away", o->label,
 		    o->runs_sql);
 	r->streak = row.failures >= 0;
+	r->history = row.history;
 	r->ok_before = row.has_ok ? row.ok_ms : -1;
 	return once_verdict(r, &row, spread);
 }
@@ -769,7 +801,8 @@ once_early(struct run *r)
 			die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 		return 0;
 	}
-	if (row.no_table || row.denied)
+	if (row.no_table || row.denied || (history_of(o) != NULL &&
+	    !row.history))
 		return 0;
 	r->table_seen = 1;
 	return once_verdict(r, &row, spread);
@@ -836,6 +869,9 @@ exec_or_err(const struct run *r)
 }
 
 /* The watch's end other than an exit: say so, and exit or return. */
+static void
+lost_history(const struct run *r);
+
 static int
 watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
 {
@@ -865,6 +901,8 @@ watch_ended_or_err(const struct run *r, enum child_end end, const char *why)
 		if (r->plan.hold)
 			die(EXIT_LOST, "%s: lock lost while held (%s); the "
 			    "script that started pglock is gone", o->label, why);
+		if (o->record)
+			lost_history(r);
 		die(EXIT_LOST, "%s: lock lost while the command ran (%s); "
 		    "the command %s", o->label, why, r->ch.stopped ?
 		    "was stopped" : "had exited already");
@@ -1030,6 +1068,46 @@ landed_or_err(const struct run *r, const char *why)
 	    "outcome is unknown", o->label, why, how.msg);
 }
 
+/*
+ * A run whose lock was lost has no record to write (its key's next holder may
+ * be running), but a row in its history: 75, on a session of its own, one
+ * try, within a reply's bound. What fails is said under -v alone: the exit
+ * says what counts.
+ */
+static void
+lost_history(const struct run *r)
+{
+	const struct opts *o = r->o;
+	char *name = record_key(o, o->key);
+	struct runs_outcome out = { .key = name, .id = r->id,
+	    .status = EXIT_LOST, .seconds = mono_seconds() - r->ran_at,
+	    .slot = r->slot, .node = o->node, .history = history_of(o),
+	    .keep = o->keep_history };
+	struct conn_opts co = o->conn;
+	long ms = answer_ms(o);
+	struct err why;
+	PGresult *res = NULL;
+	PGconn *c;
+	int rc = -1;
+
+	co.connect_ms = 0;
+	co.deadline_ms = deadline_in(ms);
+	co.retrying = NULL;
+	if (out.history != NULL && r->history &&
+	    (c = conn_open(&co, &why)) != NULL) {
+		if (runs_queue_history(c, &out, &why) == 0 &&
+		    conn_sync(c) == 0 && (res = conn_pipe_result(c,
+		    co.deadline_ms, ms, &why)) != NULL)
+			rc = runs_written(res, &why);
+		PQclear(res);
+		PQfinish(c);
+	}
+	if (rc == -1 && r->history && o->verbose)
+		say("%s: the lost run is not in the history (%s)", o->label,
+		    why.msg);
+	free(name);
+}
+
 /* What the record's write and the release it rides with were answered. */
 struct ending {
 	int wrote;		/* 0, written; -1, refused; RUNS_UNCONFIRMED */
@@ -1051,7 +1129,8 @@ record_release(struct run *r, int status, double seconds, struct ending *e)
 	char *name = record_key(o, o->key);
 	struct runs_outcome out = { .key = name, .id = r->id, .status = status,
 	    .seconds = seconds, .slot = r->slot, .streak = r->streak,
-	    .node = o->node };
+	    .node = o->node, .history = r->history ? history_of(o) : NULL,
+	    .keep = o->keep_history };
 	long ms = answer_ms(o);
 	mono_t by;
 	struct err late;
@@ -1077,7 +1156,9 @@ record_release(struct run *r, int status, double seconds, struct ending *e)
 		e->release_why = e->write_why;
 		return;
 	}
-	e->wrote = runs_written(res, &e->write_why);
+	if ((e->wrote = runs_written(res, &e->write_why)) == -1)
+		runs_grant_hint(r->c, res, o->runs_sql, out.history,
+		    &e->write_why);
 	PQclear(res);
 	/* A session's write commits at its own sync: done is its answer. */
 	if (!r->lk.xact &&
@@ -1382,8 +1463,7 @@ take_or_err(struct run *r)
 	 * --scope session).
 	 */
 	if (o->record && !r->table_seen && (r->lk.xact || (r->lk.prove &&
-	    !r->lk.prove_only)) && runs_table(r->c, o->runs_sql, r->lk.budget,
-	    &why) == -1)
+	    !r->lk.prove_only)) && tables(r, r->lk.budget, &why) == -1)
 		die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 	if (o->verbose && r->lk.wait_ms != 0 &&
 	    *holder(r->c, &r->lk, who, sizeof(who)) != '\0')
@@ -1481,7 +1561,7 @@ lock_run(struct run *r)
 		no_input = r->plan.hold && stdin_empty();
 		if (r->plan.watchdog && (status = witness_or_err(r)) != 0)
 			return status;
-		ran = mono_seconds();
+		ran = r->ran_at = mono_seconds();
 		status = watch_or_err(r);
 		if (!r->plan.watchdog)
 			return status;

@@ -20,7 +20,7 @@ function __fish_pglock_rest
                 --scope --counter-table --dbname --host --port --username \
                 --connect-timeout --max-time --slots --once-per \
                 --runs-table --node --ok-within --for --reason --tz --after \
-                --spread --jitter
+                --spread --jitter --keep-history
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -124,6 +124,8 @@ complete -c pglock -n $nokey -l once-per -x -d 'one successful run of KEY per DU
 complete -c pglock -n $nokey -l record -d "record the command's outcome"
 complete -c pglock -n $nokey -l forget -d "delete KEY's record: --once runs again"
 complete -c pglock -n $nokey -l runs-table -x -d 'where runs are recorded'
+complete -c pglock -n $nokey -l keep-history -x -d "keep KEY's last N runs (default 50)"
+complete -c pglock -n $nokey -l history -d "with --status: each KEY's runs, newest first"
 complete -c pglock -n $nokey -l node -x -d "this machine's name in records"
 complete -c pglock -n $nokey -l ok-within -x -d 'with --status: exit 0 if KEY succeeded within DURATION'
 complete -c pglock -n $nokey -l pause -d "pause KEY's recorded runs"

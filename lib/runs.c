@@ -42,22 +42,74 @@
 
 #define ISO "'YYYY-MM-DD\"T\"HH24:MI:SSTZH:TZM'"
 
-int
-runs_table(PGconn *c, const char *table, const struct budget *b,
-    struct err *err)
-{
-	const char *params[2] = { table, NULL };
-	PGresult *res;
-	int there;
+/*
+ * A key's runs, newest last (id), one row each, trimmed to --keep-history as
+ * each is written; ended is the server's clock, started that less seconds.
+ * Its identity needs no grant on a sequence to insert.
+ */
+#define HISTORY "(key text NOT NULL, id bigint GENERATED ALWAYS AS" \
+	" IDENTITY, node text, started timestamptz, ended timestamptz NOT" \
+	" NULL, seconds double precision, status integer NOT NULL, slot" \
+	" bigint, output bytea, PRIMARY KEY (key, id))"
 
-	if ((res = conn_exec(c, "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+void
+runs_history_sql(const char *runs_sql, char *out, size_t len)
+{
+	size_t n = strlen(runs_sql);
+
+	/* The last identifier's closing quote: counter_table_sql() adds it. */
+	snprintf(out, len, "%.*s_history\"", (int)(n > 0 ? n - 1 : 0),
+	    runs_sql);
+}
+
+int
+runs_table(PGconn *c, const char *table, const char *history,
+    const struct budget *b, struct err *err)
+{
+	/* conn_exec() counts its parameters to the first NULL. */
+	const char *params[3] = { table, history != NULL ? history : "",
+	    NULL };
+	PGresult *res;
+	int there[2] = { 0, 0 };
+
+	if ((res = conn_exec(c, "SELECT pg_catalog.to_regclass($1) IS NOT "
+	    "NULL, $2 = '' OR pg_catalog.to_regclass(nullif($2, '')) IS NOT NULL",
 	    params, budget_ms(b, CONN_ANSWER_MS), err)) == NULL)
 		return -1;
-	there = PQresultStatus(res) == PGRES_TUPLES_OK &&
-	    PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+	    PQnfields(res) == 2) {
+		there[0] = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+		there[1] = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+	}
 	PQclear(res);
-	return there ? 0 : table_create(c, table, COLUMNS,
-	    "SELECT, INSERT, UPDATE, DELETE", b, err);
+	if (!there[0] && table_create(c, table, COLUMNS,
+	    "SELECT, INSERT, UPDATE, DELETE", b, err) == -1)
+		return -1;
+	if (there[1] || table_create(c, history, HISTORY,
+	    "SELECT, INSERT, DELETE", b, err) == 0)
+		return 0;
+	/* Runs are recorded without a history this role may not make. */
+	return PQstatus(c) == CONNECTION_OK &&
+	    PQtransactionStatus(c) == PQTRANS_IDLE ? 1 : -1;
+}
+
+void
+runs_grant_hint(PGconn *c, const PGresult *res, const char *table,
+    const char *history, struct err *err)
+{
+	char *role;
+
+	if (!conn_is_state(res, "42501"))
+		return;
+	role = PQescapeIdentifier(c, PQuser(c), strlen(PQuser(c)));
+	err_add(err, "; a role that records runs needs: GRANT SELECT, INSERT, "
+	    "UPDATE, DELETE ON %s TO %s", table, role != NULL ? role :
+	    PQuser(c));
+	if (history != NULL)
+		err_add(err, "; GRANT SELECT, INSERT, DELETE ON %s TO %s (or "
+		    "--keep-history 0)", history, role != NULL ? role :
+		    PQuser(c));
+	PQfreemem(role);
 }
 
 /*
@@ -222,7 +274,8 @@ read_sql(char *sql, size_t len, const char *table)
 	    " %s, n2.ls, ('x' || left(pg_catalog.encode(pg_catalog.sha256("
 	    "pg_catalog.convert_to(n0.tz || ' ' || n0.p || ' ' || n2.ls,"
 	    " 'UTF8')), 'hex'), 16))::bit(64)::bigint, %s, %s, n2.due, %s,"
-	    " n0.ab"
+	    " n0.ab, pg_catalog.to_regclass(nullif($6::text, ''))"
+	    " IS NOT NULL"
 	    " FROM (SELECT pg_catalog.statement_timestamp() AS t,"
 	    " nullif($2::bigint, 0) AS p, " LOWER("nullif($3::text, '')")
 	    " AS tz,"
@@ -241,8 +294,10 @@ read_sql(char *sql, size_t len, const char *table)
 	    t[5], t[6], table);
 }
 
-/* RECORD()'s, then the slot's 7, then ABBREV()'s. */
-#define READ_COLUMNS (RECORD_FIELDS + 8)
+/* RECORD()'s, then the slot's 7, ABBREV()'s, and the history's. */
+#define READ_COLUMNS (RECORD_FIELDS + 9)
+#define ABBREV_COLUMN (RECORD_FIELDS + 7)
+#define HISTORY_COLUMN (RECORD_FIELDS + 8)
 
 /* The slot's columns of runs_read_when()'s answer, from column S, into row. */
 #define S RECORD_FIELDS
@@ -283,7 +338,7 @@ zone_abbrev(const PGresult *res, const struct runs_when *w,
     struct runs_row *row, struct err *err)
 {
 	if (w == NULL || w->zone == NULL ||
-	    *PQgetvalue(res, 0, READ_COLUMNS - 1) != 't')
+	    *PQgetvalue(res, 0, ABBREV_COLUMN) != 't')
 		return 0;
 	row->zone_bad = 1;
 	err_set(err, "the server reads '%s' as an abbreviation (a fixed "
@@ -327,26 +382,28 @@ int
 runs_read(PGconn *c, const char *table, const char *key,
     struct runs_row *row, struct err *err)
 {
-	return runs_read_when(c, table, key, NULL, CONN_ANSWER_MS, row, err);
+	return runs_read_when(c, table, NULL, key, NULL, CONN_ANSWER_MS, row,
+	    err);
 }
 
 /* runs_read_when()'s statement and its parameters. */
 struct read_query {
 	char sql[12288];
 	char num[2][32];
-	const char *params[6];
+	const char *params[7];
 };
 
 static void
-read_query(struct read_query *q, const char *table, const char *key,
-    const struct runs_when *w)
+read_query(struct read_query *q, const char *table, const char *history,
+    const char *key, const struct runs_when *w)
 {
 	q->params[0] = key;
 	q->params[1] = q->num[0];
 	q->params[2] = w != NULL && w->zone != NULL ? w->zone : "";
 	q->params[3] = q->num[1];
 	q->params[4] = table;
-	q->params[5] = NULL;
+	q->params[5] = history != NULL ? history : "";	/* "": none */
+	q->params[6] = NULL;
 	snprintf(q->num[0], sizeof(q->num[0]), "%lld", w != NULL ?
 	    w->period_ms : 0);
 	snprintf(q->num[1], sizeof(q->num[1]), "%lld", w != NULL ?
@@ -388,6 +445,7 @@ read_answer(PGresult *res, const struct runs_when *w, struct runs_row *row,
 	} else {
 		record_get(res, 0, 0, row);
 		read_slot(res, w, row);
+		row->history = *PQgetvalue(res, 0, HISTORY_COLUMN) == 't';
 	}
 	PQclear(res);
 	return rc;
@@ -397,15 +455,16 @@ read_answer(PGresult *res, const struct runs_when *w, struct runs_row *row,
 static const char snapshot_end_sql[] = "SET LOCAL statement_timeout = 0";
 
 int
-runs_read_when(PGconn *c, const char *table, const char *key,
-    const struct runs_when *w, long ms, struct runs_row *row, struct err *err)
+runs_read_when(PGconn *c, const char *table, const char *history,
+    const char *key, const struct runs_when *w, long ms, struct runs_row *row,
+    struct err *err)
 {
 	struct read_query q;
 	PGresult *res;
 	int rc;
 
 	row_init(row);
-	read_query(&q, table, key, w);
+	read_query(&q, table, history, key, w);
 	if ((res = conn_exec(c, q.sql, q.params, ms, err)) == NULL)
 		return -1;
 	rc = read_answer(res, w, row, err);
@@ -423,13 +482,13 @@ runs_read_when(PGconn *c, const char *table, const char *key,
 }
 
 int
-runs_queue_read(PGconn *c, const char *table, const char *key,
-    const struct runs_when *w, int xact, struct err *err)
+runs_queue_read(PGconn *c, const char *table, const char *history,
+    const char *key, const struct runs_when *w, int xact, struct err *err)
 {
 	struct read_query q;
 
-	read_query(&q, table, key, w);
-	if (conn_queue(c, q.sql, 5, q.params) == -1 || (xact &&
+	read_query(&q, table, history, key, w);
+	if (conn_queue(c, q.sql, 6, q.params) == -1 || (xact &&
 	    conn_queue(c, snapshot_end_sql, 0, NULL) == -1) ||
 	    conn_sync(c) == -1) {
 		conn_oneline(PQerrorMessage(c), err);
@@ -509,31 +568,45 @@ runs_list(PGconn *c, const char *table, char ***names,
 	return rc;
 }
 
-int
-runs_queue_write(PGconn *c, const char *table, const struct runs_outcome *o,
-    struct err *err)
+/*
+ * The history's part of a write: o's row ($1 key, $3 node, $4 seconds, $5
+ * slot, $6 status, $8 output in hex), and the key's oldest rows deleted but
+ * o->keep - 1 (the statement's snapshot does not see its own row), as WITH
+ * items the statement they lead runs too; "" without a history.
+ */
+static void
+history_sql(char *sql, size_t len, const struct runs_outcome *o)
 {
-	char sql[2048], num[2][32];
+	if (o->history == NULL) {
+		*sql = '\0';
+		return;
+	}
+	snprintf(sql, len, "WITH h AS (INSERT INTO %s (key, node, started,"
+	    " ended, seconds, status, slot, output) VALUES ($1, $3,"
+	    " pg_catalog.statement_timestamp() - $4::float8 * interval"
+	    " '1 second', pg_catalog.statement_timestamp(), $4::float8,"
+	    " $6::int, nullif($5::bigint, -1), pg_catalog.decode($8, 'hex'))),"
+	    " t AS (DELETE FROM %s d WHERE d.key = $1 AND d.id <= (SELECT o.id"
+	    " FROM %s o WHERE o.key = $1 ORDER BY o.id DESC OFFSET"
+	    " ($7::int - 1) LIMIT 1)) ", o->history, o->history, o->history);
+}
+
+/* The runs table's part: o as its key's last success or last failure. */
+static void
+record_sql(char *sql, size_t len, const char *table,
+    const struct runs_outcome *o)
+{
 	/* Only a table that counts failures is told of them. */
 	const char *streak[3] = { "", "", "" };
-	const char *params[6] = { o->key, o->id, o->node, num[0], num[1],
-	    NULL };
 
-	/* A session known to be gone sends nothing: nothing can land. */
-	if (PQstatus(c) != CONNECTION_OK) {
-		conn_reason(c, err);
-		return -1;
-	}
 	if (o->streak) {
 		streak[0] = ", failures";
 		streak[1] = o->status == 0 ? ", 0" : ", 1";
 		streak[2] = o->status == 0 ? ", failures = 0" :
 		    ", failures = coalesce(r.failures, 0) + 1";
 	}
-	if (o->status == 0) {
-		snprintf(num[0], sizeof(num[0]), "%.3f", o->seconds);
-		snprintf(num[1], sizeof(num[1]), "%lld", o->slot);
-		snprintf(sql, sizeof(sql), "INSERT INTO %s AS r (key, lock_id,"
+	if (o->status == 0)
+		snprintf(sql, len, "INSERT INTO %s AS r (key, lock_id,"
 		    " ok_at, ok_host, ok_seconds, ok_slot%s) VALUES ($1, $2,"
 		    " pg_catalog.statement_timestamp(), $3, $4::float8,"
 		    " nullif($5::bigint, -1)%s) ON CONFLICT (key) DO UPDATE SET"
@@ -541,23 +614,78 @@ runs_queue_write(PGconn *c, const char *table, const struct runs_outcome *o,
 		    " ok_host = EXCLUDED.ok_host, ok_seconds ="
 		    " EXCLUDED.ok_seconds, ok_slot = coalesce(EXCLUDED.ok_slot,"
 		    " r.ok_slot)%s", table, streak[0], streak[1], streak[2]);
-	} else {
-		snprintf(num[0], sizeof(num[0]), "%d", o->status);
-		params[4] = NULL;
-		snprintf(sql, sizeof(sql), "INSERT INTO %s AS r (key, lock_id,"
+	else
+		snprintf(sql, len, "INSERT INTO %s AS r (key, lock_id,"
 		    " failed_at, failed_host, failed_status%s) VALUES ($1, $2,"
-		    " pg_catalog.statement_timestamp(), $3, $4::int%s)"
+		    " pg_catalog.statement_timestamp(), $3, $6::int%s)"
 		    " ON CONFLICT (key) DO UPDATE SET lock_id ="
 		    " EXCLUDED.lock_id, failed_at = EXCLUDED.failed_at,"
 		    " failed_host = EXCLUDED.failed_host, failed_status ="
 		    " EXCLUDED.failed_status%s", table, streak[0], streak[1],
 		    streak[2]);
-	}
-	if (conn_queue(c, sql, params[4] != NULL ? 5 : 4, params) == -1) {
-		conn_oneline(PQerrorMessage(c), err);
+}
+
+/* Queue sql (history_sql()'s and the rest) with o's 8 parameters. */
+static int
+queue_outcome(PGconn *c, const char *sql, const struct runs_outcome *o,
+    struct err *err)
+{
+	static const char hex[] = "0123456789abcdef";
+	char num[4][32], *out = NULL;
+	const char *params[8] = { o->key, o->id != NULL ? o->id : "", o->node,
+	    num[0], num[1], num[2], num[3], NULL };
+	size_t i;
+	int rc;
+
+	/* A session known to be gone sends nothing: nothing can land. */
+	if (PQstatus(c) != CONNECTION_OK) {
+		conn_reason(c, err);
 		return -1;
 	}
-	return 0;
+	snprintf(num[0], sizeof(num[0]), "%.3f", o->seconds);
+	snprintf(num[1], sizeof(num[1]), "%lld", o->slot);
+	snprintf(num[2], sizeof(num[2]), "%d", o->status);
+	snprintf(num[3], sizeof(num[3]), "%d", o->keep > 0 ? o->keep : 1);
+	if (o->output != NULL) {
+		if ((out = malloc(2 * o->output_len + 1)) == NULL) {
+			err_set(err, "out of memory for the output's tail");
+			return -1;
+		}
+		for (i = 0; i < o->output_len; i++) {
+			out[2 * i] = hex[(unsigned char)o->output[i] >> 4];
+			out[2 * i + 1] = hex[(unsigned char)o->output[i] & 15];
+		}
+		out[2 * o->output_len] = '\0';
+		params[7] = out;
+	}
+	rc = conn_queue_text(c, sql, 8, params);
+	free(out);
+	if (rc == -1)
+		conn_oneline(PQerrorMessage(c), err);
+	return rc;
+}
+
+int
+runs_queue_write(PGconn *c, const char *table, const struct runs_outcome *o,
+    struct err *err)
+{
+	char sql[4096];
+	size_t n;
+
+	history_sql(sql, sizeof(sql), o);
+	n = strlen(sql);
+	record_sql(sql + n, sizeof(sql) - n, table, o);
+	return queue_outcome(c, sql, o, err);
+}
+
+int
+runs_queue_history(PGconn *c, const struct runs_outcome *o, struct err *err)
+{
+	char sql[4096];
+
+	history_sql(sql, sizeof(sql), o);
+	snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql), "SELECT");
+	return queue_outcome(c, sql, o, err);
 }
 
 int
@@ -694,7 +822,7 @@ runs_pause(PGconn *c, const char *table, const struct runs_pause *p,
 	}
 	if (conn_is_state(res, "42P01")) {
 		PQclear(res);
-		if (runs_table(c, table, NULL, err) == -1 ||
+		if (runs_table(c, table, NULL, NULL, err) == -1 ||
 		    (res = conn_exec(c, sql,
 		    params, CONN_ANSWER_MS, err)) == NULL)
 			return -1;
@@ -816,6 +944,133 @@ runs_resume(PGconn *c, const char *table, const char *key, struct err *err)
 		rc = 0;		/* no table, or one that cannot pause */
 	else
 		conn_result_error(res, err);
+	PQclear(res);
+	return rc;
+}
+
+/* The bytes of hex (an even count of hex digits) into a malloc'd buffer. */
+static char *
+unhex(const char *hex, size_t *len)
+{
+	size_t i, n = strlen(hex) / 2;
+	char *out = malloc(n + 1);
+	unsigned v;
+
+	if (out == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			v = '?';
+		out[i] = (char)v;
+	}
+	out[n] = '\0';
+	*len = n;
+	return out;
+}
+
+/* Row i of runs_history()'s answer into *run: 0, or -1 out of memory. */
+static int
+run_get(const PGresult *res, int i, struct runs_run *run)
+{
+	COPY(run->ended, PQgetvalue(res, i, 0));
+	COPY(run->started, PQgetvalue(res, i, 6));
+	run->seconds = strtod(PQgetvalue(res, i, 2), NULL);
+	run->status = (int)strtol(PQgetvalue(res, i, 3), NULL, 10);
+	run->slot = strtoll(PQgetvalue(res, i, 4), NULL, 10);
+	if ((run->node = strdup(PQgetvalue(res, i, 1))) == NULL)
+		return -1;
+	if (!PQgetisnull(res, i, 5) && (run->output = unhex(PQgetvalue(res,
+	    i, 5), &run->output_len)) == NULL)
+		return -1;
+	return 0;
+}
+
+/* A read of a table that may be missing or denied: 0 none, 1, -1. */
+static int
+read_refused(const PGresult *res, struct err *err)
+{
+	if (conn_is_state(res, "42P01"))
+		return 0;
+	conn_result_error(res, err);
+	return conn_is_state(res, "42501") ? 1 : -1;
+}
+
+int
+runs_history(PGconn *c, const char *history, const char *key,
+    struct runs_run **runs, int *n, struct err *err)
+{
+	char sql[1024];
+	const char *params[2] = { key, NULL };
+	PGresult *res;
+	int i, rc = 0;
+
+	*runs = NULL;
+	*n = 0;
+	snprintf(sql, sizeof(sql), "SELECT " AS_ISO("ended") ","
+	    " coalesce(node, ''), seconds, status, coalesce(slot, -1),"
+	    " pg_catalog.encode(output, 'hex'), coalesce(" AS_ISO("started")
+	    ", '') FROM %s WHERE key = $1 ORDER BY id DESC", history);
+	if ((res = conn_exec(c, sql, params, CONN_ANSWER_MS, err)) == NULL)
+		return -1;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 7) {
+		rc = read_refused(res, err);
+		PQclear(res);
+		return rc;
+	}
+	if ((*runs = calloc((size_t)PQntuples(res) + 1, sizeof(**runs))) ==
+	    NULL)
+		rc = -1;
+	for (i = 0; rc == 0 && i < PQntuples(res); i++, (*n)++)
+		rc = run_get(res, i, &(*runs)[i]);
+	if (rc == -1)
+		err_set(err, "out of memory for %d runs", PQntuples(res));
+	PQclear(res);
+	return rc;
+}
+
+void
+runs_free(struct runs_run *runs, int n)
+{
+	int i;
+
+	for (i = 0; runs != NULL && i <= n; i++) {
+		free(runs[i].node);
+		free(runs[i].output);
+	}
+	free(runs);
+}
+
+int
+runs_last_durations(PGconn *c, const char *history, char ***names,
+    double **seconds, int *n, struct err *err)
+{
+	char sql[512];
+	PGresult *res;
+	int i, rc = 0;
+
+	*names = NULL;
+	*seconds = NULL;
+	*n = 0;
+	snprintf(sql, sizeof(sql), "SELECT DISTINCT ON (key) key, seconds"
+	    " FROM %s ORDER BY key, id DESC", history);
+	if ((res = conn_exec(c, sql, NULL, CONN_ANSWER_MS, err)) == NULL)
+		return -1;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 2) {
+		rc = read_refused(res, err);
+		PQclear(res);
+		return rc;
+	}
+	*names = calloc((size_t)PQntuples(res) + 1, sizeof(**names));
+	*seconds = calloc((size_t)PQntuples(res) + 1, sizeof(**seconds));
+	if (*names == NULL || *seconds == NULL)
+		rc = -1;
+	for (i = 0; rc == 0 && i < PQntuples(res); i++, (*n)++) {
+		(*seconds)[i] = strtod(PQgetvalue(res, i, 1), NULL);
+		if (((*names)[i] = strdup(PQgetvalue(res, i, 0))) == NULL)
+			rc = -1;
+	}
+	if (rc == -1)
+		err_set(err, "out of memory for %d keys", PQntuples(res));
 	PQclear(res);
 	return rc;
 }

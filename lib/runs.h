@@ -47,6 +47,7 @@ struct runs_row {
 	long long slot;		/* the slot's identity, as runs_slot() */
 	char slot_start[64], slot_end[64], due_at[64];
 	int due;		/* the slot's offset (--after) has passed */
+	int history;		/* the history table exists (the read's) */
 };
 
 /* The slot of a --once-per run, as the server's clock and zone data make it. */
@@ -56,13 +57,28 @@ struct runs_when {
 	long long after_ms;	/* due from this far into the slot */
 };
 
+/* Longest history table name as SQL: the runs table's, and "_history". */
+#define RUNS_HISTORY_SQL_MAX 320
+
+/* Most rows a key's history keeps (--keep-history), and the default. */
+#define RUNS_KEEP_MAX 10000
+#define RUNS_KEEP_DEFAULT 50
+
 /*
- * Create table (quoted, as counter_table_sql() writes it) unless it exists: 0,
- * or -1, the reason in err (for a role that may not: the statements to run).
- * Each statement is answered within b (budget_ms(); NULL: CONN_ANSWER_MS).
+ * The history table of the runs table runs_sql (as counter_table_sql()
+ * writes it): the same name, in the same schema, with "_history" added.
  */
-int runs_table(PGconn *c, const char *table, const struct budget *b,
-    struct err *err);
+void runs_history_sql(const char *runs_sql, char *out, size_t len);
+
+/*
+ * Create table (quoted, as counter_table_sql() writes it) and its history
+ * table (NULL: none) unless they exist: 0, or -1, the reason in err (for a
+ * role that may not: the statements to run); 1 when only the history could
+ * not be made (err says why): runs are recorded without it. Each statement
+ * is answered within b (budget_ms(); NULL: CONN_ANSWER_MS).
+ */
+int runs_table(PGconn *c, const char *table, const char *history,
+    const struct budget *b, struct err *err);
 
 /*
  * Read key's record into *row (zeroed when there is none; no_table set when
@@ -82,11 +98,12 @@ int runs_list(PGconn *c, const char *table, char ***names,
 
 /*
  * runs_read(), and in the same query the slot of w (NULL: none) around the
- * server's now; a zone the server does not know, or reads as an abbreviation
- * (a fixed offset: CEST), sets zone_bad and returns -1.
+ * server's now, and whether history (NULL: none asked) exists; a zone the
+ * server does not know, or reads as an abbreviation (a fixed offset: CEST),
+ * sets zone_bad and returns -1.
  */
-int runs_read_when(PGconn *c, const char *table, const char *key,
-    const struct runs_when *w, long ms, struct runs_row *row,
+int runs_read_when(PGconn *c, const char *table, const char *history,
+    const char *key, const struct runs_when *w, long ms, struct runs_row *row,
     struct err *err);
 
 /*
@@ -95,8 +112,8 @@ int runs_read_when(PGconn *c, const char *table, const char *key,
  * whose snapshot it then ends): 0, or -1 (err). Then read its answer, to its
  * sync, by by (mono_ms()), ms being what by allowed: as runs_read_when().
  */
-int runs_queue_read(PGconn *c, const char *table, const char *key,
-    const struct runs_when *w, int xact, struct err *err);
+int runs_queue_read(PGconn *c, const char *table, const char *history,
+    const char *key, const struct runs_when *w, int xact, struct err *err);
 int runs_read_queued(PGconn *c, const struct runs_when *w, mono_t by, long ms,
     struct runs_row *row, struct err *err);
 
@@ -123,6 +140,12 @@ struct runs_outcome {
 	long long slot;		/* runs_slot() a success counts for; -1: none */
 	int streak;		/* the table counts failures (runs_row's >= 0) */
 	const char *node;	/* this machine's name, as records keep it */
+	/* Its row in the history: */
+	const char *history;	/* the table (as runs_history_sql()); NULL:
+				   none kept */
+	int keep;		/* rows the key keeps there, this one too */
+	const char *output;	/* the tail of its output to keep, or NULL */
+	size_t output_len;
 };
 
 /* A write sent whose answer was lost: it may have landed. */
@@ -136,6 +159,20 @@ struct runs_outcome {
  */
 int runs_queue_write(PGconn *c, const char *table,
     const struct runs_outcome *o, struct err *err);
+
+/*
+ * Queue, in c's pipeline, o's row in its history alone (a run whose record
+ * cannot be written: its lock was lost), trimmed to o->keep rows: 0, or -1.
+ */
+int runs_queue_history(PGconn *c, const struct runs_outcome *o,
+    struct err *err);
+
+/*
+ * A write refused for want of a privilege (res): add to err the GRANTs that
+ * c's role needs on table and history (NULL: none).
+ */
+void runs_grant_hint(PGconn *c, const PGresult *res, const char *table,
+    const char *history, struct err *err);
 
 /* The write's answer: 0, or -1, the server refused it (err says why). */
 int runs_written(const PGresult *res, struct err *err);
@@ -194,5 +231,33 @@ int runs_resume(PGconn *c, const char *table, const char *key,
  * -1 error (err).
  */
 int runs_forget(PGconn *c, const char *table, const char *key, struct err *err);
+
+/* A run as its history keeps it. */
+struct runs_run {
+	char started[64];	/* RFC 3339, the session's zone; "": none */
+	char ended[64];
+	char *node;		/* malloc'd */
+	double seconds;
+	int status;		/* pglock's exit status: 128+N for signal N */
+	long long slot;		/* -1: none */
+	char *output;		/* malloc'd, output_len bytes; NULL: none */
+	size_t output_len;
+};
+
+/*
+ * KEY's runs in history, newest first, into *runs (malloc'd, *n of them:
+ * runs_free() them): 0 (none when there is no table), 1 this role may not
+ * read it, or -1 (err).
+ */
+int runs_history(PGconn *c, const char *history, const char *key,
+    struct runs_run **runs, int *n, struct err *err);
+void runs_free(struct runs_run *runs, int n);
+
+/*
+ * The last run's duration of every key in history, by key: names[i] took
+ * seconds[i] (both malloc'd; each name too). 0, 1 not readable, -1 (err).
+ */
+int runs_last_durations(PGconn *c, const char *history, char ***names,
+    double **seconds, int *n, struct err *err);
 
 #endif

@@ -275,10 +275,13 @@ beside() {
 	run -0 pglock --forget rt-k
 	run -0 round_trips -h 127.0.0.1 --once-per 1000d
 	assert_output 5
-	# --record alike: it reads no record before the lock.
+	# --record alike: it reads no record before the lock. Its row in the
+	# history rides in the record's own statement.
+	before=$(sql "SELECT count(*) FROM pglock_runs_history WHERE key = 'rt-k'")
 	run -0 round_trips --record
 	assert_output 3
 	[ "$(sql "SELECT ok_at IS NOT NULL, failures FROM pglock_runs WHERE key = 'rt-k'")" = "t|0" ]
+	[ "$(sql "SELECT count(*) FROM pglock_runs_history WHERE key = 'rt-k'")" -eq $((before + 1)) ]
 	# The record says when the command succeeded: in this slot.
 	run -0 pglock --forget rt-k
 	run -0 round_trips --once-per 1000d --scope transaction

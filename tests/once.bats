@@ -334,9 +334,10 @@ assert sorted(failed) == ["at", "host", "status"] and failed["status"] == 5, fai
 	sql "DROP ROLE IF EXISTS pglock_o_ro; CREATE ROLE pglock_o_ro LOGIN; GRANT SELECT ON pglock_runs TO pglock_o_ro"
 	for scope in session transaction; do
 		run -75 --separate-stderr pglock -U pglock_o_ro --scope "$scope" --once ro-k true
-		assert_equal "$stderr" "pglock: ro-k: the command succeeded, but its success could not be recorded (permission denied for table pglock_runs): it counts as not done"
+		grants='a role that records runs needs: GRANT SELECT, INSERT, UPDATE, DELETE ON "pglock_runs" TO "pglock_o_ro"; GRANT SELECT, INSERT, DELETE ON "pglock_runs_history" TO "pglock_o_ro" (or --keep-history 0)'
+		assert_equal "$stderr" "pglock: ro-k: the command succeeded, but its success could not be recorded (permission denied for table pglock_runs; $grants): it counts as not done"
 		run -3 --separate-stderr pglock -U pglock_o_ro --scope "$scope" --once ro-k sh -c 'exit 3'
-		assert_equal "$stderr" "pglock: ro-k: the command's failure could not be recorded (permission denied for table pglock_runs)"
+		assert_equal "$stderr" "pglock: ro-k: the command's failure could not be recorded (permission denied for table pglock_runs; $grants)"
 	done
 	[ -z "$(record ro-k)" ]
 	free "$(sha_id ro-k)"
@@ -415,6 +416,7 @@ colon"
 sync_never() {
 	sql "DROP ROLE IF EXISTS pglock_o_sync; CREATE ROLE pglock_o_sync LOGIN;
 	     GRANT SELECT, INSERT, UPDATE, DELETE ON pglock_runs TO pglock_o_sync;
+	     GRANT SELECT, INSERT, DELETE ON pglock_runs_history TO pglock_o_sync;
 	     ALTER ROLE pglock_o_sync SET synchronous_commit = on"
 	CLEANUP="psql -XAtq -c 'ALTER SYSTEM RESET synchronous_standby_names' -c 'ALTER SYSTEM RESET synchronous_commit' -c 'SELECT pg_reload_conf()'"
 	sql "ALTER SYSTEM SET synchronous_commit = local"

@@ -415,6 +415,9 @@ record_metrics() {
 	            'pglock_last_success_duration_seconds ''$2'' ' || ok_seconds,
 	            'pglock_consecutive_failures ''$2'' ' || failures::float8
 	     FROM $1 WHERE key = '$2'" | tr '|' '\n' | grep .
+	# The last run's, whatever its outcome, from the history.
+	sql "SELECT 'pglock_last_run_duration_seconds ''$2'' ' || seconds
+	     FROM ${1}_history WHERE key = '$2' ORDER BY id DESC LIMIT 1"
 }
 
 @test "--status --metrics: the Prometheus text format that its client library parses, every record's gauges equal to the record, 0" {
@@ -462,8 +465,8 @@ for k, v in want.items():
 	"$PYTHON" -c '
 import sys
 lines = sys.argv[1].splitlines()
-assert len(lines) == 8, lines
-assert sum(1 for l in lines if l.split(" ")[1] == repr(sys.argv[2])) == 4, lines' "$output" "$key"
+assert len(lines) == 10, lines
+assert sum(1 for l in lines if l.split(" ")[1] == repr(sys.argv[2])) == 5, lines' "$output" "$key"
 	run -0 metrics --runs-table pglock_o_m2 "$key"
 	"$PYTHON" -c '
 import sys

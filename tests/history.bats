@@ -1,0 +1,148 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: ISC
+# History: every run --record, --once and --once-per record is a row of its
+# key's history (pglock_runs_history), the last --keep-history of them,
+# written in the release's own round trip (tests/native.bats counts them),
+# and read back by --status --history.
+
+load helper
+
+# KEY's history as the table has it, oldest first: "node status" lines.
+rows() {
+	sql "SELECT node || ' ' || status FROM pglock_runs_history WHERE key = '$1' ORDER BY id"
+}
+
+@test "each recorded run is a row, newest first in --status --history: its node, status (128+N for a signal), duration and times by the server's clock, and its slot" {
+	run -0 timeout 20 "$PGLOCK" --node web-1 --record h-k sh -c 'sleep 0.2'
+	run -3 timeout 20 "$PGLOCK" --node web-2 --record h-k sh -c 'exit 3'
+	run -143 timeout 20 "$PGLOCK" --node web-3 --record h-k sh -c 'kill -TERM $$'
+	assert_equal "$(rows h-k)" "$(printf 'web-1 0\nweb-2 3\nweb-3 143')"
+	# Ended by the server's clock; started is that less the duration.
+	[ "$(sql "SELECT bool_and(ended <= now() AND ended > now() - interval '1 minute' AND started = ended - seconds * interval '1 second') FROM pglock_runs_history WHERE key = 'h-k'")" = t ]
+	[ "$(sql "SELECT seconds >= 0.2 FROM pglock_runs_history WHERE key = 'h-k' AND node = 'web-1'")" = t ]
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --status --history h-k
+	assert_equal "$stderr" ""
+	[ "${#lines[@]}" -eq 4 ]
+	assert_line --index 0 "key	ended	node	seconds	status	output"
+	assert_line --index 1 --regexp "^h-k	[0-9-]+T[0-9:]+[+-][0-9]{2}:[0-9]{2}	web-3	[0-9]+\.[0-9]{3}	143	-$"
+	assert_line --index 2 --regexp "^h-k	.*	web-2	[0-9.]+	3	-$"
+	assert_line --index 3 --regexp "^h-k	.*	web-1	0\.[2-9][0-9]{2}	0	-$"
+	# --json: the whole rows; a --once-per run keeps its slot.
+	run -0 timeout 20 "$PGLOCK" --node web-4 --once-per 1000d hs-k true
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --status --history --json h-k hs-k
+	"$PYTHON" -c '
+import json, sys
+h = json.loads(sys.argv[1])["history"]
+assert [k["key"] for k in h] == ["h-k", "hs-k"], h
+runs = h[0]["runs"]
+assert [(r["node"], r["status"]) for r in runs] == [("web-3", 143), ("web-2", 3), ("web-1", 0)], runs
+assert all(r["slot"] is None and r["output"] is None and r["started"] <= r["ended"] for r in runs), runs
+assert runs[2]["seconds"] >= 0.2, runs
+s = h[1]["runs"]
+assert len(s) == 1 and s[0]["node"] == "web-4" and s[0]["slot"] > 2 ** 62, s' "$output"
+}
+
+@test "a key keeps its last 50 runs, or --keep-history N: each write trims its key's oldest in the same statement; other keys keep theirs" {
+	# 59 runs before (written as pglock writes them), then one more.
+	run -0 timeout 20 "$PGLOCK" --record b-k true
+	sql "INSERT INTO pglock_runs_history (key, node, started, ended, seconds, status)
+	     SELECT 'b-k', 'old-' || i, now(), now(), 0, 0 FROM generate_series(1, 58) i"
+	run -0 timeout 20 "$PGLOCK" --record other-k true
+	[ "$(sql "SELECT count(*) FROM pglock_runs_history WHERE key = 'b-k'")" -eq 59 ]
+	run -0 timeout 20 "$PGLOCK" --node last --record b-k true
+	[ "$(sql "SELECT count(*) FROM pglock_runs_history WHERE key = 'b-k'")" -eq 50 ]
+	# The newest 50: the 10 oldest went (the first run, old-1 to old-9).
+	[ "$(sql "SELECT count(*) FILTER (WHERE node LIKE 'old-%'), count(*) FILTER (WHERE node = 'last') FROM pglock_runs_history WHERE key = 'b-k'")" = "49|1" ]
+	[ "$(sql "SELECT node FROM pglock_runs_history WHERE key = 'b-k' ORDER BY id LIMIT 1")" = old-10 ]
+	[ "$(sql "SELECT count(*) FROM pglock_runs_history WHERE key = 'other-k'")" -eq 1 ]
+	# A smaller bound trims to it at the next run; real runs, in order.
+	for i in 1 2 3 4; do
+		run -"$((i % 2))" timeout 20 "$PGLOCK" --node "n$i" --keep-history 3 --record b-k sh -c "exit $((i % 2))"
+	done
+	assert_equal "$(rows b-k)" "$(printf 'n2 0\nn3 1\nn4 0')"
+	# 0 keeps nothing more, and leaves what is there.
+	run -0 timeout 20 "$PGLOCK" --node n5 --keep-history 0 --record b-k true
+	assert_equal "$(rows b-k)" "$(printf 'n2 0\nn3 1\nn4 0')"
+	[ "$(sql "SELECT ok_host FROM pglock_runs WHERE key = 'b-k'")" = n5 ]
+}
+
+@test "a run whose lock was lost is in the history with 75, written on a session of its own" {
+	id=$(sha_id hl-k)
+	run -0 timeout 20 "$PGLOCK" --record hl-k true
+	bg runner pglock --node lost-node --record hl-k sh -c 'echo $$ >"$0"; exec sleep 60' "$BATS_TEST_TMPDIR/cmd"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/cmd"
+	wait_until 10 held "$id"
+	sql "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $id" >/dev/null
+	bgwait runner 20
+	[ "$bg_status" -eq 75 ]
+	[ "$(sql "SELECT node || ' ' || status FROM pglock_runs_history WHERE key = 'hl-k' ORDER BY id DESC LIMIT 1")" = "lost-node 75" ]
+	# Its record is not written: the key's next holder may be running.
+	[ "$(sql "SELECT failed_at IS NULL FROM pglock_runs WHERE key = 'hl-k'")" = t ]
+}
+
+held() { [ -n "$(locks_on "$1" | grep '^t:')" ]; }
+
+@test "a role that may not write the history gets one line naming the GRANTs, and nothing is written: not its record either" {
+	run -0 timeout 20 "$PGLOCK" --record hg-k true
+	sql "DROP ROLE IF EXISTS pglock_h_nohist; CREATE ROLE pglock_h_nohist LOGIN;
+	     GRANT SELECT, INSERT, UPDATE, DELETE ON pglock_runs TO pglock_h_nohist;
+	     GRANT SELECT ON pglock_runs_history TO pglock_h_nohist"
+	before=$(sql "SELECT ok_at FROM pglock_runs WHERE key = 'hg-k'")
+	run -75 --separate-stderr timeout 20 "$PGLOCK" -U pglock_h_nohist --record hg-k true
+	assert_equal "$stderr" 'pglock: hg-k: the command succeeded, but its success could not be recorded (permission denied for table pglock_runs_history; a role that records runs needs: GRANT SELECT, INSERT, UPDATE, DELETE ON "pglock_runs" TO "pglock_h_nohist"; GRANT SELECT, INSERT, DELETE ON "pglock_runs_history" TO "pglock_h_nohist" (or --keep-history 0)): it counts as not done'
+	[ "$(sql "SELECT ok_at FROM pglock_runs WHERE key = 'hg-k'")" = "$before" ]
+	[ "$(sql "SELECT count(*) FROM pglock_runs_history WHERE key = 'hg-k'")" -eq 1 ]
+	# --keep-history 0, as the line says: recorded, without a history.
+	run -0 --separate-stderr timeout 20 "$PGLOCK" -U pglock_h_nohist --keep-history 0 --record hg-k true
+	assert_equal "$stderr" ""
+	[ "$(sql "SELECT ok_at > '$before' FROM pglock_runs WHERE key = 'hg-k'")" = t ]
+}
+
+@test "a runs table an earlier build made, whose history this role may not create: runs are recorded without one, -v says what to run" {
+	sql "CREATE TABLE pglock_h_old (key text PRIMARY KEY, lock_id text NOT NULL,
+	     ok_at timestamptz, ok_host text, ok_seconds double precision,
+	     ok_slot bigint, failed_at timestamptz, failed_host text,
+	     failed_status integer)"
+	sql "DROP ROLE IF EXISTS pglock_h_writer; CREATE ROLE pglock_h_writer LOGIN;
+	     GRANT SELECT, INSERT, UPDATE, DELETE ON pglock_h_old TO pglock_h_writer"
+	for scope in session transaction; do
+		run -0 --separate-stderr timeout 20 "$PGLOCK" -U pglock_h_writer --scope "$scope" --runs-table pglock_h_old --record "ho-$scope" true
+		assert_equal "$stderr" ""
+		run -0 --separate-stderr timeout 20 "$PGLOCK" -v -U pglock_h_writer --scope "$scope" --runs-table pglock_h_old --record "ho-$scope" true
+		[[ "$stderr" == *"pglock: ho-$scope: runs are recorded without a history (table \"pglock_h_old_history\" does not exist and this role may not create it; have an administrator run: CREATE TABLE \"pglock_h_old_history\" (key text NOT NULL, "*"; GRANT SELECT, INSERT, DELETE ON \"pglock_h_old_history\" TO \"pglock_h_writer\")"* ]]
+		[ "$(sql "SELECT ok_at IS NOT NULL FROM pglock_h_old WHERE key = 'ho-$scope'")" = t ]
+	done
+	# Its owner makes it at its next run: the history begins.
+	run -0 timeout 20 "$PGLOCK" --runs-table pglock_h_old --record ho-session true
+	[ "$(sql "SELECT count(*) FROM pglock_h_old_history WHERE key = 'ho-session'")" -eq 1 ]
+	run -1 --separate-stderr timeout 20 "$PGLOCK" --runs-table pglock_h_old --status --history ho-transaction
+	assert_equal "$stderr" 'pglock: --status --history: ho-transaction: no runs in "pglock_h_old_history"'
+	assert_output "key	ended	node	seconds	status	output"
+}
+
+@test "--status --metrics: pglock_last_run_duration_seconds, the last run's whatever its outcome, for named and listed keys" {
+	run -0 timeout 20 "$PGLOCK" --record m-k true
+	run -3 timeout 20 "$PGLOCK" --record m-k sh -c 'sleep 0.3; exit 3'
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --status --metrics m-k
+	assert_line --regexp '^pglock_last_run_duration_seconds\{key="m-k"\} 0\.[3-9][0-9]{2}$'
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --status --metrics
+	assert_line --regexp '^pglock_last_run_duration_seconds\{key="m-k"\} 0\.[3-9][0-9]{2}$'
+	# A key that never ran has none.
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --status --metrics never-ran-k
+	refute_line --partial 'pglock_last_run_duration_seconds{key="never-ran-k"}'
+}
+
+@test "--keep-history and --history refuse what they cannot do: 64, one line" {
+	for bad in -1 10001 x 1.5; do
+		run -64 --separate-stderr timeout 10 "$PGLOCK" --keep-history "$bad" --record k true
+		[ "${#stderr_lines[@]}" -eq 1 ]
+		[[ "$stderr" == "pglock: --keep-history: "* ]]
+	done
+	run -64 --separate-stderr timeout 10 "$PGLOCK" --keep-history 5 k true
+	assert_equal "$stderr" "pglock: --keep-history bounds what --once, --once-per and --record keep (see pglock --help)"
+	run -64 --separate-stderr timeout 10 "$PGLOCK" --history k true
+	assert_equal "$stderr" "pglock: --history is for --status (see pglock --help)"
+	run -64 --separate-stderr timeout 10 "$PGLOCK" --status --history
+	assert_equal "$stderr" "pglock: --status --history takes KEYs, and no --metrics or --ok-within (see pglock --help)"
+	run -64 timeout 10 "$PGLOCK" --status --history --metrics k
+}
