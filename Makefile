@@ -13,8 +13,8 @@ WARN = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra \
 	-Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wcast-qual -Wwrite-strings
 SRC = pglock.c inspect.c opts.c out.c run.c lib/arg.c lib/child.c lib/conn.c lib/counter.c lib/delay.c lib/hash.c lib/key.c \
-	lib/lease.c lib/lock.c lib/mask.c lib/proof.c lib/query.c lib/runs.c lib/said.c lib/sig.c lib/slots.c lib/table.c lib/tree.c
-HDR = pglock.h inspect.h out.h run.h lib/arg.h lib/child.h lib/clock.h lib/conn.h lib/counter.h lib/delay.h lib/err.h lib/exits.h lib/hash.h lib/key.h lib/lease.h lib/lock.h lib/mask.h lib/proof.h lib/query.h lib/runs.h lib/said.h lib/sig.h lib/slots.h lib/table.h lib/tree.h
+	lib/lease.c lib/lock.c lib/mask.c lib/proof.c lib/query.c lib/runs.c lib/said.c lib/sig.c lib/slots.c lib/table.c lib/tail.c lib/tree.c
+HDR = pglock.h inspect.h out.h run.h lib/arg.h lib/child.h lib/clock.h lib/conn.h lib/counter.h lib/delay.h lib/err.h lib/exits.h lib/hash.h lib/key.h lib/lease.h lib/lock.h lib/mask.h lib/proof.h lib/query.h lib/runs.h lib/said.h lib/sig.h lib/slots.h lib/table.h lib/tail.h lib/tree.h
 UNIT = tests/unit_arg tests/unit_key tests/unit_clock
 # BATS_FLAGS=--timing (as CI passes) times each test in the log.
 BATS = timeout 1500 bats $(BATS_FLAGS)

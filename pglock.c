@@ -45,6 +45,7 @@
 #include "lib/said.h"
 #include "lib/sig.h"
 #include "lib/slots.h"
+#include "lib/tail.h"
 #include "out.h"
 #include "pglock.h"
 #include "run.h"
@@ -145,6 +146,9 @@ usage(FILE *f)
 	    "      --once                 run COMMAND unless KEY ever"
 	    " succeeded\n"
 	    "      --record               record the outcome of a plain run\n"
+	    "      --keep-output SIZE     keep the last SIZE bytes (4k, at most"
+	    " 64k) of\n"
+	    "                             COMMAND's output with its record\n"
 	    "      --forget KEY           delete KEY's record: --once runs"
 	    " again\n"
 	    "      --runs-table NAME      where runs are recorded (default"
@@ -244,6 +248,7 @@ enum {
 	OPT_ONCE, OPT_ONCE_PER, OPT_RECORD, OPT_RUNS_TABLE, OPT_OK_WITHIN,
 	OPT_FOR, OPT_REASON, OPT_NEW, OPT_METRICS, OPT_NODE,
 	OPT_TZ, OPT_AFTER, OPT_SPREAD, OPT_REQUIRE_SYNC, OPT_JITTER,
+	OPT_KEEP_OUTPUT,
 	OPT_MODE = 512
 };
 
@@ -288,6 +293,7 @@ static const struct option longopts[] = {
 	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "once-per", required_argument, NULL, OPT_ONCE_PER },
 	{ "record", no_argument, NULL, OPT_RECORD },
+	{ "keep-output", required_argument, NULL, OPT_KEEP_OUTPUT },
 	{ "forget", no_argument, NULL, OPT_MODE + MODE_FORGET },
 	{ "runs-table", required_argument, NULL, OPT_RUNS_TABLE },
 	{ "ok-within", required_argument, NULL, OPT_OK_WITHIN },
@@ -435,7 +441,7 @@ enum {
 	A_MAX_TIME = 1 << 12, A_NO_FORK = 1 << 13, A_SLOTS = 1 << 14,
 	A_SHARED = 1 << 15, A_RECORD = 1 << 16, A_ONCE = 1 << 17,
 	A_PEEK = 1 << 18, A_FENCE = 1 << 19, A_SCOPE = 1 << 20,
-	A_SYNC = 1 << 21, A_JITTER = 1 << 23,
+	A_SYNC = 1 << 21, A_JITTER = 1 << 23, A_KEEP = 1 << 24,
 	A_COMMAND = 1 << 22	/* known once the arguments are read */
 };
 
@@ -619,6 +625,7 @@ static int
 run_option_or_err(struct opts *o, int c, char *arg)
 {
 	struct err why;
+	long n;
 
 	switch (c) {
 	case 'c':
@@ -671,6 +678,11 @@ run_option_or_err(struct opts *o, int c, char *arg)
 		break;
 	case OPT_RECORD:
 		record_by(o, c);
+		break;
+	case OPT_KEEP_OUTPUT:
+		if (arg_size(arg, TAIL_MAX, &n, &why) == -1)
+			usage_err("--keep-output: %s", why.msg);
+		o->keep_output = (size_t)n;
 		break;
 	case OPT_RUNS_TABLE:
 		table_or_err("--runs-table", arg, o->runs_sql,
@@ -778,7 +790,8 @@ asked(const struct opts *o)
 	    (o->once ? A_ONCE : 0) | (o->peek ? A_PEEK : 0) |
 	    (o->fence ? A_FENCE : 0) | (o->scope != SCOPE_AUTO ? A_SCOPE : 0) |
 	    (o->require_sync ? A_SYNC : 0) | (o->argv != NULL ? A_COMMAND : 0) |
-	    (o->jitter_ms > 0 ? A_JITTER : 0);
+	    (o->jitter_ms > 0 ? A_JITTER : 0) |
+	    (o->keep_output > 0 ? A_KEEP : 0);
 }
 
 /*
@@ -807,6 +820,9 @@ static const struct rule option_rules[] = {
 	    "--once, --once-per and --record record a COMMAND's outcome: not "
 	    "with -F, --hold, --status, --explain, --break, --forget or "
 	    "--version-counter" },
+	{ A_KEEP, A_RECORD, 0,
+	    "--keep-output keeps a COMMAND's output with its record: it needs "
+	    "--record, --once or --once-per" },
 	{ A_ONCE, 0, A_SHARED | A_SLOTS,
 	    "--once and --once-per run one COMMAND for KEY: no -s or --slots" },
 	{ A_SYNC, M_COUNTER | A_FENCE, A_PEEK,

@@ -57,6 +57,8 @@ struct opts {
 	int record;		/* record the outcome (--record, --once*) */
 	int record_opt;		/* which of those was given (an OPT_*), or 0 */
 	char runs_sql[300];	/* --runs-table, as table_sql */
+	size_t keep_output;	/* --keep-output: the output's last bytes
+				   kept for the record; 0: none */
 	long long ok_within_ms;	/* --status --ok-within; -1: none */
 	pid_t caller;		/* parent at start: --hold's script; 0: init */
 	long long pause_ms;	/* --pause --for; -1: until --resume */

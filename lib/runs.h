@@ -123,6 +123,10 @@ struct runs_outcome {
 	long long slot;		/* runs_slot() a success counts for; -1: none */
 	int streak;		/* the table counts failures (runs_row's >= 0) */
 	const char *node;	/* this machine's name, as records keep it */
+	const char *output;	/* --keep-output: the last output_len bytes
+				   the command wrote (not UTF-8 perhaps, as
+				   they came); NULL: none kept */
+	size_t output_len;
 };
 
 /* A write sent whose answer was lost: it may have landed. */
