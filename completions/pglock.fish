@@ -20,7 +20,7 @@ function __fish_pglock_rest
                 --scope --counter-table --dbname --host --port --username \
                 --connect-timeout --max-time --slots --once-per \
                 --runs-table --node --ok-within --for --reason --tz --after \
-                --spread --jitter
+                --spread --jitter --keep-output
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -122,6 +122,7 @@ complete -c pglock -n $nokey -l json -d 'JSON output for --status, --explain and
 complete -c pglock -n $nokey -l once -d 'one successful run of KEY, ever'
 complete -c pglock -n $nokey -l once-per -x -d 'one successful run of KEY per DURATION of the server clock'
 complete -c pglock -n $nokey -l record -d "record the command's outcome"
+complete -c pglock -n $nokey -l keep-output -x -d "keep the last SIZE bytes of the command's output with its record"
 complete -c pglock -n $nokey -l forget -d "delete KEY's record: --once runs again"
 complete -c pglock -n $nokey -l runs-table -x -d 'where runs are recorded'
 complete -c pglock -n $nokey -l node -x -d "this machine's name in records"

@@ -806,7 +806,8 @@ child_exec(char *const argv[], int *status, struct err *err)
  * Wait for a signal, input on fd (-1: none), the watchdog's end, the shim's
  * word, the command's output or pglock's room for it (ch->tail), or the
  * first time at[0..3] (NEVER: none; at NULL: just look), in p: 0, or -1
- * (err).
+ * (err). The output is copied on at once, a chunk at a time, as poll() says
+ * it may be: never waited for, lest the lock's checks wait.
  */
 static int
 wait_events(const struct child *ch, int fd, const mono_t *at,
@@ -836,6 +837,8 @@ wait_events(const struct child *ch, int fd, const mono_t *at,
 		err_set(err, "poll: %s", strerror(errno));
 		return -1;
 	}
+	if (ch->tail != NULL)
+		tail_pump(ch->tail, p + 4);
 	return 0;
 }
 
@@ -1020,9 +1023,6 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 		    err) == -1)
 			return CHILD_FAILED;
 
-		/* Copied as it comes, a chunk at a time: never waited for. */
-		if (ch->tail != NULL)
-			tail_pump(ch->tail, p + 4);
 		if ((p[2].revents & (POLLIN | POLLHUP)) ||
 		    deadline_passed(ch->guard_at))
 			replace_watchdog(ch, w);
@@ -1074,10 +1074,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	/* Dismissed; child_reap() waits for it, once the lock is released. */
 	if (ch->watchdog_pid != -1)
 		(void)kill(ch->watchdog_pid, SIGKILL);
-	/*
-	 * What the command wrote last is still in the pipes: all of it, now
-	 * that its writers are gone, after the lock's last check was read.
-	 */
+	/* Its last output, its writers gone, once the last check is read. */
 	if (ch->tail != NULL)
 		tail_drain(ch->tail);
 	return lost ? CHILD_LOST : late ? CHILD_LATE : CHILD_EXITED;
