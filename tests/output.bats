@@ -27,6 +27,14 @@ load helper
 	cmp "$d/err" <(seq 50000)
 }
 
+@test "what the command wrote as it exited, still in its pipe, reaches a slow reader" {
+	d=$BATS_TEST_TMPDIR
+	# About 106 KiB: pglock's stdout (a pipe of 64 KiB) fills, and the
+	# rest waits in the command's pipe while the command exits.
+	run -0 timeout 60 bash -c '"$PGLOCK" --record --keep-output 1k out-last seq 20000 | (sleep 2; cat) >"$1/out"' last "$d"
+	cmp "$d/out" <(seq 20000)
+}
+
 @test "the output reaches pglock's caller as it comes, while the command still runs" {
 	bg live pglock --record --keep-output 1k out-live sh -c 'echo first; echo second >&2; exec sleep 30'
 	wait_until 10 grep -qx first "$BATS_TEST_TMPDIR/live.out"
