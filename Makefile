@@ -13,9 +13,9 @@ WARN = -std=c99 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra \
 	-Wpedantic -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wcast-qual -Wwrite-strings
 SRC = pglock.c inspect.c opts.c out.c run.c lib/arg.c lib/child.c lib/conn.c lib/counter.c lib/delay.c lib/hash.c lib/key.c \
-	lib/lease.c lib/lock.c lib/mask.c lib/proof.c lib/query.c lib/runs.c lib/said.c lib/sig.c lib/slots.c lib/table.c lib/tree.c
-HDR = pglock.h inspect.h out.h run.h lib/arg.h lib/child.h lib/clock.h lib/conn.h lib/counter.h lib/delay.h lib/err.h lib/exits.h lib/hash.h lib/key.h lib/lease.h lib/lock.h lib/mask.h lib/proof.h lib/query.h lib/runs.h lib/said.h lib/sig.h lib/slots.h lib/table.h lib/tree.h
-UNIT = tests/unit_arg tests/unit_key tests/unit_clock
+	lib/lease.c lib/lock.c lib/mask.c lib/proof.c lib/query.c lib/runs.c lib/said.c lib/sig.c lib/slots.c lib/table.c lib/tail.c lib/tree.c
+HDR = pglock.h inspect.h out.h run.h lib/arg.h lib/child.h lib/clock.h lib/conn.h lib/counter.h lib/delay.h lib/err.h lib/exits.h lib/hash.h lib/key.h lib/lease.h lib/lock.h lib/mask.h lib/proof.h lib/query.h lib/runs.h lib/said.h lib/sig.h lib/slots.h lib/table.h lib/tail.h lib/tree.h
+UNIT = tests/unit_arg tests/unit_key tests/unit_clock tests/unit_tail
 # BATS_FLAGS=--timing (as CI passes) times each test in the log.
 BATS = timeout 1500 bats $(BATS_FLAGS)
 FUZZ_CHECK_SECONDS = 15
@@ -41,6 +41,10 @@ build/san/pglock: $(SRC) $(HDR)
 tests/unit_arg build/san/unit_arg: tests/unit_arg.c lib/arg.c lib/arg.h lib/err.h
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ tests/unit_arg.c lib/arg.c
+
+tests/unit_tail build/san/unit_tail: tests/unit_tail.c lib/tail.c lib/tail.h lib/err.h
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ tests/unit_tail.c lib/tail.c
 
 tests/unit_clock build/san/unit_clock: tests/unit_clock.c lib/clock.h
 	@mkdir -p $(@D)
@@ -70,6 +74,7 @@ check: deps-check pglock $(UNIT) tests/two_sessions tests/failfork.so
 	./tests/unit_arg
 	./tests/unit_key
 	./tests/unit_clock
+	./tests/unit_tail
 	FUZZ_JOBS=2 fuzz/run.sh $(FUZZ_CHECK_SECONDS)
 	mandoc -Tlint -Wwarning man/pglock.1
 	tests/lint.sh
@@ -81,13 +86,14 @@ check: deps-check pglock $(UNIT) tests/two_sessions tests/failfork.so
 SAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
 SAN_BIN = build/san/pglock build/san/unit_arg build/san/unit_key \
-	build/san/unit_clock build/san/two_sessions
+	build/san/unit_clock build/san/unit_tail build/san/two_sessions
 $(SAN_BIN): CFLAGS = $(SAN)
 sanitize: deps-check $(SAN_BIN) tests/failfork.so
 	rm -rf tests/.san && mkdir -p tests/.san
 	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_arg
 	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_key
 	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_clock
+	ASAN_OPTIONS=log_path=$(CURDIR)/tests/.san/asan build/san/unit_tail
 	PGLOCK=$(CURDIR)/build/san/pglock \
 	TWO_SESSIONS=$(CURDIR)/build/san/two_sessions \
 	ASAN_OPTIONS=detect_leaks=0:log_path=$(CURDIR)/tests/.san/asan \

@@ -45,6 +45,7 @@
 #include "lib/said.h"
 #include "lib/sig.h"
 #include "lib/slots.h"
+#include "lib/tail.h"
 #include "out.h"
 #include "pglock.h"
 #include "run.h"
@@ -146,6 +147,10 @@ usage(FILE *f)
 	    "      --once                 run COMMAND unless KEY ever"
 	    " succeeded\n"
 	    "      --record               record the outcome of a plain run\n"
+	    "      --keep-output SIZE     keep the last SIZE bytes (4k, at most"
+	    " 64k) of\n"
+	    "                             COMMAND's output with a failed run\n"
+	    "      --keep-output-always   a success's too\n"
 	    "      --forget KEY           delete KEY's record: --once runs"
 	    " again\n"
 	    "      --runs-table NAME      where runs are recorded (default"
@@ -250,7 +255,7 @@ enum {
 	OPT_ONCE, OPT_ONCE_PER, OPT_RECORD, OPT_RUNS_TABLE, OPT_OK_WITHIN,
 	OPT_FOR, OPT_REASON, OPT_NEW, OPT_METRICS, OPT_NODE,
 	OPT_TZ, OPT_AFTER, OPT_SPREAD, OPT_REQUIRE_SYNC, OPT_JITTER,
-	OPT_KEEP_HISTORY, OPT_HISTORY,
+	OPT_KEEP_HISTORY, OPT_HISTORY, OPT_KEEP_OUTPUT, OPT_KEEP_ALWAYS,
 	OPT_MODE = 512
 };
 
@@ -295,6 +300,8 @@ static const struct option longopts[] = {
 	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "once-per", required_argument, NULL, OPT_ONCE_PER },
 	{ "record", no_argument, NULL, OPT_RECORD },
+	{ "keep-output", required_argument, NULL, OPT_KEEP_OUTPUT },
+	{ "keep-output-always", no_argument, NULL, OPT_KEEP_ALWAYS },
 	{ "forget", no_argument, NULL, OPT_MODE + MODE_FORGET },
 	{ "runs-table", required_argument, NULL, OPT_RUNS_TABLE },
 	{ "keep-history", required_argument, NULL, OPT_KEEP_HISTORY },
@@ -445,7 +452,7 @@ enum {
 	A_SHARED = 1 << 15, A_RECORD = 1 << 16, A_ONCE = 1 << 17,
 	A_PEEK = 1 << 18, A_FENCE = 1 << 19, A_SCOPE = 1 << 20,
 	A_SYNC = 1 << 21, A_JITTER = 1 << 23, A_HISTORY = 1 << 24,
-	A_KEEP = 1 << 25,
+	A_KEEP = 1 << 25, A_OUTPUT = 1 << 26,
 	A_COMMAND = 1 << 22	/* known once the arguments are read */
 };
 
@@ -594,6 +601,34 @@ zone_name(const char *s)
 	return 1;
 }
 
+/* --keep-history, --keep-output*: what a run's history keeps. 1 if c is one. */
+static int
+keep_option_or_err(struct opts *o, int c, char *arg)
+{
+	struct err why;
+	long n;
+
+	switch (c) {
+	case OPT_KEEP_HISTORY:
+		if (arg_long(arg, 0, RUNS_KEEP_MAX, &n, &why) == -1)
+			usage_err("--keep-history: %s", why.msg);
+		o->keep_history = (int)n;
+		o->keep_history_set = 1;
+		break;
+	case OPT_KEEP_OUTPUT:
+		if (arg_size(arg, TAIL_MAX, &n, &why) == -1)
+			usage_err("--keep-output: %s", why.msg);
+		o->keep_output = (size_t)n;
+		break;
+	case OPT_KEEP_ALWAYS:
+		o->keep_output_always = 1;
+		break;
+	default:
+		return 0;
+	}
+	return 1;
+}
+
 /* --tz, --after, --spread, --jitter: when a run starts. 1 if c is one. */
 static int
 schedule_option_or_err(struct opts *o, int c, char *arg)
@@ -629,7 +664,6 @@ static int
 run_option_or_err(struct opts *o, int c, char *arg)
 {
 	struct err why;
-	long n;
 
 	switch (c) {
 	case 'c':
@@ -686,12 +720,6 @@ run_option_or_err(struct opts *o, int c, char *arg)
 	case OPT_RUNS_TABLE:
 		table_or_err("--runs-table", arg, o->runs_sql,
 		    sizeof(o->runs_sql));
-		break;
-	case OPT_KEEP_HISTORY:
-		if (arg_long(arg, 0, RUNS_KEEP_MAX, &n, &why) == -1)
-			usage_err("--keep-history: %s", why.msg);
-		o->keep_history = (int)n;
-		o->keep_history_set = 1;
 		break;
 	case OPT_HISTORY:
 		o->history = 1;
@@ -758,7 +786,7 @@ record_or_err(struct opts *o, int c, char *arg, const char *name)
 {
 	if (lock_option_or_err(o, c, arg) || conn_option_or_err(o, c, arg) ||
 	    run_option_or_err(o, c, arg) || mode_option_or_err(o, c, arg) ||
-	    schedule_option_or_err(o, c, arg))
+	    schedule_option_or_err(o, c, arg) || keep_option_or_err(o, c, arg))
 		return;
 	/* '?': getopt sets optopt to what it could not use; -? is help. */
 	if (c == OPT_HELP || (c == '?' && optopt == '?')) {
@@ -799,7 +827,8 @@ asked(const struct opts *o)
 	    (o->fence ? A_FENCE : 0) | (o->scope != SCOPE_AUTO ? A_SCOPE : 0) |
 	    (o->require_sync ? A_SYNC : 0) | (o->argv != NULL ? A_COMMAND : 0) |
 	    (o->jitter_ms > 0 ? A_JITTER : 0) | (o->history ? A_HISTORY : 0) |
-	    (o->keep_history_set ? A_KEEP : 0);
+	    (o->keep_history_set ? A_KEEP : 0) |
+	    (o->keep_output > 0 ? A_OUTPUT : 0);
 }
 
 /*
@@ -828,6 +857,9 @@ static const struct rule option_rules[] = {
 	    "--once, --once-per and --record record a COMMAND's outcome: not "
 	    "with -F, --hold, --status, --explain, --break, --forget or "
 	    "--version-counter" },
+	{ A_OUTPUT, A_RECORD, 0,
+	    "--keep-output keeps a COMMAND's output with its record: it needs "
+	    "--record, --once or --once-per" },
 	{ A_ONCE, 0, A_SHARED | A_SLOTS,
 	    "--once and --once-per run one COMMAND for KEY: no -s or --slots" },
 	{ A_SYNC, M_COUNTER | A_FENCE, A_PEEK,
@@ -967,6 +999,8 @@ check_or_err(struct opts *o, int argc, char **argv)
 	    o->ok_within_ms >= 0))
 		usage_err("%s", "--metrics is for --status, without --json or "
 		    "--ok-within");
+	if (o->keep_output_always && o->keep_output == 0)
+		usage_err("%s", "--keep-output-always needs --keep-output SIZE");
 	if (o->history && (o->metrics || o->ok_within_ms >= 0 || argc < 1))
 		usage_err("%s", "--status --history takes KEYs, and no "
 		    "--metrics or --ok-within");

@@ -61,6 +61,9 @@ struct opts {
 	int keep_history;	/* --keep-history: rows a key keeps; 0: none */
 	int keep_history_set;	/* --keep-history was given */
 	int history;		/* --status --history */
+	int keep_output_always;	/* --keep-output-always: a success's too */
+	size_t keep_output;	/* --keep-output: the output's last bytes
+				   kept for the record; 0: none */
 	long long ok_within_ms;	/* --status --ok-within; -1: none */
 	pid_t caller;		/* parent at start: --hold's script; 0: init */
 	long long pause_ms;	/* --pause --for; -1: until --resume */

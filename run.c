@@ -43,6 +43,7 @@
 #include "lib/said.h"
 #include "lib/sig.h"
 #include "lib/slots.h"
+#include "lib/tail.h"
 #include "out.h"
 #include "pglock.h"
 #include "run.h"
@@ -115,6 +116,9 @@ struct run {
 	int history;		/* its history table exists */
 	int table_seen;		/* the record's table was read: it exists */
 	int read_queued;	/* the record's read rides with the lock */
+	struct tail tail;	/* --keep-output: the command's output, its
+				   last bytes kept for the record, once
+				   ch.tail points at it */
 };
 
 /* Is the lock held in an open transaction: the lock-delay's, the witness's? */
@@ -372,12 +376,22 @@ export_lock_env_or_err(const struct run *r)
 }
 
 static void
-spawn_or_err(const struct opts *o, struct child *ch)
+spawn_or_err(struct run *r)
 {
+	const struct opts *o = r->o;
 	struct err why;
 
-	if (child_spawn(o->argv, ch, &why) == -1) {
-		child_abort(ch);
+	/* --keep-output: the command's output through pglock, kept. */
+	if (o->keep_output > 0 && r->ch.tail == NULL) {
+		if (tail_open(&r->tail, o->keep_output, &why) == -1) {
+			child_abort(&r->ch);
+			die(EXIT_OSERR, "%s: the command was not started: %s",
+			    o->label, why.msg);
+		}
+		r->ch.tail = &r->tail;
+	}
+	if (child_spawn(o->argv, &r->ch, &why) == -1) {
+		child_abort(&r->ch);
 		die(EXIT_OSERR, "%s: the command was not started: %s",
 		    o->label, why.msg);
 	}
@@ -468,7 +482,7 @@ acquire_or_err(struct run *r)
 	}
 	if (got == LOCK_ACQUIRED && r->lk.slots == 0) {
 		if (r->plan.spawn_at_grant)
-			spawn_or_err(o, &r->ch);
+			spawn_or_err(r);
 		/* ---- verify ---- */
 		got = lock_verify(r->c, &r->lk, r->backend_pid, &sig, &why);
 	}
@@ -1006,7 +1020,7 @@ watch_or_err(struct run *r)
 	aside = aside_of(r, &a);
 	fresh_or_err(r, aside);
 	if (r->ch.pid == -1)
-		spawn_or_err(o, &r->ch);
+		spawn_or_err(r);
 	lease_start(&check, r->c, &r->lk, aside, o->check_ms, r->since);
 	r->ch.kill_by = lease_end(&check);
 	/* Kept by the watchdog too: a SIGKILL of pglock keeps the delay. */
@@ -1090,6 +1104,8 @@ lost_history(const struct run *r)
 	PGconn *c;
 	int rc = -1;
 
+	if (r->ch.tail != NULL)
+		out.output = tail_kept(r->ch.tail, &out.output_len);
 	co.connect_ms = 0;
 	co.deadline_ms = deadline_in(ms);
 	co.retrying = NULL;
@@ -1138,6 +1154,9 @@ record_release(struct run *r, int status, double seconds, struct ending *e)
 	int rc;
 
 	*e = (struct ending){ .wrote = -1, .released = -1, .release_lost = 1 };
+	/* A failure's output: what the morning after asks for. */
+	if (r->ch.tail != NULL && (status != 0 || o->keep_output_always))
+		out.output = tail_kept(r->ch.tail, &out.output_len);
 	r->ran_s = seconds;
 	rc = runs_queue_write(r->c, o->runs_sql, &out, &e->write_why);
 	free(name);
@@ -1527,6 +1546,8 @@ run_lock(const struct opts *o, PGconn *c)
 	/* A witness begun beside a lock that ended up not used. */
 	conn_beside(NULL, 0);
 	PQfinish(r.wo.c);
+	if (r.ch.tail != NULL)
+		tail_close(r.ch.tail);
 	return status;
 }
 

@@ -12,14 +12,14 @@ _pglock_opts='-x -e --exclusive -s --shared -n --nonblock --nb
 --status --explain --hold --break --max-time --slots --json
 --once --once-per --record --forget --runs-table --node --ok-within
 --pause --new --resume --for --reason --metrics --tz --after --spread
---jitter --keep-history --history
+--jitter --keep-history --history --keep-output --keep-output-always
 -d --dbname -h --host -p --port -U --username
 --connect-timeout -? --help -V --version'
 _pglock_valued='-w --wait --timeout -E --conflict-exit-code -c --command
 --hash --namespace --check-interval --lost-signal --kill-after --scope
 --counter-table --max-time --slots -d --dbname -h --host -p --port
 -U --username --connect-timeout --once-per --runs-table --node --ok-within
---for --reason --tz --after --spread --jitter --keep-history'
+--for --reason --tz --after --spread --jitter --keep-history --keep-output'
 # pglock --hash NAME (lib/key.c), --lost-signal SIG (lib/arg.c, less STOP,
 # which pglock refuses), --scope.
 _pglock_schemes='sha256 hashtext hashtextextended md5 md5-60 siphash24

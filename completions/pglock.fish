@@ -20,7 +20,7 @@ function __fish_pglock_rest
                 --scope --counter-table --dbname --host --port --username \
                 --connect-timeout --max-time --slots --once-per \
                 --runs-table --node --ok-within --for --reason --tz --after \
-                --spread --jitter --keep-history
+                --spread --jitter --keep-history --keep-output
                 set i (math $i + 1)
             case '--*'
             case '-?*'
@@ -122,6 +122,8 @@ complete -c pglock -n $nokey -l json -d 'JSON output for --status, --explain and
 complete -c pglock -n $nokey -l once -d 'one successful run of KEY, ever'
 complete -c pglock -n $nokey -l once-per -x -d 'one successful run of KEY per DURATION of the server clock'
 complete -c pglock -n $nokey -l record -d "record the command's outcome"
+complete -c pglock -n $nokey -l keep-output-always -d "with --keep-output: a success's too"
+complete -c pglock -n $nokey -l keep-output -x -d "keep the last SIZE bytes of a failed run's output"
 complete -c pglock -n $nokey -l forget -d "delete KEY's record: --once runs again"
 complete -c pglock -n $nokey -l runs-table -x -d 'where runs are recorded'
 complete -c pglock -n $nokey -l keep-history -x -d "keep KEY's last N runs (default 50)"

@@ -88,6 +88,32 @@ arg_long(const char *s, long lo, long hi, long *out, struct err *err)
 	return 0;
 }
 
+int
+arg_size(const char *s, long max, long *out, struct err *err)
+{
+	char *end = NULL;
+	long v = 0, unit = 1;
+
+	/* strtol() would take a sign or a space first: a digit, or nothing. */
+	errno = 0;
+	if (isdigit((unsigned char)*s))
+		v = strtol(s, &end, 10);
+	if (end != NULL && (*end == 'k' || *end == 'K')) {
+		unit = 1024;
+		end++;
+	}
+	if (end == NULL || *end != '\0') {
+		err_set(err, "'%s' is not a size (bytes, or k for 1024: 4k)", s);
+		return -1;
+	}
+	if (errno == ERANGE || v < 1 || v > max / unit) {
+		err_set(err, "'%s' is out of range (1 to %ld bytes)", s, max);
+		return -1;
+	}
+	*out = v * unit;
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int sig;

@@ -39,6 +39,12 @@ int arg_time_ms(const char *s, long *ms, struct err *err);
 /* Parse a decimal integer in [lo, hi]. Returns 0, or -1 with the reason. */
 int arg_long(const char *s, long lo, long hi, long *out, struct err *err);
 
+/*
+ * A size in bytes: a decimal number, or one with k or K (1024 bytes), from 1 to
+ * max: 0, or -1 with the reason in err.
+ */
+int arg_size(const char *s, long max, long *out, struct err *err);
+
 /* Signal name (TERM, SIGTERM, any case) or number: 0, or -1, reason in err. */
 int arg_signal(const char *s, int *sig, struct err *err);
 

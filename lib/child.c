@@ -497,6 +497,8 @@ fork_command(char *const argv[], const struct child *ch, int gate,
 		sigprocmask(SIG_SETMASK, mask, NULL);
 		if (argv == NULL)
 			hold_stdin();
+		if (ch->tail != NULL)
+			tail_child(ch->tail);
 		execvp(argv[0], argv);
 		*e = errno;
 		(void)!write(ep[1], e, sizeof(*e));
@@ -662,6 +664,8 @@ child_spawn(char *const argv[], struct child *ch, struct err *err)
 		(void)setpgid(ch->pid, ch->pgrp);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
 	close(sp[1]);
+	if (ch->tail != NULL)
+		tail_parent(ch->tail);
 	if (ch->pid == -1) {
 		fork_err(errno, err);
 		close(sp[0]);
@@ -795,14 +799,19 @@ child_exec(char *const argv[], int *status, struct err *err)
 	exec_error(argv[0], errno, status, err);
 }
 
+/* How many pollfds wait_events() fills: four, then the tail's. */
+#define NPOLL (4 + TAIL_NFDS)
+
 /*
  * Wait for a signal, input on fd (-1: none), the watchdog's end, the shim's
- * word or the first time at[0..3] (NEVER: none; at NULL: just look), in
- * p[0..3]: 0, or -1 (err).
+ * word, the command's output or pglock's room for it (ch->tail), or the
+ * first time at[0..3] (NEVER: none; at NULL: just look), in p: 0, or -1
+ * (err). The output is copied on at once, a chunk at a time, as poll() says
+ * it may be: never waited for, lest the lock's checks wait.
  */
 static int
 wait_events(const struct child *ch, int fd, const mono_t *at,
-    struct pollfd p[4], struct err *err)
+    struct pollfd p[NPOLL], struct err *err)
 {
 	mono_t first = NEVER;
 	int i;
@@ -811,18 +820,25 @@ wait_events(const struct child *ch, int fd, const mono_t *at,
 	for (i = 0; at != NULL && i < 4; i++)
 		first = mono_min(first, at[i]);
 	/* After EINTR poll() leaves revents alone: clear them first. */
-	memset(p, 0, 4 * sizeof(p[0]));
+	memset(p, 0, NPOLL * sizeof(p[0]));
 	p[0].fd = sig_fd();
 	p[1].fd = fd;
 	/* End of file: the watchdog died. */
 	p[2].fd = ch->watchdog_pid != -1 ? ch->watchdog_fd : -1;
 	p[3].fd = ch->gate;
 	p[0].events = p[1].events = p[2].events = p[3].events = POLLIN;
-	if (poll(p, 4, at == NULL ? 0 : poll_ms(first)) == -1 &&
+	if (ch->tail != NULL)
+		tail_poll(ch->tail, p + 4);
+	else
+		for (i = 4; i < NPOLL; i++)
+			p[i].fd = -1;
+	if (poll(p, NPOLL, at == NULL ? 0 : poll_ms(first)) == -1 &&
 	    errno != EINTR) {
 		err_set(err, "poll: %s", strerror(errno));
 		return -1;
 	}
+	if (ch->tail != NULL)
+		tail_pump(ch->tail, p + 4);
 	return 0;
 }
 
@@ -985,7 +1001,7 @@ enum child_end
 child_wait(struct child *ch, const struct child_watch *w, int *status,
     struct err *err)
 {
-	struct pollfd p[4];
+	struct pollfd p[NPOLL];
 	mono_t due = NEVER, end = ch->kill_by, kill_at = NEVER, at[4];
 	mono_t end_at = w->max_ms > 0 ? deadline_in(w->max_ms) : NEVER;
 	int watching = w->fd != -1, lost = 0, late = 0, st = 0, r, cst = 0;
@@ -1058,6 +1074,9 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	/* Dismissed; child_reap() waits for it, once the lock is released. */
 	if (ch->watchdog_pid != -1)
 		(void)kill(ch->watchdog_pid, SIGKILL);
+	/* Its last output, its writers gone, once the last check is read. */
+	if (ch->tail != NULL)
+		tail_drain(ch->tail);
 	return lost ? CHILD_LOST : late ? CHILD_LATE : CHILD_EXITED;
 }
 

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "err.h"
+#include "tail.h"
 
 struct child {
 	/* Set by the caller before child_fork_watchdog(): */
@@ -26,6 +27,9 @@ struct child {
 	mono_t kill_by;		/* mono_ms() of the lease's end: the watchdog
 				   KILLs the group then unless child_wait()
 				   renews it; -1: never */
+	struct tail *tail;	/* set before child_spawn(): the command's
+				   stdout and stderr go through it (opened),
+				   copied on by child_wait(); NULL: pglock's */
 	/* Kept by the functions below: */
 	pid_t pid;		/* the shim, the command's parent: on Linux
 				   a subreaper, all it started stays below */
@@ -71,7 +75,9 @@ int child_fork_watchdog(struct child *ch, struct err *err);
  * all below it (a subreaper, on Linux) till none is left; if pglock dies it
  * sends lost_sig to all below it, SIGKILL kill_after_ms later. pglock becomes
  * a subreaper too. With argv NULL (--hold) the "command" waits for end of file
- * on standard input, then exits 0. Returns 0, or -1 with the reason in err.
+ * on standard input, then exits 0. With ch->tail, the command's fd 1 and 2 are
+ * its pipes, whose write ends pglock then closes. Returns 0, or -1 with the
+ * reason in err.
  */
 int child_spawn(char *const argv[], struct child *ch, struct err *err);
 
@@ -135,6 +141,8 @@ enum child_end {
  * shim with ch->lost_sig, KILL it all after
  * ch->kill_after_ms or at the check's end if sooner, and return CHILD_LOST
  * (err) or CHILD_LATE once the shim is reaped. A later end renews kill_by.
+ * With ch->tail, the command's output is copied on as it comes, and the rest
+ * once the shim is reaped (tail_drain()).
  */
 enum child_end child_wait(struct child *ch, const struct child_watch *w,
     int *status, struct err *err);

@@ -144,7 +144,9 @@ struct runs_outcome {
 	const char *history;	/* the table (as runs_history_sql()); NULL:
 				   none kept */
 	int keep;		/* rows the key keeps there, this one too */
-	const char *output;	/* the tail of its output to keep, or NULL */
+	const char *output;	/* --keep-output: the last output_len bytes
+				   the command wrote (not UTF-8 perhaps, as
+				   they came); NULL: none kept */
 	size_t output_len;
 };
 

@@ -146,3 +146,50 @@ held() { [ -n "$(locks_on "$1" | grep '^t:')" ]; }
 	assert_equal "$stderr" "pglock: --status --history takes KEYs, and no --metrics or --ok-within (see pglock --help)"
 	run -64 timeout 10 "$PGLOCK" --status --history --metrics k
 }
+
+@test "--keep-output 1k: the issue's job exits 3 with all 5,000 lines on stdout, and its history row holds the last 1 KiB of its output, ending in its error" {
+	run -3 --separate-stderr timeout 20 "$PGLOCK" --record --keep-output 1k ko-k sh -c 'seq 5000; echo "disk full" >&2; exit 3'
+	assert_equal "$output" "$(seq 5000)"
+	assert_equal "$stderr" "disk full"
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --status --history --json ko-k
+	"$PYTHON" -c '
+import json, sys
+r = json.loads(sys.argv[1])["history"][0]["runs"][0]
+assert r["status"] == 3, r
+out = r["output"]
+assert len(out.encode()) == 1024 and out.endswith("4999\n5000\ndisk full\n"), out[-40:]' "$output"
+	[ "$(sql "SELECT length(output) FROM pglock_runs_history WHERE key = 'ko-k'")" -eq 1024 ]
+	# The line view: the last line with anything on it.
+	run -0 timeout 20 "$PGLOCK" --status --history ko-k
+	assert_line --index 1 --regexp "^ko-k	.*	3	disk full$"
+}
+
+@test "--keep-output keeps a failure's output, a success's only with --keep-output-always; bytes are stored as they came and escaped when shown" {
+	run -0 timeout 20 "$PGLOCK" --record --keep-output 4k ka-k sh -c 'echo fine'
+	[ "$(sql "SELECT output IS NULL FROM pglock_runs_history WHERE key = 'ka-k'")" = t ]
+	run -0 timeout 20 "$PGLOCK" --record --keep-output 4k --keep-output-always ka-k sh -c 'echo fine'
+	[ "$(sql "SELECT encode(output, 'escape') FROM pglock_runs_history WHERE key = 'ka-k' ORDER BY id DESC LIMIT 1")" = fine ]
+	# Not UTF-8, a control byte, a tab, and UTF-8 cut by the tail's start.
+	run -1 timeout 20 "$PGLOCK" --record --keep-output 11 ka-k sh -c 'printf "\303\251t\303\251\n\377\001x\ty\n"; exit 1'
+	[ "$(sql "SELECT encode(output, 'hex') FROM pglock_runs_history WHERE key = 'ka-k' ORDER BY id DESC LIMIT 1")" = a974c3a90aff017809790a ]
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --status --history ka-k
+	assert_line --index 1 --regexp '^ka-k	.*	1	\\xff\\x01x\\ty$'
+	run -0 --separate-stderr timeout 20 "$PGLOCK" --status --history --json ka-k
+	"$PYTHON" -c '
+import json, sys
+r = json.loads(sys.argv[1])["history"][0]["runs"][0]
+assert r["output"] == "\u00a9t\u00e9\n\u00ff\u0001x\ty\n", repr(r["output"])' "$output"
+	[[ "$output" == *'"output": "\u00a9t'$'\303\251''\u000a\u00ff\u0001x\u0009y\u000a"}'* ]]
+}
+
+@test "a run whose lock was lost keeps its output's tail with its 75" {
+	id=$(sha_id hlo-k)
+	bg runner pglock --record --keep-output 1k hlo-k sh -c 'echo "half done"; echo $$ >"$0"; exec sleep 60' "$BATS_TEST_TMPDIR/cmd"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/cmd"
+	wait_until 10 held "$id"
+	sql "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $id" >/dev/null
+	bgwait runner 20
+	[ "$bg_status" -eq 75 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/runner.out")" = "half done" ]
+	[ "$(sql "SELECT status || ' ' || encode(output, 'escape') FROM pglock_runs_history WHERE key = 'hlo-k'")" = "75 half done" ]
+}

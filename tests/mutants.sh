@@ -31,7 +31,7 @@ picked=$(selected)
 # object its sed script touches (or every one, for a header).
 mkdir -p "$work/base"
 (cd "$top" && git ls-files -z | xargs -0 tar -cf - 2>/dev/null) | tar -xf - -C "$work/base"
-make -s -C "$work/base" pglock tests/unit_arg tests/unit_key tests/unit_clock tests/two_sessions tests/failfork.so >"$work/build.log" 2>&1 ||
+make -s -C "$work/base" pglock tests/unit_arg tests/unit_key tests/unit_clock tests/unit_tail tests/two_sessions tests/failfork.so >"$work/build.log" 2>&1 ||
 	{ cat "$work/build.log"; echo "mutants: the tree itself does not build" >&2; exit 1; }
 
 grep -v '^#' "$top/tests/mutants.txt" | grep . | while IFS="$(printf '\t')" read -r name file script tests; do

@@ -76,5 +76,5 @@ calls() {
 	cd "$SRC_DIR"
 	run long_functions ./*.c lib/*.c
 	assert_success
-	assert_output './pglock.c: usage 142'
+	assert_output './pglock.c: usage 146'
 }

@@ -93,6 +93,17 @@ main(void)
 	};
 	static const struct {
 		const char *in;
+		long v;		/* -1: must be rejected (range is 1..65536) */
+	} sizes[] = {
+		{ "1", 1 }, { "4096", 4096 }, { "4k", 4096 }, { "4K", 4096 },
+		{ "64k", 65536 }, { "65536", 65536 }, { "65537", -1 },
+		{ "65k", -1 }, { "0", -1 }, { "0k", -1 }, { "-1", -1 },
+		{ "+1", -1 }, { " 1", -1 }, { "1x", -1 }, { "1kb", -1 },
+		{ "1m", -1 }, { "k", -1 }, { "", -1 }, { "1.5k", -1 },
+		{ "99999999999999999999999k", -1 },
+	};
+	static const struct {
+		const char *in;
 		int sig;	/* 0: must be rejected */
 	} sigs[] = {
 		{ "TERM", SIGTERM }, { "SIGTERM", SIGTERM }, { "term", SIGTERM },
@@ -144,6 +155,12 @@ main(void)
 		else
 			expect(rc == 0 && v == longs[i].v, "integer value",
 			    longs[i].in);
+	}
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		v = -7;
+		rc = arg_size(sizes[i].in, 65536, &v, &err);
+		expect(sizes[i].v < 0 ? rc == -1 && err.msg[0] != '\0' :
+		    rc == 0 && v == sizes[i].v, "size", sizes[i].in);
 	}
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		rc = arg_signal(sigs[i].in, &sig, &err);
