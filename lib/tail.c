@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: ISC */
 /*
- * tail: the command's output through pglock, for --keep-output. One chunk
- * (PIPE_BUF) a stream is in hand at a time: the next is read only once it is
- * written on, so a slow reader of pglock's output slows the command, as it
- * would without pglock, and nothing piles up; the database is never waited.
+ * tail: the command's output through pglock, for --keep-output. A stream's
+ * pipe is read as soon as it holds something, so that what is kept is in
+ * the order the command wrote it as nearly as two pipes allow; what was read
+ * is written on at the pace of pglock's own reader, a PIPE_BUF at a time as
+ * poll() allows, and a stream holding TAIL_BUF unwritten is read no more: a
+ * slow reader slows the command, as it would without pglock, and nothing
+ * piles up. The database is never waited for.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -101,17 +104,18 @@ keep_bytes(struct tail *t, const char *p, size_t n)
 	t->used += n;
 }
 
+/* The pipe is read no more; what was read of it is still written on. */
 static void
 end_stream(struct tail_stream *s)
 {
 	if (s->in != -1)
 		close(s->in);
 	s->in = -1;
-	s->off = s->len = 0;
 }
 
 /*
- * One write of s's chunk to pglock's fd. A reader that went away (EPIPE):
+ * One write (PIPE_BUF at most: poll() said that much fits) of what s holds
+ * to pglock's fd. A reader that went away (EPIPE):
  * the pipe is closed too, so that the command's next write fails as it would
  * have on pglock's fd itself ("pglock ... yes | head" ends). Any other error
  * (a full disk): the stream is no longer copied, but still read and kept,
@@ -120,34 +124,47 @@ end_stream(struct tail_stream *s)
 static int
 write_on(struct tail_stream *s)
 {
-	ssize_t n = write(s->to, s->buf + s->off, s->len - s->off);
+	size_t want = s->len - s->off < PIPE_BUF ? s->len - s->off : PIPE_BUF;
+	ssize_t n = write(s->to, s->buf + s->off, want);
 
 	if (n >= 0) {
 		s->off += (size_t)n;
+		if (s->off == s->len)
+			s->off = s->len = 0;
 		return 0;
 	}
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 		return -1;
 	if (errno == EPIPE)
 		end_stream(s);
+	/* Nothing more written on: what is held goes. */
 	s->to = -1;
-	s->off = s->len;
+	s->off = s->len = 0;
 	return 0;
 }
 
-/* One read of s's pipe into its chunk, kept: its count, 0 at the end. */
+/*
+ * One read of s's pipe into the room it has, kept: its count, 0 at the end,
+ * -1 for nothing now (or no room).
+ */
 static ssize_t
 read_in(struct tail *t, struct tail_stream *s)
 {
-	ssize_t n = read(s->in, s->buf, sizeof(s->buf));
+	ssize_t n;
 
-	if (n > 0) {
-		keep_bytes(t, s->buf, (size_t)n);
+	if (s->off > 0 && s->len == sizeof(s->buf)) {
+		memmove(s->buf, s->buf + s->off, s->len - s->off);
+		s->len -= s->off;
 		s->off = 0;
-		s->len = (size_t)n;
+	}
+	if (s->len == sizeof(s->buf))
+		return -1;	/* full */
+	n = read(s->in, s->buf + s->len, sizeof(s->buf) - s->len);
+	if (n > 0) {
+		keep_bytes(t, s->buf + s->len, (size_t)n);
 		/* Not copied: kept alone. */
-		if (s->to == -1)
-			s->off = s->len;
+		if (s->to != -1)
+			s->len += (size_t)n;
 	} else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
 	    errno != EINTR)) {
 		end_stream(s);
@@ -162,33 +179,37 @@ tail_poll(const struct tail *t, struct pollfd p[TAIL_NFDS])
 	const struct tail_stream *s;
 	int i;
 
-	for (i = 0; i < TAIL_NFDS; i++) {
+	for (i = 0; i < 2; i++) {
 		s = &t->s[i];
-		p[i].revents = 0;
-		if (s->off < s->len) {
-			p[i].fd = s->to;
-			p[i].events = POLLOUT;
-		} else {
-			p[i].fd = s->in;
-			p[i].events = POLLIN;
-		}
+		p[2 * i].fd = s->len < sizeof(s->buf) || s->off > 0 ? s->in : -1;
+		p[2 * i].events = POLLIN;
+		p[2 * i + 1].fd = s->off < s->len ? s->to : -1;
+		p[2 * i + 1].events = POLLOUT;
+		p[2 * i].revents = p[2 * i + 1].revents = 0;
 	}
 }
 
 void
 tail_pump(struct tail *t, const struct pollfd p[TAIL_NFDS])
 {
+	ssize_t n;
+	size_t got;
 	int i;
 
-	for (i = 0; i < TAIL_NFDS; i++) {
-		if (p[i].fd == -1 || p[i].revents == 0)
-			continue;
-		/* What poll() was asked about: the chunk, or the pipe. */
-		if (p[i].events & POLLOUT)
+	/*
+	 * All each pipe holds, as room allows: stdout's, then stderr's; a
+	 * buffer's worth at most, lest a command that writes without end (and
+	 * whose output is not copied) keep the lock's checks waiting.
+	 */
+	for (i = 0; i < 2; i++)
+		for (got = 0; p[2 * i].fd != -1 && p[2 * i].revents != 0 &&
+		    t->s[i].in != -1 && got < TAIL_BUF; got += (size_t)n)
+			if ((n = read_in(t, &t->s[i])) <= 0)
+				break;
+	for (i = 0; i < 2; i++)
+		if (p[2 * i + 1].fd != -1 && p[2 * i + 1].revents != 0 &&
+		    t->s[i].off < t->s[i].len)
 			(void)write_on(&t->s[i]);
-		else
-			(void)read_in(t, &t->s[i]);
-	}
 }
 
 /* Wait till fd takes a write (it may be non-blocking: the caller's). */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * tail: --keep-output. The command writes its stdout and stderr into two
- * pipes; pglock copies each on to its own fd 1 and 2 as poll() allows, and
- * keeps the last bytes of both, in the order it read them.
+ * pipes; pglock reads what each holds as soon as it is there (stdout first),
+ * keeps the last bytes of both in the order it read them, and copies each on
+ * to its own fd 1 and 2 as poll() allows.
  */
 #ifndef PGLOCK_TAIL_H
 #define PGLOCK_TAIL_H
@@ -16,16 +17,22 @@
 /* The most --keep-output keeps: 64 KiB, as the man page says. */
 #define TAIL_MAX 65536
 
-/* The pollfds tail_poll() fills: one a stream. */
-#define TAIL_NFDS 2
+/* The pollfds tail_poll() fills: a stream's pipe, then its fd out. */
+#define TAIL_NFDS 4
 
-/* One stream: its pipe, and the chunk read from it not yet written on. */
+/*
+ * What a stream holds read and not yet written on: a pipe's worth. Full, the
+ * pipe is no longer read: a slow reader of pglock's output slows the command.
+ */
+#define TAIL_BUF 65536
+
+/* One stream: its pipe, and what was read from it not yet written on. */
 struct tail_stream {
 	int in;			/* the pipe's read end; -1: ended */
 	int out;		/* its write end, the command's; -1: closed */
 	int to;			/* pglock's own fd (1, 2); -1: not copied */
 	size_t off, len;	/* buf[off..len) is yet to be written */
-	char buf[PIPE_BUF];
+	char buf[TAIL_BUF];
 };
 
 struct tail {
@@ -46,10 +53,17 @@ void tail_child(const struct tail *t);
 /* In pglock once the command's side is forked: close the write ends. */
 void tail_parent(struct tail *t);
 
-/* Fill p[0..TAIL_NFDS-1]: a stream's read end, or its fd out while due. */
+/*
+ * Fill p[0..TAIL_NFDS-1]: each stream's read end while it has room, and its
+ * fd out while it holds something to write.
+ */
 void tail_poll(const struct tail *t, struct pollfd p[TAIL_NFDS]);
 
-/* Act on what poll() said of tail_poll()'s p: one read or write each. */
+/*
+ * Act on what poll() said of tail_poll()'s p: read what each pipe holds, as
+ * room allows (stdout first: what both held at once, stdout wrote first as
+ * often as not), then one write each.
+ */
 void tail_pump(struct tail *t, const struct pollfd p[TAIL_NFDS]);
 
 /*

@@ -53,7 +53,6 @@ assert len(s) == 1 and s[0]["node"] == "web-4" and s[0]["slot"] > 2 ** 62, s' "$
 	[ "$n" -eq 59 ] || sql "INSERT INTO pglock_runs_history (key, node, started, ended, seconds, status)
 	     SELECT 'b-k', 'old-' || i, now(), now(), 0, 0 FROM generate_series(2, 59) i ORDER BY i"
 	run -0 timeout 20 "$PGLOCK" --record other-k true
-	[ "$(sql "SELECT count(*) FROM pglock_runs_history WHERE key = 'b-k'")" -eq 59 ]
 	run -0 timeout 20 "$PGLOCK" --node last --record b-k true
 	[ "$(sql "SELECT count(*) FROM pglock_runs_history WHERE key = 'b-k'")" -eq 50 ]
 	# The newest 50: the 10 oldest went (old-1 to old-10).
