@@ -848,7 +848,8 @@ wait_events(const struct child *ch, int fd, const mono_t *at,
  * terminal's stop of it stops pglock too, unless the lock is lost: KILL is due.
  */
 static int
-forward_and_reap(struct child *ch, int lost, int *st, struct err *err)
+forward_and_reap(struct child *ch, int lost, int reaped, int *st,
+    struct err *err)
 {
 	pid_t r;
 	int sig;
@@ -857,6 +858,8 @@ forward_and_reap(struct child *ch, int lost, int *st, struct err *err)
 		if (sig_forwarded(sig))
 			signal_group(ch->pgrp, sig);
 	}
+	if (reaped)
+		return 1;
 	r = waitpid(ch->pid, st, WNOHANG | (ch->foreground ? WUNTRACED : 0));
 	if (r == ch->pid && WIFSTOPPED(*st)) {
 		if (!lost)
@@ -997,6 +1000,26 @@ command_status(struct child *ch, int st, int have, int cst, int *status)
 	*status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 }
 
+/* --max-time's end, and the KILL after a stop, when their time comes. */
+static void
+act_on_times(struct child *ch, int lost, mono_t *end_at, mono_t *kill_at,
+    int *late)
+{
+	if (deadline_passed(*end_at)) {
+		/* --max-time: as timeout(1) does, then KILL later. */
+		*end_at = NEVER;
+		if (!lost) {
+			*late = 1;
+			stop_command(ch);
+			*kill_at = deadline_in(ch->kill_after_ms);
+		}
+	}
+	if (deadline_passed(*kill_at)) {
+		kill_command(ch);
+		*kill_at = deadline_in(100);	/* till the shim is gone */
+	}
+}
+
 enum child_end
 child_wait(struct child *ch, const struct child_watch *w, int *status,
     struct err *err)
@@ -1005,7 +1028,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	mono_t due = NEVER, end = ch->kill_by, kill_at = NEVER, at[4];
 	mono_t end_at = w->max_ms > 0 ? deadline_in(w->max_ms) : NEVER;
 	int watching = w->fd != -1, lost = 0, late = 0, st = 0, r, cst = 0;
-	int have = 0;
+	int have = 0, reaped = 0;
 	/*
 	 * Look once first: the lock's wait may have taken a SIGCHLD from the
 	 * shim at its gate, and the check's first step tells when it is due.
@@ -1031,11 +1054,14 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			leftovers(ch, w);
 		if ((p[0].revents & POLLIN) || look) {
 			look = 0;
-			if ((r = forward_and_reap(ch, lost, &st, err)) == -1)
+			if ((r = forward_and_reap(ch, lost, reaped, &st,
+			    err)) == -1)
 				return CHILD_FAILED;
-			if (r == 1)
-				break;
+			reaped = r;
 		}
+		/* Its output, still in hand, goes on with the checks. */
+		if (reaped && !tail_busy(ch->tail))
+			break;
 		if (watching && w->step(w->arg, (p[1].revents & (POLLIN |
 		    POLLERR | POLLHUP)) != 0, &due, &end, err)) {
 			/* An answered check: the watchdog's lease too. */
@@ -1048,19 +1074,8 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			lost = 1;
 			stop_group(ch, end, &kill_at);
 		}
-		if (deadline_passed(end_at)) {
-			/* --max-time: as timeout(1) does, then KILL later. */
-			end_at = NEVER;
-			if (!lost) {
-				late = 1;
-				stop_command(ch);
-				kill_at = deadline_in(ch->kill_after_ms);
-			}
-		}
-		if (deadline_passed(kill_at)) {
-			kill_command(ch);
-			kill_at = deadline_in(100);	/* till the shim is gone */
-		}
+		if (!reaped)
+			act_on_times(ch, lost, &end_at, &kill_at, &late);
 	}
 	command_status(ch, st, have, cst, status);
 	/* A lock the check in flight finds gone was lost as the command ran. */
@@ -1074,7 +1089,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	/* Dismissed; child_reap() waits for it, once the lock is released. */
 	if (ch->watchdog_pid != -1)
 		(void)kill(ch->watchdog_pid, SIGKILL);
-	/* Its last output, its writers gone, once the last check is read. */
+	/* What an escaped writer left: nothing, as a rule. */
 	if (ch->tail != NULL)
 		tail_drain(ch->tail);
 	return lost ? CHILD_LOST : late ? CHILD_LATE : CHILD_EXITED;

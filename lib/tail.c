@@ -212,6 +212,24 @@ tail_pump(struct tail *t, const struct pollfd p[TAIL_NFDS])
 			(void)write_on(&t->s[i]);
 }
 
+int
+tail_busy(const struct tail *t)
+{
+	struct pollfd p[2];
+	int i;
+
+	if (t == NULL)
+		return 0;
+	for (i = 0; i < 2; i++) {
+		if (t->s[i].off < t->s[i].len)
+			return 1;
+		p[i].fd = t->s[i].in;
+		p[i].events = POLLIN;
+	}
+	/* Something to read, or the end of file to see. */
+	return poll(p, 2, 0) > 0;
+}
+
 /* Wait till fd takes a write (it may be non-blocking: the caller's). */
 static void
 await_out(int fd)

@@ -67,6 +67,14 @@ void tail_poll(const struct tail *t, struct pollfd p[TAIL_NFDS]);
 void tail_pump(struct tail *t, const struct pollfd p[TAIL_NFDS]);
 
 /*
+ * Is something still to copy on: held, or in a pipe (or its end to see)? The
+ * command reaped, child_wait() goes on with the lock's checks till it is not:
+ * a reader that reads slowly keeps the lock held, as the command would have
+ * without --keep-output. t NULL: 0.
+ */
+int tail_busy(const struct tail *t);
+
+/*
  * All writers gone (the command reaped): copy on what is left, waiting for
  * pglock's fd 1 and 2 if need be, till end of file (or nothing more now). At
  * most two pipes' worth; but a reader that stops reading holds pglock here,

@@ -35,6 +35,16 @@ load helper
 	cmp "$d/out" <(seq 20000)
 }
 
+@test "a reader slower than the lease after the command exited: the lock is kept, its checks going, till the output is written on; the success is recorded" {
+	d=$BATS_TEST_TMPDIR
+	# --check-interval 0.5: a lease of 3.5 s, which the server's idle
+	# timeout ends a session silent for; the reader starts 6 s later.
+	run -0 timeout 60 bash -c '"$PGLOCK" --check-interval 0.5 --record --keep-output 1k out-lease seq 100000 | (sleep 6; cat) >"$1/out"; echo "${PIPESTATUS[0]}" >"$1/rc"' lease "$d"
+	cmp "$d/out" <(seq 100000)
+	[ "$(cat "$d/rc")" -eq 0 ]
+	[ "$(sql "SELECT ok_at IS NOT NULL FROM pglock_runs WHERE key = 'out-lease'")" = t ]
+}
+
 @test "the output reaches pglock's caller as it comes, while the command still runs" {
 	bg live pglock --record --keep-output 1k out-live sh -c 'echo first; echo second >&2; exec sleep 30'
 	wait_until 10 grep -qx first "$BATS_TEST_TMPDIR/live.out"
