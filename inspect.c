@@ -796,7 +796,7 @@ static void
 print_run(FILE *f, const struct opts *o, const char *key,
     const struct runs_run *run, const char *sep)
 {
-	char k[1024], node[1024], out[4096], num[24];
+	char k[1024], node[1024], out[4096];
 
 	if (!o->json) {
 		fprintf(f, "%s\t%s\t%s\t%.3f\t%d\t%s\n", field(key, k,
@@ -811,8 +811,12 @@ print_run(FILE *f, const struct opts *o, const char *key,
 	json_put(f, run->node);
 	fprintf(f, ", \"seconds\": ");
 	put_number(f, run->seconds);
-	fprintf(f, ", \"status\": %d, \"slot\": %s, \"output\": ",
-	    run->status, count(run->slot, num, sizeof(num), "null"));
+	fprintf(f, ", \"status\": %d, \"slot\": ", run->status);
+	if (run->slot >= 0)
+		fprintf(f, "%lld", run->slot);
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"output\": ");
 	if (run->output != NULL)
 		json_putn(f, run->output, run->output_len);
 	else

@@ -1001,6 +1001,9 @@ check_or_err(struct opts *o, int argc, char **argv)
 		    "--ok-within");
 	if (o->keep_output_always && o->keep_output == 0)
 		usage_err("%s", "--keep-output-always needs --keep-output SIZE");
+	if (o->keep_output > 0 && o->keep_history == 0)
+		usage_err("%s", "--keep-output keeps the output in the history: "
+		    "not with --keep-history 0");
 	if (o->history && (o->metrics || o->ok_within_ms >= 0 || argc < 1))
 		usage_err("%s", "--status --history takes KEYs, and no "
 		    "--metrics or --ok-within");

@@ -815,10 +815,10 @@ once_early(struct run *r)
 			die(EXIT_UNAVAILABLE, "%s: %s", o->label, why.msg);
 		return 0;
 	}
-	if (row.no_table || row.denied || (history_of(o) != NULL &&
-	    !row.history))
+	if (row.no_table || row.denied)
 		return 0;
-	r->table_seen = 1;
+	/* A history missing is made before a transaction's lock. */
+	r->table_seen = history_of(o) == NULL || row.history;
 	return once_verdict(r, &row, spread);
 }
 

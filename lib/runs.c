@@ -62,6 +62,49 @@ runs_history_sql(const char *runs_sql, char *out, size_t len)
 	    runs_sql);
 }
 
+/* s with each ' doubled, for a literal in a DO block, into buf. */
+static const char *
+literal(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *s != '\0' && n + 2 < len; s++) {
+		if (*s == '\'')
+			buf[n++] = '\'';
+		buf[n++] = *s;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/*
+ * A history just made: each role that may write the table of records (its
+ * INSERT grantees, PUBLIC too) may write it, so that a fleet's other roles
+ * go on recording after the first run of this build made it. A failure
+ * (the table another role's, made meanwhile) leaves it as it is: a role
+ * without the grant is told what to run when it records.
+ */
+static void
+grants_copy(PGconn *c, const char *table, const char *history,
+    const struct budget *b)
+{
+	char sql[2048], t[700], h[700];
+	struct err why;
+	PGresult *res;
+
+	snprintf(sql, sizeof(sql), "DO $pglock$DECLARE g record; BEGIN FOR g"
+	    " IN SELECT DISTINCT a.grantee FROM pg_catalog.pg_class r,"
+	    " pg_catalog.aclexplode(r.relacl) a WHERE r.oid ="
+	    " pg_catalog.to_regclass('%s') AND a.privilege_type = 'INSERT'"
+	    " LOOP EXECUTE pg_catalog.format('GRANT SELECT, INSERT, DELETE ON"
+	    " %%s TO %%s', '%s', CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE"
+	    " g.grantee::pg_catalog.regrole::text END); END LOOP; END$pglock$",
+	    literal(table, t, sizeof(t)), literal(history, h, sizeof(h)));
+	if ((res = conn_exec(c, sql, NULL, budget_ms(b, CONN_ANSWER_MS),
+	    &why)) != NULL)
+		PQclear(res);
+}
+
 int
 runs_table(PGconn *c, const char *table, const char *history,
     const struct budget *b, struct err *err)
@@ -85,9 +128,13 @@ runs_table(PGconn *c, const char *table, const char *history,
 	if (!there[0] && table_create(c, table, COLUMNS,
 	    "SELECT, INSERT, UPDATE, DELETE", b, err) == -1)
 		return -1;
-	if (there[1] || table_create(c, history, HISTORY,
-	    "SELECT, INSERT, DELETE", b, err) == 0)
+	if (there[1])
 		return 0;
+	if (table_create(c, history, HISTORY, "SELECT, INSERT, DELETE", b,
+	    err) == 0) {
+		grants_copy(c, table, history, b);
+		return 0;
+	}
 	/* Runs are recorded without a history this role may not make. */
 	return PQstatus(c) == CONNECTION_OK &&
 	    PQtransactionStatus(c) == PQTRANS_IDLE ? 1 : -1;
@@ -691,7 +738,9 @@ runs_queue_history(PGconn *c, const struct runs_outcome *o, struct err *err)
 int
 runs_written(const PGresult *res, struct err *err)
 {
-	if (PQresultStatus(res) == PGRES_COMMAND_OK)
+	/* runs_queue_history()'s WITH ... SELECT answers with no rows. */
+	if (PQresultStatus(res) == PGRES_COMMAND_OK ||
+	    PQresultStatus(res) == PGRES_TUPLES_OK)
 		return 0;
 	conn_result_error(res, err);
 	return -1;
