@@ -699,6 +699,7 @@ last_runs(const struct opts *o, PGconn *c, struct metric_key *keys, int n,
 {
 	struct err why;
 	char **names, *name;
+	const char *want;
 	double *seconds;
 	int i, j, m, rc;
 
@@ -707,9 +708,9 @@ last_runs(const struct opts *o, PGconn *c, struct metric_key *keys, int n,
 		die(EXIT_UNAVAILABLE, "--status --metrics: %s", why.msg);
 	for (i = 0; i < n; i++) {
 		name = named ? record_key(o, keys[i].label) : NULL;
-		for (j = 0; j < m; j++)
-			if (strcmp(names[j], name != NULL ? name :
-			    keys[i].label) == 0) {
+		want = name != NULL ? name : keys[i].label;
+		for (j = 0; want != NULL && j < m; j++)
+			if (names[j] != NULL && strcmp(names[j], want) == 0) {
 				keys[i].last_run = seconds[j];
 				keys[i].has_last_run = 1;
 			}
@@ -832,11 +833,11 @@ print_history(FILE *f, const struct opts *o, PGconn *c, const char *key,
 	char *name = record_key(o, key);
 	struct runs_run *runs = NULL;
 	struct err why;
-	int i, count = 0, rc = 0;
+	int i, n_runs = 0, rc = 0;
 
 	/* A name not UTF-8 is never recorded (pglock refuses it): none. */
 	if (key_utf8_ok(name, strlen(name)))
-		rc = runs_history(c, o->history_sql, name, &runs, &count,
+		rc = runs_history(c, o->history_sql, name, &runs, &n_runs,
 		    &why);
 	free(name);
 	if (rc != 0)
@@ -846,12 +847,12 @@ print_history(FILE *f, const struct opts *o, PGconn *c, const char *key,
 		json_put(f, key);
 		fprintf(f, ", \"runs\": [");
 	}
-	for (i = 0; i < count; i++)
+	for (i = 0; i < n_runs; i++)
 		print_run(f, o, key, &runs[i], i > 0 ? ",\n    " : "\n    ");
 	if (o->json)
-		fprintf(f, "%s]}", count > 0 ? "\n  " : "");
-	runs_free(runs, count);
-	return count > 0;
+		fprintf(f, "%s]}", n_runs > 0 ? "\n  " : "");
+	runs_free(runs, n_runs);
+	return n_runs > 0;
 }
 
 /*

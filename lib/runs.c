@@ -128,7 +128,7 @@ runs_table(PGconn *c, const char *table, const char *history,
 	if (!there[0] && table_create(c, table, COLUMNS,
 	    "SELECT, INSERT, UPDATE, DELETE", b, err) == -1)
 		return -1;
-	if (there[1])
+	if (there[1] || history == NULL)
 		return 0;
 	if (table_create(c, history, HISTORY, "SELECT, INSERT, DELETE", b,
 	    err) == 0) {
@@ -997,21 +997,25 @@ runs_resume(PGconn *c, const char *table, const char *key, struct err *err)
 	return rc;
 }
 
+/* A hex digit's value (encode()'s are lower case). */
+static int
+nibble(char h)
+{
+	return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ?
+	    h - 'a' + 10 : 0;
+}
+
 /* The bytes of hex (an even count of hex digits) into a malloc'd buffer. */
 static char *
 unhex(const char *hex, size_t *len)
 {
 	size_t i, n = strlen(hex) / 2;
 	char *out = malloc(n + 1);
-	unsigned v;
 
 	if (out == NULL)
 		return NULL;
-	for (i = 0; i < n; i++) {
-		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
-			v = '?';
-		out[i] = (char)v;
-	}
+	for (i = 0; i < n; i++)
+		out[i] = (char)(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
 	out[n] = '\0';
 	*len = n;
 	return out;

@@ -177,7 +177,7 @@ void
 tail_poll(const struct tail *t, struct pollfd p[TAIL_NFDS])
 {
 	const struct tail_stream *s;
-	int i;
+	size_t i;
 
 	for (i = 0; i < 2; i++) {
 		s = &t->s[i];
@@ -193,8 +193,7 @@ void
 tail_pump(struct tail *t, const struct pollfd p[TAIL_NFDS])
 {
 	ssize_t n;
-	size_t got;
-	int i;
+	size_t got, i;
 
 	/*
 	 * All each pipe holds, as room allows: stdout's, then stderr's; a
