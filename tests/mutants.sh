@@ -6,7 +6,7 @@
 # mutant that does not build (it tests nothing). Prints the kill ratio.
 #   tests/mutants.sh [NAME-REGEX]
 # MUTANT_SHARD=I/N tries only every Nth of them, from the Ith (1-based):
-# CI's two lanes take one half each.
+# CI's two lanes take two thirds (1/3, 3/3) and one third (2/3).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 only=${1:-.}
