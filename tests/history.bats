@@ -47,12 +47,13 @@ assert len(s) == 1 and s[0]["node"] == "web-4" and s[0]["slot"] > 2 ** 62, s' "$
 	# the first alone, the rest written as pglock writes them.
 	n=59
 	[ -z "${PGLOCK_VG_DIR:-}" ] || n=1
+	# Another key's row, older than all of b-k's: a trim leaves it.
+	run -0 timeout 20 "$PGLOCK" --record other-k true
 	for i in $(seq 1 "$n"); do
 		run -0 timeout 20 "$PGLOCK" --node "old-$i" --record b-k true
 	done
 	[ "$n" -eq 59 ] || sql "INSERT INTO pglock_runs_history (key, node, started, ended, seconds, status)
 	     SELECT 'b-k', 'old-' || i, now(), now(), 0, 0 FROM generate_series(2, 59) i ORDER BY i"
-	run -0 timeout 20 "$PGLOCK" --record other-k true
 	run -0 timeout 20 "$PGLOCK" --node last --record b-k true
 	[ "$(sql "SELECT count(*) FROM pglock_runs_history WHERE key = 'b-k'")" -eq 50 ]
 	# The newest 50: the 10 oldest went (old-1 to old-10).
@@ -150,7 +151,8 @@ held() { [ -n "$(locks_on "$1" | grep '^t:')" ]; }
 	for named in m-k ''; do
 		run -0 --separate-stderr timeout 20 "$PGLOCK" --status --metrics $named
 		v=$(echo "$output" | sed -n 's/^pglock_last_run_duration_seconds{key="m-k"} //p')
-		[ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v >= 0.3) }'
+		[ -n "$v" ]
+		awk -v v="$v" 'BEGIN { exit !(v >= 0.3) }'
 	done
 	# A key that never ran has none.
 	run -0 --separate-stderr timeout 20 "$PGLOCK" --status --metrics never-ran-k

@@ -37,8 +37,7 @@ load helper
 
 @test "a reader slower than the lease after the command exited: the lock is kept, its checks going, till the output is written on; the success is recorded" {
 	d=$BATS_TEST_TMPDIR
-	# --check-interval 0.5: a lease of 3.5 s, which the server's idle
-	# timeout ends a session silent for; the reader starts 6 s later.
+	# --check-interval 0.5: a lease of 3.5 s; the reader starts 6 s later.
 	run -0 timeout 60 bash -c '"$PGLOCK" --check-interval 0.5 --record --keep-output 1k out-lease seq 100000 | (sleep 6; cat) >"$1/out"; echo "${PIPESTATUS[0]}" >"$1/rc"' lease "$d"
 	cmp "$d/out" <(seq 100000)
 	[ "$(cat "$d/rc")" -eq 0 ]
