@@ -1089,9 +1089,6 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	/* Dismissed; child_reap() waits for it, once the lock is released. */
 	if (ch->watchdog_pid != -1)
 		(void)kill(ch->watchdog_pid, SIGKILL);
-	/* What an escaped writer left: nothing, as a rule. */
-	if (ch->tail != NULL)
-		tail_drain(ch->tail);
 	return lost ? CHILD_LOST : late ? CHILD_LATE : CHILD_EXITED;
 }
 

@@ -142,7 +142,7 @@ enum child_end {
  * ch->kill_after_ms or at the check's end if sooner, and return CHILD_LOST
  * (err) or CHILD_LATE once the shim is reaped. A later end renews kill_by.
  * With ch->tail, the command's output is copied on as it comes, and the rest
- * once the shim is reaped (tail_drain()).
+ * once the shim is reaped, with the checks going (tail_busy()).
  */
 enum child_end child_wait(struct child *ch, const struct child_watch *w,
     int *status, struct err *err);

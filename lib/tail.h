@@ -75,7 +75,7 @@ void tail_pump(struct tail *t, const struct pollfd p[TAIL_NFDS]);
 int tail_busy(const struct tail *t);
 
 /*
- * All writers gone (the command reaped): copy on what is left, waiting for
+ * (tests/unit_tail's pump.) All writers gone (the command reaped): copy on what is left, waiting for
  * pglock's fd 1 and 2 if need be, till end of file (or nothing more now). At
  * most two pipes' worth; but a reader that stops reading holds pglock here,
  * with no check of the lock running, as it would hold the command without
