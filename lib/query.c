@@ -274,15 +274,29 @@ enum conn_event {
 	EV_DEADLINE		/* by came */
 };
 
-/* The connection conn_beside() named: advanced by every wait for an answer. */
+/*
+ * The connection conn_beside() named: advanced by every wait for an answer.
+ * A waiter's is closed once open and the answer is still awaited by
+ * beside_close: a lock granted at once but answered late (a loaded machine)
+ * keeps it, and is not opened again after the grant.
+ */
+#define BESIDE_GRACE_MS 200
 static struct conn_opening *beside;
-static int beside_waiter;	/* close it once open: a waiter's */
+static mono_t beside_close = NEVER;
 
 void
 conn_beside(struct conn_opening *o, int waiter)
 {
 	beside = o;
-	beside_waiter = waiter;
+	beside_close = waiter ? deadline_in(BESIDE_GRACE_MS) : NEVER;
+}
+
+/* Is the connection beside open, and to be closed (a waiter's)? */
+static int
+beside_open(void)
+{
+	return beside_close != NEVER && beside != NULL && beside->c != NULL &&
+	    beside->st == PGRES_POLLING_OK;
 }
 
 /* Is o's handshake under way? Its socket, polled as its next step needs. */
@@ -337,12 +351,6 @@ conn_wait(PGconn *c, mono_t by, int cancelled, int tick_ms, int *sig)
 		p[0] = (struct pollfd){ .fd = PQsocket(c), .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = sig != NULL ? sig_fd() : -1,
 		    .events = POLLIN };
-		/* Open, and the answer still awaited: a waiter's. */
-		if (beside_waiter && beside != NULL && beside->c != NULL &&
-		    beside->st == PGRES_POLLING_OK) {
-			PQfinish(beside->c);
-			beside->c = NULL;
-		}
 		(void)opening_fd(beside, &p[2]);
 		/* After a cancel the server answers at once, or never. */
 		ms = cancelled ? 1000 : tick_ms;
@@ -350,11 +358,20 @@ conn_wait(PGconn *c, mono_t by, int cancelled, int tick_ms, int *sig)
 			return EV_DEADLINE;
 		if (by != NEVER && (ms < 0 || poll_ms(by) < ms))
 			ms = poll_ms(by);
+		if (beside_open() && (ms < 0 || poll_ms(beside_close) < ms))
+			ms = poll_ms(beside_close);
 		n = poll(p, 3, ms);
 		if (n == -1 && errno != EINTR)
 			return EV_BROKEN;
 		if (n > 0)
 			opening_step(beside, &p[2]);
+		/* Open, and the answer still awaited past the grace: a waiter. */
+		if (beside_open() && deadline_passed(beside_close)) {
+			PQfinish(beside->c);
+			beside->c = NULL;
+			if (n == 0)
+				continue;	/* woken for this, not a tick */
+		}
 		if (cancelled && mono_seconds() > give_up)
 			return EV_BROKEN;
 		if (n == 0 && !cancelled && tick_ms >= 0)
