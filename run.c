@@ -115,6 +115,7 @@ struct run {
 	int streak;		/* the record's table counts failures */
 	int history;		/* its history table exists */
 	int table_seen;		/* the record's table was read: it exists */
+	int history_said;	/* -v said there is none to write */
 	int read_queued;	/* the record's read rides with the lock */
 	struct tail tail;	/* --keep-output: the command's output, its
 				   last bytes kept for the record, once
@@ -147,14 +148,16 @@ history_of(const struct opts *o)
  * history this role may not make is none: said under -v, with what to run.
  */
 static int
-tables(const struct run *r, const struct budget *b, struct err *why)
+tables(struct run *r, const struct budget *b, struct err *why)
 {
 	const struct opts *o = r->o;
 	int rc = runs_table(r->c, o->runs_sql, history_of(o), b, why);
 
-	if (rc == 1 && o->verbose)
+	if (rc == 1 && o->verbose) {
 		say("%s: runs are recorded without a history (%s)", o->label,
 		    why->msg);
+		r->history_said = 1;
+	}
 	return rc == -1 ? -1 : 0;
 }
 
@@ -771,8 +774,8 @@ once_done_or_err(struct run *r)
 	 * make (a transaction's lock found both before it was taken).
 	 */
 	if (rc == -1 || ((row.no_table || (history_of(o) != NULL &&
-	    !row.history && !row.denied && !r->lk.xact)) &&
-	    (tables(r, NULL, &why) == -1 ||
+	    !row.history && !row.history_denied && !row.denied &&
+	    !r->lk.xact)) && (tables(r, NULL, &why) == -1 ||
 	    once_read(r, spread, &row, &why) == -1)) ||
 	    row.denied) {
 		if (row.zone_bad)
@@ -782,6 +785,13 @@ once_done_or_err(struct run *r)
 	if (row.no_table)	/* dropped meanwhile: no clock read */
 		die(EXIT_UNAVAILABLE, "%s: table %s went away", o->label,
 		    o->runs_sql);
+	/* Not tried (tables()), so said here: a history this role may not make. */
+	if (history_of(o) != NULL && row.history_denied && o->verbose &&
+	    !r->history_said) {
+		runs_history_denied(r->c, history_of(o), &why);
+		say("%s: runs are recorded without a history (%s)", o->label,
+		    why.msg);
+	}
 	r->streak = row.failures >= 0;
 	r->history = row.history;
 	r->ok_before = row.has_ok ? row.ok_ms : -1;
@@ -818,7 +828,8 @@ once_early(struct run *r)
 	if (row.no_table || row.denied)
 		return 0;
 	/* A history missing is made before a transaction's lock. */
-	r->table_seen = history_of(o) == NULL || row.history;
+	r->table_seen = history_of(o) == NULL || row.history ||
+	    row.history_denied;
 	return once_verdict(r, &row, spread);
 }
 

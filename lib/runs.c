@@ -113,16 +113,18 @@ runs_table(PGconn *c, const char *table, const char *history,
 	const char *params[3] = { table, history != NULL ? history : "",
 	    NULL };
 	PGresult *res;
-	int there[2] = { 0, 0 };
+	int there[3] = { 0, 0, 1 };
 
 	if ((res = conn_exec(c, "SELECT pg_catalog.to_regclass($1) IS NOT "
-	    "NULL, $2 = '' OR pg_catalog.to_regclass(nullif($2, '')) IS NOT NULL",
-	    params, budget_ms(b, CONN_ANSWER_MS), err)) == NULL)
+	    "NULL, $2 = '' OR pg_catalog.to_regclass(nullif($2, '')) IS NOT "
+	    "NULL, " TABLE_MAY_CREATE("nullif($2, '')"), params,
+	    budget_ms(b, CONN_ANSWER_MS), err)) == NULL)
 		return -1;
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
-	    PQnfields(res) == 2) {
+	    PQnfields(res) == 3) {
 		there[0] = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
 		there[1] = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+		there[2] = strcmp(PQgetvalue(res, 0, 2), "t") == 0;
 	}
 	PQclear(res);
 	if (!there[0] && table_create(c, table, COLUMNS,
@@ -130,6 +132,11 @@ runs_table(PGconn *c, const char *table, const char *history,
 		return -1;
 	if (there[1] || history == NULL)
 		return 0;
+	/* Not tried where it would fail: each run would pay its trips. */
+	if (!there[2]) {
+		runs_history_denied(c, history, err);
+		return 1;
+	}
 	if (table_create(c, history, HISTORY, "SELECT, INSERT, DELETE", b,
 	    err) == 0) {
 		grants_copy(c, table, history, b);
@@ -138,6 +145,12 @@ runs_table(PGconn *c, const char *table, const char *history,
 	/* Runs are recorded without a history this role may not make. */
 	return PQstatus(c) == CONNECTION_OK &&
 	    PQtransactionStatus(c) == PQTRANS_IDLE ? 1 : -1;
+}
+
+void
+runs_history_denied(PGconn *c, const char *history, struct err *err)
+{
+	table_denied(c, history, HISTORY, "SELECT, INSERT, DELETE", err);
 }
 
 void
@@ -321,8 +334,9 @@ read_sql(char *sql, size_t len, const char *table)
 	    " %s, n2.ls, ('x' || left(pg_catalog.encode(pg_catalog.sha256("
 	    "pg_catalog.convert_to(n0.tz || ' ' || n0.p || ' ' || n2.ls,"
 	    " 'UTF8')), 'hex'), 16))::bit(64)::bigint, %s, %s, n2.due, %s,"
-	    " n0.ab, pg_catalog.to_regclass(nullif($6::text, ''))"
-	    " IS NOT NULL"
+	    " n0.ab, CASE WHEN pg_catalog.to_regclass(nullif($6::text, ''))"
+	    " IS NOT NULL THEN 't' WHEN " TABLE_MAY_CREATE("nullif($6::text,"
+	    " '')") " THEN 'f' ELSE 'n' END"
 	    " FROM (SELECT pg_catalog.statement_timestamp() AS t,"
 	    " nullif($2::bigint, 0) AS p, " LOWER("nullif($3::text, '')")
 	    " AS tz,"
@@ -493,6 +507,8 @@ read_answer(PGresult *res, const struct runs_when *w, struct runs_row *row,
 		record_get(res, 0, 0, row);
 		read_slot(res, w, row);
 		row->history = *PQgetvalue(res, 0, HISTORY_COLUMN) == 't';
+		row->history_denied = *PQgetvalue(res, 0, HISTORY_COLUMN) ==
+		    'n';
 	}
 	PQclear(res);
 	return rc;

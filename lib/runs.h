@@ -48,6 +48,8 @@ struct runs_row {
 	char slot_start[64], slot_end[64], due_at[64];
 	int due;		/* the slot's offset (--after) has passed */
 	int history;		/* the history table exists (the read's) */
+	int history_denied;	/* it does not, and this role may not make
+				   it (runs_history_denied() says) */
 };
 
 /* The slot of a --once-per run, as the server's clock and zone data make it. */
@@ -74,7 +76,8 @@ void runs_history_sql(const char *runs_sql, char *out, size_t len);
  * Create table (quoted, as counter_table_sql() writes it) and its history
  * table (NULL: none) unless they exist: 0, or -1, the reason in err (for a
  * role that may not: the statements to run); 1 when only the history could
- * not be made (err says why): runs are recorded without it. Each statement
+ * not be made (err says why; not tried where this role may not create it):
+ * runs are recorded without it. Each statement
  * is answered within b (budget_ms(); NULL: CONN_ANSWER_MS).
  */
 int runs_table(PGconn *c, const char *table, const char *history,
@@ -168,6 +171,12 @@ int runs_queue_write(PGconn *c, const char *table,
  */
 int runs_queue_history(PGconn *c, const struct runs_outcome *o,
     struct err *err);
+
+/*
+ * err: history (as runs_history_sql() writes it) does not exist and c's role
+ * may not create it: the statements an administrator runs.
+ */
+void runs_history_denied(PGconn *c, const char *history, struct err *err);
 
 /*
  * A write refused for want of a privilege (res): add to err the GRANTs that

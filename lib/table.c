@@ -11,6 +11,18 @@
 #include "said.h"
 #include "table.h"
 
+void
+table_denied(PGconn *c, const char *q, const char *columns,
+    const char *privs, struct err *err)
+{
+	char *role = PQescapeIdentifier(c, PQuser(c), strlen(PQuser(c)));
+
+	err_set(err, "table %s does not exist and this role may not create "
+	    "it; have an administrator run: CREATE TABLE %s %s; GRANT %s ON %s "
+	    "TO %s", q, q, columns, privs, q, role != NULL ? role : PQuser(c));
+	PQfreemem(role);
+}
+
 int
 table_create(PGconn *c, const char *q, const char *columns,
     const char *privs, const struct budget *b, struct err *err)
@@ -38,14 +50,7 @@ table_create(PGconn *c, const char *q, const char *columns,
 	if (PQresultStatus(res) == PGRES_COMMAND_OK) {
 		rc = 0;
 	} else if (conn_is_state(res, "42501")) {
-		char *role = PQescapeIdentifier(c, PQuser(c),
-		    strlen(PQuser(c)));
-
-		err_set(err, "table %s does not exist and this role "
-		    "may not create it; have an administrator run: CREATE "
-		    "TABLE %s %s; GRANT %s ON %s TO %s", q, q, columns, privs, q,
-		    role != NULL ? role : PQuser(c));
-		PQfreemem(role);
+		table_denied(c, q, columns, privs, err);
 	} else {
 		conn_result_error(res, err);
 	}

@@ -9,7 +9,9 @@ shutdown-sessions. pglock reaches the leader through either listener or
 through a libpq multi-host URI. Every process is started here, ended by
 its pid, and every wait is bounded.
 
-  tests/ha.py [-n RUNS] [SCENARIO ...]
+  tests/ha.py [-n RUNS] [-p PATH,...] [SCENARIO ...]
+
+PATHS (default: all): haproxy-shut, haproxy-keep, uri.
 
 Scenarios (default: all), each run RUNS times on each path (by default
 three times where the issue sets a figure, switchover and stale with
@@ -20,11 +22,14 @@ synchronous mode, else once):
   kill9       a holder and a waiter (-w 120) across kill -9 of the
               leader's postmaster, its Patroni, or both: the holder's exit,
               when the waiter's command starts, overlap
-  stale       the leader's Patroni frozen (SIGSTOP) while its PostgreSQL
-              keeps serving, with synchronous_mode (strict) on and off: a
-              holder, a waiter and a new holder every second, all with
-              --fence: overlapping commands, fences given twice
-              (stale-sync: synchronous mode only)
+  stale       a frozen leader (SIGSTOP): its Patroni while its PostgreSQL
+              keeps serving, with synchronous_mode (strict) on and off;
+              with synchronous mode also its Patroni and postmaster (new
+              connections hang: "blocked") and the whole node: a holder,
+              a -w 120 waiter and a new holder every second, all with
+              --fence: overlapping commands, fences given twice, the
+              waiter's exit and the node it ran on (stale-sync: synchronous
+              mode only)
   counter     --version-counter allocations in two loops across kill -9 of
               the leader, synchronous_mode on and off: numbers given twice
               to commands that exited 0
@@ -310,7 +315,10 @@ def down():
 
 # A heartbeat every 50 ms, TERM ignored: the adversary a lease must stop.
 # $1 is the run's id, $2 how many beats (0: forever).
-BEAT = ('trap "" TERM; i=0; while [ "$2" = 0 ] || [ $i -lt "$2" ]; do '
+# The server its lock is on: its server process's directory, once.
+BEAT = ('trap "" TERM; [ -z "${PGLOCK_BACKEND_PID:-}" ] || echo "$1 $(readlink '
+        '/proc/$PGLOCK_BACKEND_PID/cwd)" >>"$HB.srv"; '
+        'i=0; while [ "$2" = 0 ] || [ $i -lt "$2" ]; do '
         'echo "$1 ${PGLOCK_FENCE:-${PGLOCK_VERSION:-${PGLOCK_SLOT_START:--}}} '
         '$(date +%s.%N)" >>"$HB"; i=$((i+1)); sleep 0.05; done')
 
@@ -377,6 +385,19 @@ class Runs:
                 rid, val, t = parts[0], parts[1], float(parts[2])
                 a = seen.get(rid)
                 seen[rid] = (t, t, val) if a is None else (a[0], t, val)
+        return seen
+
+    def servers(self):
+        """{id: node} whose server held each command's lock."""
+        seen = {}
+        try:
+            with open(self.hb + ".srv") as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) == 2:
+                        seen[parts[0]] = os.path.basename(parts[1])
+        except OSError:
+            pass
         return seen
 
     def overlap(self):
@@ -477,14 +498,47 @@ def run_kill9(path, sync, k, what):
     return row, ok
 
 
-def run_stale(path, sync, k):
-    r = Runs("stale-%s-%s-%d" % (path, sync, k))
-    key = "ha-stale-%s-%s-%d" % (path, sync, k)
+def children(pid):
+    """The processes whose parent is pid (/proc; no procps needed)."""
+    out = []
+    for d in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(d.split("/")[2]))
+    return out
+
+
+def freeze(old, how, sig):
+    """Stop (SIGSTOP) or continue (SIGCONT) what a frozen leader stops:
+    its Patroni; with its postmaster (new connections hang: "blocked");
+    or with its postmaster and every server process (the whole node)."""
+    pids = [PROCS[old].pid]
+    pm = postmaster_pid(old)
+    if how in ("blocked", "whole") and pm:
+        pids.append(pm)
+    if how == "whole" and pm:
+        pids += children(pm)
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def run_stale(path, sync, k, how):
+    r = Runs("stale-%s-%s-%s-%d" % (how, path, sync, k))
+    key = "ha-stale-%s-%s-%s-%d" % (how, path, sync, k)
     old = leader()
     holder = r.holder(path, key)
-    r.spawn(path, ["-w", "60", "--fence", key], 40, "w")
-    os.kill(PROCS[old].pid, signal.SIGSTOP)
+    waiter = r.spawn(path, ["-w", "120", "--fence", key], 40, "w")
+    time.sleep(1)
+    freeze(old, how, signal.SIGSTOP)
     t_stop = now()
+    wall_stop = time.time()
     promoted = None
     # a new holder every second, each with a bounded wait and a short run
     while now() - t_stop < TTL + 35:
@@ -495,17 +549,25 @@ def run_stale(path, sync, k):
                 promoted = round(now() - t_stop, 1)
         r.reap()
         time.sleep(1)
-    os.kill(PROCS[old].pid, signal.SIGCONT)
+    freeze(old, how, signal.SIGCONT)
     r.finish(90)
     codes = r.codes()
     worst, pairs = r.overlap()
-    row = {"scenario": "stale", "path": path, "sync": sync, "run": k,
+    w = r.beats().get(waiter.rid)
+    row = {"scenario": "stale-" + how, "path": path, "sync": sync, "run": k,
            "promoted_after": promoted, "holder_exit": holder.returncode,
            "holder_after": round((holder.ended or now()) - t_stop, 1),
+           "waiter_exit": waiter.returncode,
+           "waiter_ran_after": round(w[0] - wall_stop, 1) if w else None,
+           "waiter_on": r.servers().get(waiter.rid),
+           "old_leader": old,
            "ran": len(r.beats()), "overlap": round(worst, 2),
            "overlap_pairs": pairs, "fence_twice": r.repeats(),
            "codes": codes}
-    ok = (worst <= 0 and not row["fence_twice"]) if sync else True
+    # With synchronous mode: no overlap, no fence twice, and the -w 120
+    # waiter ran (0) on the new leader, not dropped (69) by the failover.
+    ok = (worst <= 0 and not row["fence_twice"] and waiter.returncode == 0
+          and row["waiter_on"] not in (None, old)) if sync else True
     return row, ok
 
 
@@ -548,9 +610,15 @@ def run_counter(path, sync, k):
 
 def main():
     args = sys.argv[1:]
-    runs = None
-    if args[:1] == ["-n"]:
-        runs, args = int(args[1]), args[2:]
+    runs, paths = None, None
+    while args[:1] in (["-n"], ["-p"]):
+        if args[0] == "-n":
+            runs = int(args[1])
+        else:
+            paths = args[1].split(",")
+            if not set(paths) <= set(PATHS):
+                raise SystemExit("ha.py: -p: the paths are " + ",".join(PATHS))
+        args = args[2:]
     chosen = args or ["switchover", "kill9", "stale", "counter"]
     # (synchronous mode, scenario, path, its arguments, runs by default):
     # three of each that has an acceptance figure, one of the rest.
@@ -564,14 +632,17 @@ def main():
                      for w in ("postmaster", "patroni", "both")
                      for p in ("haproxy-shut", "uri")]
         elif s in ("stale", "stale-sync"):
-            plan += [(sync, run_stale, p, (), 3 if sync else 1)
+            plan += [(sync, run_stale, p, (how,), 3 if sync else 1)
                      for sync in (True, False)[:1 if s == "stale-sync" else 2]
+                     for how in ("patroni", "blocked", "whole")[:1 if not sync else 3]
                      for p in ("haproxy-shut", "haproxy-keep", "uri")]
         elif s == "counter":
             plan += [(sync, run_counter, p, (), 1) for sync in (False, True)
                      for p in ("haproxy-shut", "uri")]
         else:
             raise SystemExit("ha.py: no scenario " + s)
+    if paths is not None:
+        plan = [p for p in plan if p[2] in paths]
     up()
     rows = []
     sync_now = False
@@ -606,6 +677,11 @@ def summary(rows):
             vals = [r[name] for r in rs if r.get(name) is not None]
             if vals:
                 fig.append("%s %s" % (name, max(vals)))
+        if "waiter_on" in rs[0]:
+            fig.append("waiter exits %s on %s (old leader %s)" % (
+                "/".join(str(r["waiter_exit"]) for r in rs),
+                "/".join(str(r["waiter_on"]) for r in rs),
+                "/".join(r["old_leader"] for r in rs)))
         for name in ("fence_twice", "given_twice_ok"):
             if name in rs[0]:
                 fig.append("%s %d" % (name, sum(len(r[name]) for r in rs)))

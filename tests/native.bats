@@ -294,6 +294,26 @@ beside() {
 	[[ "$stderr" == "pglock: rt-k: succeeded in this slot already (at "*"): not run again" ]]
 }
 
+@test "a role that may not create the history records in as many waits as a plain --record run: the CREATE it would be refused is not tried each run" {
+	# An earlier build's table of records, and a role that may only write
+	# it (PostgreSQL 15: no CREATE on schema public).
+	sql "CREATE TABLE pglock_rt_old (key text PRIMARY KEY, lock_id text NOT NULL,
+	     ok_at timestamptz, ok_host text, ok_seconds double precision,
+	     ok_slot bigint, failed_at timestamptz, failed_host text,
+	     failed_status integer)"
+	sql "DROP ROLE IF EXISTS pglock_rt_writer; CREATE ROLE pglock_rt_writer LOGIN;
+	     GRANT SELECT, INSERT, UPDATE, DELETE ON pglock_rt_old TO pglock_rt_writer"
+	for scope in session transaction; do
+		run -0 round_trips -U pglock_rt_writer --scope "$scope" --runs-table pglock_rt_old --record
+		assert_output "$([ "$scope" = session ] && echo 3 || echo 4)"
+		[ "$(sql "SELECT ok_at IS NOT NULL FROM pglock_rt_old WHERE key = 'rt-k'")" = t ]
+		sql "DELETE FROM pglock_rt_old" >/dev/null
+	done
+	# The owner's run makes it, as before.
+	run -0 round_trips --scope session --runs-table pglock_rt_old --record
+	[ "$(sql "SELECT count(*) FROM pglock_rt_old_history WHERE key = 'rt-k'")" -eq 1 ]
+}
+
 @test "a --once-per skip waits for the server twice over a Unix socket, 3 times over TCP: the record is read before the lock, which it does not take" {
 	run -0 timeout 20 "$PGLOCK" --once-per 1000d rt-k true
 	# Connect (after the SSL probe, over TCP), then one read of the record.
