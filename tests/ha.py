@@ -29,7 +29,8 @@ synchronous mode, else once):
               a -w 120 waiter and a new holder every second, all with
               --fence: overlapping commands, fences given twice, the
               waiter's exit and the node it ran on (stale-sync: synchronous
-              mode only)
+              mode only; stale-patroni, stale-blocked, stale-whole: one
+              kind, synchronous)
   counter     --version-counter allocations in two loops across kill -9 of
               the leader, synchronous_mode on and off: numbers given twice
               to commands that exited 0
@@ -554,13 +555,16 @@ def run_stale(path, sync, k, how):
     codes = r.codes()
     worst, pairs = r.overlap()
     w = r.beats().get(waiter.rid)
+    # Patroni gave the leader key back to the old leader once it resumed
+    # (its promoted successor demoted, that timeline's commits dropped).
+    back = promoted is not None and leader() == old
     row = {"scenario": "stale-" + how, "path": path, "sync": sync, "run": k,
            "promoted_after": promoted, "holder_exit": holder.returncode,
            "holder_after": round((holder.ended or now()) - t_stop, 1),
            "waiter_exit": waiter.returncode,
            "waiter_ran_after": round(w[0] - wall_stop, 1) if w else None,
            "waiter_on": r.servers().get(waiter.rid),
-           "old_leader": old,
+           "old_leader": old, "old_leader_back": back,
            "ran": len(r.beats()), "overlap": round(worst, 2),
            "overlap_pairs": pairs, "fence_twice": r.repeats(),
            "codes": codes}
@@ -636,6 +640,9 @@ def main():
                      for sync in (True, False)[:1 if s == "stale-sync" else 2]
                      for how in ("patroni", "blocked", "whole")[:1 if not sync else 3]
                      for p in ("haproxy-shut", "haproxy-keep", "uri")]
+        elif s in ("stale-patroni", "stale-blocked", "stale-whole"):
+            plan += [(True, run_stale, p, (s[6:],), 3)
+                     for p in ("haproxy-shut", "haproxy-keep", "uri")]
         elif s == "counter":
             plan += [(sync, run_counter, p, (), 1) for sync in (False, True)
                      for p in ("haproxy-shut", "uri")]
@@ -682,6 +689,9 @@ def summary(rows):
                 "/".join(str(r["waiter_exit"]) for r in rs),
                 "/".join(str(r["waiter_on"]) for r in rs),
                 "/".join(r["old_leader"] for r in rs)))
+            back = sum(r["old_leader_back"] for r in rs)
+            if back:
+                fig.append("the old leader took the key back in %d" % back)
         for name in ("fence_twice", "given_twice_ok"):
             if name in rs[0]:
                 fig.append("%s %d" % (name, sum(len(r[name]) for r in rs)))
