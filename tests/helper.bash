@@ -250,3 +250,15 @@ teardown() {
 	     WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'" \
 	    >/dev/null 2>&1 || true
 }
+
+# old_runs_table TABLE ROLE: a table of records as an earlier build made it
+# (no failures column, no history), and ROLE, which may only write it (on
+# PostgreSQL 15, no CREATE on schema public either).
+old_runs_table() {
+	sql "CREATE TABLE $1 (key text PRIMARY KEY, lock_id text NOT NULL,
+	     ok_at timestamptz, ok_host text, ok_seconds double precision,
+	     ok_slot bigint, failed_at timestamptz, failed_host text,
+	     failed_status integer)"
+	sql "DROP ROLE IF EXISTS $2; CREATE ROLE $2 LOGIN;
+	     GRANT SELECT, INSERT, UPDATE, DELETE ON $1 TO $2"
+}

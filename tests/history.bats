@@ -104,12 +104,7 @@ held() { [ -n "$(locks_on "$1" | grep '^t:')" ]; }
 }
 
 @test "a runs table an earlier build made, whose history this role may not create: runs are recorded without one, -v says what to run" {
-	sql "CREATE TABLE pglock_h_old (key text PRIMARY KEY, lock_id text NOT NULL,
-	     ok_at timestamptz, ok_host text, ok_seconds double precision,
-	     ok_slot bigint, failed_at timestamptz, failed_host text,
-	     failed_status integer)"
-	sql "DROP ROLE IF EXISTS pglock_h_writer; CREATE ROLE pglock_h_writer LOGIN;
-	     GRANT SELECT, INSERT, UPDATE, DELETE ON pglock_h_old TO pglock_h_writer"
+	old_runs_table pglock_h_old pglock_h_writer
 	for scope in session transaction; do
 		run -0 --separate-stderr timeout 20 "$PGLOCK" -U pglock_h_writer --scope "$scope" --runs-table pglock_h_old --record "ho-$scope" true
 		assert_equal "$stderr" ""

@@ -295,14 +295,7 @@ beside() {
 }
 
 @test "a role that may not create the history records in as many waits as a plain --record run: the CREATE it would be refused is not tried each run" {
-	# An earlier build's table of records, and a role that may only write
-	# it (PostgreSQL 15: no CREATE on schema public).
-	sql "CREATE TABLE pglock_rt_old (key text PRIMARY KEY, lock_id text NOT NULL,
-	     ok_at timestamptz, ok_host text, ok_seconds double precision,
-	     ok_slot bigint, failed_at timestamptz, failed_host text,
-	     failed_status integer)"
-	sql "DROP ROLE IF EXISTS pglock_rt_writer; CREATE ROLE pglock_rt_writer LOGIN;
-	     GRANT SELECT, INSERT, UPDATE, DELETE ON pglock_rt_old TO pglock_rt_writer"
+	old_runs_table pglock_rt_old pglock_rt_writer
 	for scope in session transaction; do
 		run -0 round_trips -U pglock_rt_writer --scope "$scope" --runs-table pglock_rt_old --record
 		assert_output "$([ "$scope" = session ] && echo 3 || echo 4)"
