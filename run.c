@@ -418,8 +418,8 @@ witness_opts(const struct run *r, mono_t by)
 /*
  * Begin the witness's connection as the lock is asked for, its handshake
  * beside the lock's round trip (conn_beside()): a holder's, granted at once,
- * finds it (nearly) open. A waiter's is closed once open, and opened again
- * after the grant. Only where the look rides with the lock: not under
+ * finds it (nearly) open. A waiter's, not granted within 0.2 s of the ask,
+ * is closed once open, and opened again after the grant. Only where the look rides with the lock: not under
  * --slots (whose wait does not advance it), nor --fence (whose connection,
  * after the grant, is the one checked against the lock's server first).
  */
@@ -444,6 +444,7 @@ acquire_or_err(struct run *r)
 	const struct opts *o = r->o;
 	enum lock_result got;
 	struct err why;
+	mono_t asked;
 	int sig = 0;
 
 	/*
@@ -453,6 +454,7 @@ acquire_or_err(struct run *r)
 	 * complete yet) nor --once*, --record (its record is read first).
 	 */
 	r->lk.then = 0;
+	asked = mono_ms();
 	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, &why) == -1)
 		return again_or_err(r, why.msg);
 	/*
@@ -473,12 +475,12 @@ acquire_or_err(struct run *r)
 	witness_start(r);
 	if (r->plan.watchdog)
 		fork_watchdog_or_err(r, r->c, &r->ch);
-	conn_beside(&r->wo, 1);
+	conn_beside(&r->wo, asked);
 	got = r->lk.slots > 0 ?
 	    slots_take(r->c, &r->lk, &r->lk, &r->backend_pid, &sig, &why) :
 	    lock_wait(r->c, &r->lk, &r->lk, &r->backend_pid, &sig, &why);
 	/* Held: its handshake goes on while the lock's answers are read. */
-	conn_beside(&r->wo, 0);
+	conn_beside(&r->wo, NEVER);
 	if (got == LOCK_ACQUIRED) {
 		key_format(&r->lk.key, r->id, sizeof(r->id));
 		export_lock_env_or_err(r);
@@ -1555,7 +1557,7 @@ run_lock(const struct opts *o, PGconn *c)
 	int status = lock_run(&r);
 
 	/* A witness begun beside a lock that ended up not used. */
-	conn_beside(NULL, 0);
+	conn_beside(NULL, NEVER);
 	PQfinish(r.wo.c);
 	if (r.ch.tail != NULL)
 		tail_close(r.ch.tail);

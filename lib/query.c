@@ -285,10 +285,11 @@ static struct conn_opening *beside;
 static mono_t beside_close = NEVER;
 
 void
-conn_beside(struct conn_opening *o, int waiter)
+conn_beside(struct conn_opening *o, mono_t asked)
 {
 	beside = o;
-	beside_close = waiter ? deadline_in(BESIDE_GRACE_MS) : NEVER;
+	beside_close = asked == NEVER ? NEVER : mono_after(asked,
+	    BESIDE_GRACE_MS);
 }
 
 /* Is the connection beside open, and to be closed (a waiter's)? */

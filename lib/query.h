@@ -107,10 +107,11 @@ enum conn_ready conn_opening_wait(struct conn_opening *o, mono_t by);
 /*
  * o (NULL: none) is opened beside the session whose answers pglock awaits,
  * without a wait of its own: every wait for an answer advances o's handshake
- * too; where waiter, it closes o (o->c NULL) once it is open while the answer
- * is still awaited: a lock's waiter keeps one session, not two.
+ * too. Unless asked is NEVER, it closes o (o->c NULL) once it is open and
+ * the answer is still awaited 0.2 s after asked (mono_ms() of the lock's
+ * ask): a lock's waiter keeps one session, not two.
  */
-void conn_beside(struct conn_opening *o, int waiter);
+void conn_beside(struct conn_opening *o, mono_t asked);
 
 /*
  * conn_await(c, by) into *ready, then, if CONN_READY, the next result (NULL:

@@ -12,19 +12,6 @@
 #include "query.h"
 
 /*
- * Create table q (quoted, as counter_table_sql() writes it) with columns (SQL,
- * in parentheses) unless it exists, in its own transaction: 0, or -1, the
- * reason in err (if the role may not: the CREATE TABLE and GRANT privs to run).
- * Each statement is answered within b (budget_ms(); NULL: CONN_ANSWER_MS).
- */
-/*
- * err: table q does not exist and this role may not create it, with the
- * CREATE TABLE and the GRANT privs an administrator runs.
- */
-void table_denied(PGconn *c, const char *q, const char *columns,
-    const char *privs, struct err *err);
-
-/*
  * SQL: may this role create table name (a text expression, quoted as
  * counter_table_sql() writes it) in its schema, or in the first of the
  * search path if unqualified (or NULL)? false where that schema is not.
@@ -36,6 +23,19 @@ void table_denied(PGconn *c, const char *q, const char *columns,
 	" i[pg_catalog.cardinality(i) - 1] ELSE pg_catalog.current_schema()" \
 	" END), false)"
 
+/*
+ * err: table q does not exist and this role may not create it, with the
+ * CREATE TABLE and the GRANT privs an administrator runs.
+ */
+void table_denied(PGconn *c, const char *q, const char *columns,
+    const char *privs, struct err *err);
+
+/*
+ * Create table q (quoted, as counter_table_sql() writes it) with columns (SQL,
+ * in parentheses) unless it exists, in its own transaction: 0, or -1, the
+ * reason in err (if the role may not: the CREATE TABLE and GRANT privs to run).
+ * Each statement is answered within b (budget_ms(); NULL: CONN_ANSWER_MS).
+ */
 int table_create(PGconn *c, const char *q, const char *columns,
     const char *privs, const struct budget *b, struct err *err);
 
