@@ -46,16 +46,20 @@ golang-migrate|golang_migrate(db=key,public,schema_migrations)|-
 flyway|flyway lockNum for \"public\".\"flyway_schema_history\"|77433833903597"
 
 @test "every scheme takes exactly the pg_locks id the application's formula gives" {
+	# Under valgrind, whose start costs a second a run, one key a scheme:
+	# the same code, and tests/unit_key checks every vector.
+	keys=(deploy tenant-a 'invoice_gen/SUB-1234')
+	[ -z "${PGLOCK_VG_DIR:-}" ] || keys=(invoice_gen/SUB-1234)
 	n=0
 	while IFS='|' read -r scheme field form; do
-		for k in deploy tenant-a 'invoice_gen/SUB-1234'; do
+		for k in "${keys[@]}"; do
 			want=$(locktag "$(vector "$k" "$field")")
 			run -0 pglock --hash "$scheme" "$k" sh -c "$own_locktag"
 			[ "$output" = "$want" ] || { echo "$scheme $k: got $output, want $want"; false; }
 			n=$((n + 1))
 		done
 	done <<<"$SCHEMES"
-	[ "$n" -eq 42 ]
+	[ "$n" -eq $((14 * ${#keys[@]})) ]
 }
 
 @test "a psql session running the application's SQL form is blocked by pglock's lock" {
