@@ -444,7 +444,7 @@ acquire_or_err(struct run *r)
 	const struct opts *o = r->o;
 	enum lock_result got;
 	struct err why;
-	mono_t asked;
+	mono_t asked = mono_ms();	/* the ask: a waiter's grace from it */
 	int sig = 0;
 
 	/*
@@ -454,7 +454,6 @@ acquire_or_err(struct run *r)
 	 * complete yet) nor --once*, --record (its record is read first).
 	 */
 	r->lk.then = 0;
-	asked = mono_ms();
 	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, &why) == -1)
 		return again_or_err(r, why.msg);
 	/*

@@ -155,9 +155,16 @@ conn_cut(PGconn *c)
 	const struct said *s = said_of(c);
 	const char *state = s != NULL ? s->state : "";
 
-	/* Ended as its last error says (a pooler's refusal is no cut). */
-	return PQstatus(c) == CONNECTION_BAD && (state[0] == '\0' ||
-	    strncmp(state, "57P0", 4) == 0 || strcmp(state, "25P03") == 0);
+	/*
+	 * A FATAL that ends every session (a shutdown, a terminate, an idle
+	 * timeout) is a cut as soon as it is read: its end of file may come a
+	 * read later (a restart's run read the one without the other, and
+	 * exited 69). Else, ended as its last error says (a pooler's refusal
+	 * is no cut).
+	 */
+	if (strncmp(state, "57P0", 4) == 0 || strcmp(state, "25P03") == 0)
+		return 1;
+	return PQstatus(c) == CONNECTION_BAD && state[0] == '\0';
 }
 
 int
