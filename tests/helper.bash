@@ -262,3 +262,16 @@ old_runs_table() {
 	sql "DROP ROLE IF EXISTS $2; CREATE ROLE $2 LOGIN;
 	     GRANT SELECT, INSERT, UPDATE, DELETE ON $1 TO $2"
 }
+
+# faketime_sweep: remove the semaphores and shared memory that preloaded
+# libfaketime (0.9.10) leaves in /dev/shm, named by pid, for processes that
+# are gone: a new process of another user that gets such a pid cannot open
+# them, and fails (lost.bats's preloaded server start did, once).
+faketime_sweep() {
+	local f pid
+	for f in /dev/shm/sem.faketime_sem_* /dev/shm/faketime_shm_*; do
+		[ -e "$f" ] || continue
+		pid=${f##*_}
+		kill -0 "$pid" 2>/dev/null || rm -f "$f"
+	done
+}

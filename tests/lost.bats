@@ -217,6 +217,7 @@ crash_it() {
 	# again on the real clock (pg.sh restart does not preload faketime).
 	OWN=$PGLOCK_TEST_DIR/own-$BATS_TEST_NUMBER
 	CLEANUP="'$BATS_TEST_DIRNAME/pg.sh' stop '$OWN'"
+	faketime_sweep
 	LD_PRELOAD=$lib FAKETIME=+1d pg_sh start "$OWN"
 	"$BATS_TEST_DIRNAME/pg.sh" restart "$OWN"
 	# shellcheck disable=SC1091
