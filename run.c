@@ -1444,8 +1444,7 @@ witness_or_err(struct run *r)
 		lost_before_or_err(r, why.msg);
 	}
 	snprintf(msg, sizeof(msg), "the witness's session: %s", why.msg);
-	if (r->w != NULL && PQstatus(r->w) == CONNECTION_BAD &&
-	    conn_cut(r->w)) {
+	if (r->w != NULL && conn_cut(r->w)) {
 		child_abort(&r->ch);
 		status = again_on_or_err(r, r->w, msg);
 	} else if (!o->quiet) {
