@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * run: one run of a command under its lock, read top to bottom. One struct
- * run owns the connection, lock request, watchdog, command and lease start.
+ * run owns the connection, lock request, command (its shim) and lease start.
  * run_lock() (pglock KEY COMMAND, --hold, --once*) takes these steps:
  *
  *   acquire   choose the scope; send the lock; begin the witness's
- *             connection beside it; fork the watchdog; wait
- *   spawn     granted: fork the command, which waits at its gate
+ *             connection beside it; wait
+ *   spawn     granted: fork the shim, the command's parent and watchdog,
+ *             which waits at its gate
  *   verify    pg_locks shows the lock held by this very session
  *   delay     the lock-delay: no earlier holder's command may still run
  *   witness   a second session keeps the lock-delay while the command lives
@@ -62,7 +63,7 @@ step_exit(const struct opts *o, int status)
  * read instead of options recombined in each.
  */
 struct plan {
-	int watchdog;		/* a watchdog and a forked command (not -F) */
+	int shim;		/* a forked command below its shim (not -F) */
 	int hold;		/* --hold: the caller's script is told */
 	int read_early;		/* --once*: the record read before the lock */
 	int with_lock;		/* the look, the record's read ride with the
@@ -81,7 +82,7 @@ static struct plan
 plan_of(const struct opts *o)
 {
 	struct plan p = {
-		.watchdog = !o->no_fork,
+		.shim = !o->no_fork,
 		.hold = o->mode == MODE_HOLD,
 		/* --spread's offset needs KEY's id: not the server's */
 		.read_early = o->once && (o->lock.key.sql == NULL ||
@@ -102,7 +103,7 @@ struct run {
 	PGconn *w;		/* the witness (lib/delay.h), or NULL */
 	struct conn_opening wo;	/* the witness, opened beside the lock */
 	struct lock_req lk;	/* asked for; then what was granted */
-	struct child ch;	/* watchdog, command (pid -1: none); not -F */
+	struct child ch;	/* the shim, the command (pid -1: none); not -F */
 	int shown;		/* -v's live "waiting Ns" line: end it */
 	int backend_pid;	/* the server process holding the lock */
 	char id[48];		/* the lock's id, as PGLOCK_ID shows it */
@@ -341,21 +342,20 @@ again_or_err(const struct run *r, const char *why)
 	return again_on_or_err(r, r->c, why);
 }
 
+/* What the command's shim is told of the run, and of session c. */
 static void
-fork_watchdog_or_err(const struct run *r, PGconn *c, struct child *ch)
+prepare_child(const struct run *r, PGconn *c, struct child *ch)
 {
 	const struct opts *o = r->o;
-	struct err why;
 
 	ch->lost_sig = o->lost_sig;
 	ch->kill_after_ms = o->kill_after_ms;
 	ch->notify = r->plan.hold ? o->caller : 0;
 	ch->session_fd = PQsocket(c);
 	ch->witness_fd = -1;	/* handed over once made: watch_or_err() */
-	ch->kill_by = -1;
-	if (child_fork_watchdog(ch, &why) == -1)
-		die(EXIT_OSERR, "%s: the command was not started: %s",
-		    o->label, why.msg);
+	ch->kill_by = NEVER;
+	ch->pid = -1;
+	ch->gate = -1;
 }
 
 /* ---- spawn ------------------------------------------------------------- */
@@ -430,12 +430,12 @@ witness_start(struct run *r)
 	struct err why;
 
 	/* One that cannot start (r->wo.c NULL) is opened after the grant. */
-	if (r->plan.watchdog && r->plan.with_lock && r->wo.c == NULL)
+	if (r->plan.shim && r->plan.with_lock && r->wo.c == NULL)
 		(void)conn_start(&co, &r->wo, &why);
 }
 
 /*
- * Take the lock: 0 once held (the watchdog forked, maybe the command too),
+ * Take the lock: 0 once held (maybe the command forked at its gate),
  * NOT_GOT, 128 + a signal that cut the wait, or RUN_AGAIN; dies on errors.
  */
 static int
@@ -448,10 +448,9 @@ acquire_or_err(struct run *r)
 	int sig = 0;
 
 	/*
-	 * While the server sets the session up and takes the lock, fork the
-	 * watchdog; while it checks the lock, the command, held at its gate
-	 * till the check passed; not under --fence (its environment is not
-	 * complete yet) nor --once*, --record (its record is read first).
+	 * While the server checks the lock, fork the command, held at its
+	 * gate till the check passed; not under --fence (its environment is
+	 * not complete yet) nor --once*, --record (its record is read first).
 	 */
 	r->lk.then = 0;
 	if (r->lk.slots == 0 && lock_send(r->c, &r->lk, &why) == -1)
@@ -472,8 +471,8 @@ acquire_or_err(struct run *r)
 		r->lk.then += r->read_queued;
 	}
 	witness_start(r);
-	if (r->plan.watchdog)
-		fork_watchdog_or_err(r, r->c, &r->ch);
+	if (r->plan.shim)
+		prepare_child(r, r->c, &r->ch);
 	conn_beside(&r->wo, asked);
 	got = r->lk.slots > 0 ?
 	    slots_take(r->c, &r->lk, &r->lk, &r->backend_pid, &sig, &why) :
@@ -490,7 +489,7 @@ acquire_or_err(struct run *r)
 		/* ---- verify ---- */
 		got = lock_verify(r->c, &r->lk, r->backend_pid, &sig, &why);
 	}
-	if (got != LOCK_ACQUIRED && r->plan.watchdog)
+	if (got != LOCK_ACQUIRED && r->plan.shim)
 		child_abort(&r->ch);
 	/* What rode with the lock is yet to be read, or was read away. */
 	if (!conn_piped(r->c))
@@ -838,8 +837,8 @@ once_early(struct run *r)
 
 /*
  * --hold: KEY, id and fence, tab-separated: the line its script waits for.
- * Not written (a closed pipe): the hold ends, 71, and the watchdog with it,
- * which would otherwise signal the script as if pglock had died.
+ * Not written (a closed pipe): the hold ends, 71, and the shim with it, which
+ * would otherwise signal the script as if pglock had died.
  */
 static void
 hold_line_or_err(struct run *r)
@@ -948,17 +947,6 @@ say_waiting(void *arg, int n)
 	    r->o->label, n, n == 1 ? "" : "es");
 }
 
-/* The watchdog died and no new one could be forked: say what that risks. */
-static void
-say_unguarded(void *arg, const char *why)
-{
-	const struct run *r = arg;
-
-	say("%s: the watchdog died and a new one could not be started (%s): "
-	    "until one is (tried each second), a SIGKILL of pglock would free "
-	    "the lock while the command may run on", r->o->label, why);
-}
-
 /*
  * A transaction's lock over TCP on a path that passes the session through
  * (libpq's backend pid is the lock's server process: a TCP proxy, not a
@@ -1008,8 +996,7 @@ fresh_or_err(struct run *r, const struct lease_aside *aside)
 
 /*
  * Run the command under r->lk (its lease from r->since), watching for its
- * loss; the watchdog, maybe the command at its gate too, is forked already,
- * for the caller to reap. Returns the command's status; exits 75 on a loss.
+ * loss; the command may be at its gate already. Returns the command's status; exits 75 on a loss.
  */
 static int
 watch_or_err(struct run *r)
@@ -1020,13 +1007,12 @@ watch_or_err(struct run *r)
 	const struct lease_aside *aside;
 	struct child_watch w = { .fd = PQsocket(r->c), .step = lease_step,
 	    .finish = lease_finish, .arg = &check, .max_ms = o->max_ms,
-	    .waiting = o->verbose ? say_waiting : NULL, .waiting_arg = r,
-	    .unguarded = o->quiet ? NULL : say_unguarded };
+	    .waiting = o->verbose ? say_waiting : NULL, .waiting_arg = r };
 	enum child_end end;
 	struct err why;
 	int status = 0;
 
-	if (!r->plan.watchdog)
+	if (!r->plan.shim)
 		return exec_or_err(r);
 	/* Once: the gate's check and the lease's checks renew alike. */
 	aside = aside_of(r, &a);
@@ -1035,12 +1021,12 @@ watch_or_err(struct run *r)
 		spawn_or_err(r);
 	lease_start(&check, r->c, &r->lk, aside, o->check_ms, r->since);
 	r->ch.kill_by = lease_end(&check);
-	/* Kept by the watchdog too: a SIGKILL of pglock keeps the delay. */
+	/* Kept by the shim too: a SIGKILL of pglock keeps the delay. */
 	r->ch.witness_fd = r->w != NULL ? PQsocket(r->w) : -1;
 	switch (child_open_gate(&r->ch, o->argv != NULL ? o->argv[0] :
 	    "--hold", &status, &why)) {
 	case CHILD_STARTED:
-		/* The watchdog is armed: a SIGKILL now tells the script. */
+		/* The shim is armed: a SIGKILL now tells the script. */
 		if (r->plan.hold)
 			hold_line_or_err(r);
 		break;
@@ -1278,7 +1264,7 @@ in_delay(struct run *r, const char *why)
 {
 	const struct opts *o = r->o;
 
-	if (r->plan.watchdog)
+	if (r->plan.shim)
 		child_abort(&r->ch);
 	if (!o->quiet)
 		say("%s: the lock is in its lock-delay (%s)%s", o->label, why,
@@ -1351,7 +1337,7 @@ delay_or_err(struct run *r)
 			rc = -1;
 		if (rc == -3)
 			continue;	/* not allowed pg_control: without */
-		if (rc != 0 && r->plan.watchdog)
+		if (rc != 0 && r->plan.shim)
 			child_abort(&r->ch);
 		if (rc == -2)
 			return RUN_AGAIN;	/* nothing ran: ask again */
@@ -1388,7 +1374,7 @@ delay_or_err(struct run *r)
 		if (o->lock.wait_ms > 0)
 			by = mono_min(by, o->conn.deadline_ms);
 		if ((sig = pause_until(by)) != 0) {
-			if (r->plan.watchdog)
+			if (r->plan.shim)
 				child_abort(&r->ch);
 			if (o->verbose)
 				say("%s: wait cancelled by signal %d", o->label,
@@ -1513,7 +1499,7 @@ take_or_err(struct run *r)
 	if (o->verbose)
 		say_acquired(r);
 	if (o->fence && (status = fence_or_err(r)) != 0) {
-		if (r->plan.watchdog)
+		if (r->plan.shim)
 			child_abort(&r->ch);
 		return status;
 	}
@@ -1591,11 +1577,11 @@ lock_run(struct run *r)
 	} else {
 		/* As the hold begins: a pipe's writer may have closed it. */
 		no_input = r->plan.hold && stdin_empty();
-		if (r->plan.watchdog && (status = witness_or_err(r)) != 0)
+		if (r->plan.shim && (status = witness_or_err(r)) != 0)
 			return status;
 		ran = r->ran_at = mono_seconds();
 		status = watch_or_err(r);
-		if (!r->plan.watchdog)
+		if (!r->plan.shim)
 			return status;
 		witness_end(r);
 		/* A hold ends at end of input, or when told to (TERM, INT). */
@@ -1609,17 +1595,14 @@ lock_run(struct run *r)
 		 * the lock); so is a transaction a failed write rolled back.
 		 */
 		if (o->record && record_release_or_err(r, status,
-		    mono_seconds() - ran) == 1) {
-			child_reap(&r->ch);
+		    mono_seconds() - ran) == 1)
 			return status;
-		}
 		released = o->record;
 	}
 	/* ---- release ---- */
 	if (!released && lock_release(c, &r->lk, answer_ms(o), &why) == -1)
 		die(EXIT_LOST, "%s: the release does not show the lock held to "
 		    "the end: it may have been lost (%s)", o->label, why.msg);
-	child_reap(&r->ch);
 	if (o->verbose)
 		say("%s: released after %.2fs", o->label,
 		    mono_seconds() - r->t0);
@@ -1685,7 +1668,7 @@ run_counter(const struct opts *o, PGconn *c)
 		snprintf(num, sizeof(num), "%lld", v);
 		setenv_or_err("PGLOCK_VERSION", num);
 		setenv_or_err("PGLOCK_TENANT", o->key);
-		fork_watchdog_or_err(&r, c, &r.ch);
+		prepare_child(&r, c, &r.ch);
 		/* As run_lock(): an earlier holder's command may still run. */
 		if ((status = delay_or_err(&r)) != 0 ||
 		    (status = witness_or_err(&r)) != 0) {
@@ -1699,6 +1682,5 @@ run_counter(const struct opts *o, PGconn *c)
 	if (conn_end(c, status == 0, answer_ms(o), &why) == -1 && status == 0)
 		die(EXIT_LOST, "%s: the commit of version %lld is not "
 		    "confirmed (%s): check with --peek", o->label, v, why.msg);
-	child_reap(&r.ch);
 	return status;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /*
  * child: the command's lifetime. One poll() loop sees the signal pipe, the
- * database socket, the watchdog, the shim and the timers (check, KILL,
- * --max-time). The shim, a subreaper, keeps all the command starts below it.
+ * database socket, the shim and the timers (check, KILL, --max-time). The
+ * shim, a subreaper, keeps all the command starts below it, and is its
+ * watchdog: it outlives pglock till all of it is gone.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -66,9 +67,9 @@ give_terminal(pid_t pgrp)
 /*
  * Close every descriptor but keep[0..n-1] (n at most 3), which become 3, 4,
  * ... in order (one -1 or closed already leaves its number closed): above
- * all the database sessions, which must close when pglock dies (the
- * watchdog's copies once the command is gone) so the lock goes too, and the
- * standard ones, maybe a pipe that a reader waits on.
+ * all the database sessions, which must close when pglock dies (the shim's
+ * copies once the command is gone) so the lock goes too, and the standard
+ * ones, maybe a pipe that a reader waits on.
  */
 static void
 close_others(const int *keep, int n)
@@ -119,23 +120,13 @@ hold_stdin(void)
 	_exit(0);
 }
 
-/* What arms the watchdog: the lease's end, and the command to outlive. */
+/*
+ * What pglock tells the shim, one message each: the first opens the gate
+ * (with the witness's session, if any), each later one renews the lease.
+ */
 struct arm {
-	mono_t kill_by;
-	long pid;
+	mono_t kill_by;		/* the lease's end: all of it dead by then */
 };
-
-/* Wait until pid has exited (asked every 10 ms), or until t: 1 if it has. */
-static int
-await_exit(pid_t pid, mono_t t)
-{
-	while (!tree_exited(pid)) {
-		if (deadline_passed(t))
-			return 0;
-		sleep_until(mono_min(deadline_in(10), t));
-	}
-	return 1;
-}
 
 /*
  * Tell --hold's script: sig to pid, or to its process group if it leads one
@@ -154,23 +145,6 @@ notify(pid_t pid, int sig)
 	return kill(sig == SIGKILL && pgrp == getpgrp() ? pid : -pid, sig);
 }
 
-/*
- * The end: KILL all below the shim, pass after pass, till the shim, which
- * reaps it all, has exited (KILLed too once nothing is left below it, or
- * where there is no /proc to look), and then the rest of the group.
- */
-static __attribute__((noreturn)) void
-end_all(pid_t shim)
-{
-	while (!tree_exited(shim)) {
-		if (tree_signal(shim, SIGKILL, 0, 0) <= 0)
-			(void)kill(shim, SIGKILL);
-		sleep_ms(10);
-	}
-	(void)kill(0, SIGKILL);
-	_exit(0);
-}
-
 /* Room for one descriptor passed with a message (SCM_RIGHTS). */
 union one_fd {
 	struct cmsghdr h;
@@ -178,79 +152,25 @@ union one_fd {
 };
 
 /*
- * The watchdog's read of an arm message into *msg; a descriptor with it is
- * the witness's session, kept as 5. recvmsg()'s count.
+ * The shim's read of an arm message from gate (recvmsg()'s flags) into *msg;
+ * a descriptor with it (the witness's session, close-on-exec) into *fd.
+ * recvmsg()'s count.
  */
 static ssize_t
-read_arm(struct arm *msg)
+read_arm(int gate, struct arm *msg, int *fd, int flags)
 {
 	union one_fd u;
 	struct iovec iov = { msg, sizeof(*msg) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 	    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *h;
-	ssize_t n = recvmsg(3, &mh, 0);
-	int fd;
+	ssize_t n = recvmsg(gate, &mh, MSG_CMSG_CLOEXEC | flags);
 
 	for (h = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; h != NULL;
-	    h = CMSG_NXTHDR(&mh, h)) {
-		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
-			continue;
-		memcpy(&fd, CMSG_DATA(h), sizeof(fd));
-		if (fd != 5) {
-			(void)dup2(fd, 5);
-			(void)close(fd);
-		}
-	}
+	    h = CMSG_NXTHDR(&mh, h))
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+			memcpy(fd, CMSG_DATA(h), sizeof(*fd));
 	return n;
-}
-
-/*
- * The watchdog (child.h's contract) reads a socket whose other end only
- * pglock holds: end of file means pglock died. Armed, it tells --hold's
- * script (the shim stops the command: all below it) and keeps the sessions,
- * the lock's (4) and the witness's (5), and so the lock and its delay, until
- * the shim is gone, and with it all it reaped.
- */
-static void
-watchdog(int fd, const struct child *ch, int armed)
-{
-	struct pollfd p = { .fd = 3, .events = POLLIN };
-	struct arm msg = { ch->kill_by, ch->pid };
-	mono_t kill_by = armed ? ch->kill_by : NEVER, t;
-	int keep[3] = { fd, ch->session_fd, ch->witness_fd };
-	ssize_t n;
-
-	close_others(keep, 3);
-	for (;;) {
-		/* Not renewed, pglock stopped: the server may free the lock. */
-		if (deadline_passed(kill_by)) {
-			if (ch->notify > 0)
-				(void)notify(ch->notify, ch->lost_sig);
-			end_all((pid_t)msg.pid);
-		}
-		if (poll(&p, 1, poll_ms(kill_by)) < 1)
-			continue;	/* the time came, or EINTR */
-		n = read_arm(&msg);
-		if (n == (ssize_t)sizeof(msg)) {
-			armed = 1;
-			kill_by = msg.kill_by;
-		} else if (n != -1 || errno != EINTR) {
-			break;
-		}
-	}
-	if (!armed)
-		_exit(0);
-	if (ch->notify > 0)
-		(void)notify(ch->notify, ch->lost_sig);
-	t = mono_min(deadline_in(ch->kill_after_ms), kill_by);
-	if (await_exit((pid_t)msg.pid, t)) {
-		/* All is gone: the witness first, then the lock may go. */
-		(void)close(5);
-		(void)close(4);
-	}
-	sleep_until(t);
-	end_all((pid_t)msg.pid);
 }
 
 /* A failed fork's reason: errno e, and for EAGAIN which limit it meets. */
@@ -280,41 +200,29 @@ cloexec_pair(int type, int sv[2], struct err *err)
 }
 
 /*
- * Tell the watchdog ch->kill_by and ch->pid (the first time, arming it), and
- * hand it its copy of the witness's session the first time there is one.
+ * Tell the shim ch->kill_by, and hand it fd (-1: none), its copy of the
+ * witness's session: the first time, it opens the gate.
  */
 static int
-arm_watchdog(struct child *ch)
+send_arm(const struct child *ch, int fd)
 {
-	struct arm msg = { ch->kill_by, ch->pid };
+	struct arm msg = { ch->kill_by };
 	struct iovec iov = { &msg, sizeof(msg) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	union one_fd u;
-	int give = ch->witness_fd != -1 && !ch->witness_kept;
 
-	if (give) {
+	if (fd != -1) {
 		memset(&u, 0, sizeof(u));
 		mh.msg_control = u.buf;
 		mh.msg_controllen = sizeof(u.buf);
 		u.h.cmsg_level = SOL_SOCKET;
 		u.h.cmsg_type = SCM_RIGHTS;
 		u.h.cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(&u.h), &ch->witness_fd, sizeof(int));
+		memcpy(CMSG_DATA(&u.h), &fd, sizeof(int));
 	}
-	if (sendmsg(ch->watchdog_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) !=
-	    (ssize_t)sizeof(msg))
-		return -1;
-	ch->witness_kept |= give;
-	return 0;
-}
-
-/* The command is reaped: the watchdog has nothing left to guard. */
-static void
-dismiss_watchdog(struct child *ch)
-{
-	if (ch->watchdog_pid != -1)
-		(void)kill(ch->watchdog_pid, SIGKILL);
-	child_reap(ch);
+	/* MSG_NOSIGNAL: a shim that was killed must not kill pglock. */
+	return sendmsg(ch->gate, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) ==
+	    (ssize_t)sizeof(msg) ? 0 : -1;
 }
 
 static void
@@ -344,91 +252,6 @@ suspend(const struct child *ch)
 			give_terminal(ch->pgrp);
 	}
 	(void)kill(-ch->pgrp, SIGCONT);
-}
-
-/*
- * Fork a watchdog into process group ch->pgrp: pgrp, or (0) a new one that
- * it leads; keep pglock's end of its socket. Returns 0, or -1 with the reason
- * (-2: the group to join is gone).
- */
-static int
-fork_watchdog(struct child *ch, pid_t pgrp, struct err *err)
-{
-	int ends[2];
-	sigset_t mask;
-	pid_t pid;
-
-	if (cloexec_pair(SOCK_SEQPACKET, ends, err) == -1)
-		return -1;
-	sig_block(&mask);
-	pid = fork();
-	if (pid == 0) {
-		if (setpgid(0, pgrp) == -1)
-			_exit(0);	/* group gone: nothing to guard */
-		sig_ignore(ch->lost_sig, 1);
-		sigprocmask(SIG_SETMASK, &mask, NULL);
-		/* One that joins the command's group is armed from birth. */
-		watchdog(ends[0], ch, pgrp != 0);
-	}
-	sigprocmask(SIG_SETMASK, &mask, NULL);
-	close(ends[0]);
-	if (pid == -1) {
-		fork_err(errno, err);
-		close(ends[1]);
-		return -1;
-	}
-	/*
-	 * Both sides set the group, so no signal races ahead of it. A group to
-	 * join may be gone (the command left it): then none, not endless forks.
-	 */
-	ch->pgrp = pgrp == 0 ? pid : pgrp;
-	if (setpgid(pid, ch->pgrp) == -1 && pgrp != 0) {
-		err_set(err, "setpgid: %s", strerror(errno));
-		(void)kill(pid, SIGKILL);
-		(void)waitpid(pid, NULL, 0);
-		close(ends[1]);
-		return -2;
-	}
-	ch->watchdog_pid = pid;
-	ch->watchdog_fd = ends[1];
-	/* A new one of a running command was born with the witness's. */
-	ch->witness_kept = pgrp != 0 && ch->witness_fd != -1;
-	return 0;
-}
-
-int
-child_fork_watchdog(struct child *ch, struct err *err)
-{
-	ch->foreground = 0;
-	ch->pid = -1;
-	ch->gate = -1;
-	ch->watchdog_pid = -1;
-	ch->guard_at = NEVER;
-	return fork_watchdog(ch, 0, err);
-}
-
-/*
- * The watchdog died while the command runs (the OOM killer, a stray kill): a
- * new one joins the group, lest the command outlive a SIGKILLed pglock, armed
- * from birth (the lease's end, the pid), so a SIGKILL on pglock right after
- * cannot find it unarmed. One that cannot be forked (a process limit) is
- * tried again each second, w's unguarded() told at the first failure.
- */
-static void
-replace_watchdog(struct child *ch, const struct child_watch *w)
-{
-	struct err err;
-
-	child_reap(ch);
-	switch (fork_watchdog(ch, ch->pgrp, &err)) {
-	case 0:
-	case -2:	/* the group is gone: nothing to guard, nor to try */
-		ch->guard_at = NEVER;
-		return;
-	}
-	if (ch->guard_at == NEVER && w->unguarded != NULL)
-		w->unguarded(w->waiting_arg, err.msg);
-	ch->guard_at = deadline_in(1000);
 }
 
 /* What the shim tells pglock on the gate socket, one message each. */
@@ -516,26 +339,74 @@ fork_command(char *const argv[], const struct child *ch, int gate,
 	return pid;
 }
 
+/* Signal all below the shim; where there is no /proc to look, its group. */
+static void
+signal_below(int sig)
+{
+	if (tree_signal(getpid(), sig, 0, 0) != -1)
+		return;
+	if (sig == SIGKILL)
+		(void)kill(0, SIGKILL);
+	else
+		signal_group(0, sig);
+}
+
+/* Tell --hold's script, once (*told). */
+static void
+tell_once(const struct child *ch, int *told)
+{
+	if (ch->notify > 0 && !*told)
+		(void)notify(ch->notify, ch->lost_sig);
+	*told = 1;
+}
+
+/*
+ * The shim's wait, SIGCHLD let in (during), for pglock's word on the gate
+ * (3), unless watch is 0, or till t: what came, as read_arm()'s count; -1
+ * with errno EAGAIN if nothing did.
+ */
+static ssize_t
+shim_wait(int watch, mono_t t, const sigset_t *during, struct arm *msg)
+{
+	struct timespec ts;
+	fd_set in;
+	ssize_t n;
+	int fd = -1;
+
+	FD_ZERO(&in);
+	if (watch)
+		FD_SET(3, &in);
+	if (pselect(4, &in, NULL, NULL, deadline_ts(t, &ts), during) != 1) {
+		errno = EAGAIN;
+		return -1;
+	}
+	n = read_arm(3, msg, &fd, MSG_DONTWAIT);
+	if (fd != -1)
+		(void)close(fd);	/* the witness's came with the first */
+	return n;
+}
+
 /*
  * The shim's life once the command runs: reap every child (the command's
- * status to pglock) till none is left. If pglock dies (end of file on the
- * gate, 3), lost_sig to all below, once, and KILL kill_after_ms later.
- * SIGCHLD is taken in pselect() alone; quiet is the mask besides. The
- * command stopped on a terminal it leads (Ctrl-Z) stops the shim, which
- * pglock sees and acts on; a stop signal's default action, which valgrind
- * does not act out, is not relied on.
+ * status to pglock) till none is left, then close the witness's session (5)
+ * and the lock's (4) and exit. Its watch over pglock: if pglock dies (end of
+ * file on the gate, 3), lost_sig to all below, once, and KILL kill_after_ms
+ * later; KILL at the lease's end (kill_by, which pglock renews) if that
+ * comes first, or if pglock, stopped, did not renew it. SIGCHLD is taken in
+ * pselect() alone; quiet is the mask besides. The command stopped on a terminal it leads
+ * (Ctrl-Z) stops the shim, which pglock sees and acts on; a stop signal's
+ * default action, which valgrind does not act out, is not relied on.
  */
 static __attribute__((noreturn)) void
-shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet)
+shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet,
+    mono_t kill_by)
 {
-	struct timespec ts, *tp;
 	mono_t kill_at = NEVER;
-	int64_t t;
 	sigset_t during = *quiet, outside = *quiet;
-	fd_set in;
+	struct arm msg;
+	int alone = 0, told = 0, st;
+	ssize_t n;
 	pid_t r;
-	int st;
-	char c;
 
 	sigdelset(&during, SIGCHLD);
 	sigaddset(&outside, SIGCHLD);
@@ -547,57 +418,67 @@ shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet)
 			else if (r == cmd && !WIFSTOPPED(st))
 				tell(3, GATE_STATUS, st);
 		}
-		if (r == -1 && errno == ECHILD)
+		if (r == -1 && errno == ECHILD) {
+			/* All is gone: the witness first, then the lock may go. */
+			(void)close(5);
+			(void)close(4);
 			_exit(0);
-		FD_ZERO(&in);
-		if (kill_at == NEVER)
-			FD_SET(3, &in);
-		tp = NULL;
-		if (kill_at != NEVER) {
-			t = deadline_left(kill_at);
-			ts.tv_sec = (time_t)(t / 1000);
-			ts.tv_nsec = (long)(t % 1000) * 1000000;
-			tp = &ts;
 		}
-		if (pselect(4, &in, NULL, NULL, tp, &during) == 1 &&
-		    (recv(3, &c, 1, MSG_DONTWAIT) != -1 || errno != EAGAIN)) {
-			if (tree_signal(getpid(), ch->lost_sig, 0, 0) == -1)
-				signal_group(0, ch->lost_sig);
-			kill_at = deadline_in(ch->kill_after_ms);
-		} else if (deadline_passed(kill_at)) {
+		/* Not renewed, pglock stopped: the server may free the lock. */
+		if (deadline_passed(kill_by)) {
+			tell_once(ch, &told);
+			kill_by = NEVER;
+			kill_at = deadline_in(0);
+		}
+		if (deadline_passed(kill_at)) {
 			/* Again and again: a fork may race a pass. */
-			if (tree_signal(getpid(), SIGKILL, 0, 0) == -1)
-				(void)kill(0, SIGKILL);
+			signal_below(SIGKILL);
 			kill_at = deadline_in(10);
+		}
+		n = shim_wait(!alone, mono_min(kill_at, kill_by), &during,
+		    &msg);
+		if (n == (ssize_t)sizeof(msg) && !alone) {
+			kill_by = msg.kill_by;
+		} else if (n == 0 || (n == -1 && errno != EAGAIN &&
+		    errno != EINTR)) {
+			/* End of file: pglock died. */
+			alone = 1;
+			tell_once(ch, &told);
+			signal_below(ch->lost_sig);
+			kill_at = mono_min(kill_at,
+			    deadline_in(ch->kill_after_ms));
 		}
 	}
 }
 
 /*
- * The shim (child.h): joins the group, ignores what pglock passes on to it,
- * waits at the gate, forks the command, and reaps all below it till the end.
- * A subreaper, it keeps every orphan of the command below it (Linux). The
- * terminal's stop signals, which the group gets, are blocked (so the
- * command still gets them at their default): the shim stops only when the
- * command does (shim_reap), never before it said the command started.
+ * The shim (child.h): leads the command's group, ignores what pglock passes
+ * on to it, waits at the gate, forks the command, and reaps all below it
+ * till the end, its watchdog meanwhile. A subreaper, it keeps every orphan
+ * of the command below it (Linux). The terminal's stop signals, which the
+ * group gets, are blocked (so the command still gets them at their
+ * default): the shim stops only when the command does (shim_reap), never
+ * before it said the command started.
  */
 static __attribute__((noreturn)) void
-shim(char *const argv[], const struct child *ch, int gate,
+shim(char *const argv[], const struct child *parent, int gate,
     const sigset_t *mask)
 {
+	struct child ch = *parent;
 	struct sigaction was, sa;
 	sigset_t quiet = *mask, blocked;
+	struct arm msg;
 	pid_t cmd;
 	ssize_t n;
-	char go;
-	int e;
+	int e, keep[3] = { gate, ch.session_fd, -1 };
 
-	if (setpgid(0, ch->pgrp) == -1) {
+	ch.pgrp = getpid();
+	if (setpgid(0, 0) == -1) {
 		tell(gate, GATE_SETPGID, errno);
 		_exit(EXIT_NOTFOUND);
 	}
-	(void)sigaction(ch->lost_sig, NULL, &was);
-	sig_ignore(ch->lost_sig, 0);
+	(void)sigaction(ch.lost_sig, NULL, &was);
+	sig_ignore(ch.lost_sig);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_child;
 	sigemptyset(&sa.sa_mask);
@@ -611,13 +492,13 @@ shim(char *const argv[], const struct child *ch, int gate,
 #ifdef __linux__
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 #endif
-	/* The gate: no byte (pglock gave up, or died), no command. */
+	/* The gate: no word (pglock gave up, or died), no command. */
 	do
-		n = recv(gate, &go, 1, 0);
+		n = read_arm(gate, &msg, &keep[2], 0);
 	while (n == -1 && errno == EINTR);
-	if (n != 1)
+	if (n != (ssize_t)sizeof(msg))
 		_exit(0);
-	if ((cmd = fork_command(argv, ch, gate, mask, &was, &e)) == -1) {
+	if ((cmd = fork_command(argv, &ch, gate, mask, &was, &e)) == -1) {
 		tell(gate, GATE_FORK, e);
 		_exit(EXIT_OSERR);
 	}
@@ -626,9 +507,13 @@ shim(char *const argv[], const struct child *ch, int gate,
 		(void)waitpid(cmd, NULL, 0);
 		_exit(0);
 	}
-	/* Nothing of pglock's kept: its output's reader must see the end. */
-	close_others(&gate, 1);
-	shim_reap(ch, cmd, &quiet);
+	/*
+	 * Nothing of pglock's kept (its output's reader must see the end) but
+	 * the gate and the sessions, which hold the lock while the command
+	 * lives: 3, 4 and 5.
+	 */
+	close_others(keep, 3);
+	shim_reap(&ch, cmd, &quiet, msg.kill_by);
 }
 
 int
@@ -649,8 +534,9 @@ child_spawn(char *const argv[], struct child *ch, struct err *err)
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 #endif
 	/*
-	 * The gate, both ways: pglock's byte lets the shim fork the command,
-	 * and the shim answers how that went, then the command's status.
+	 * The gate, both ways: pglock's first word lets the shim fork the
+	 * command, later ones renew the lease, and the shim answers how the
+	 * start went, then the command's status.
 	 */
 	if (cloexec_pair(SOCK_SEQPACKET, sp, err) == -1)
 		return -1;
@@ -660,6 +546,8 @@ child_spawn(char *const argv[], struct child *ch, struct err *err)
 		close(sp[0]);
 		shim(argv, ch, sp[1], &mask);
 	}
+	/* Both sides set the group, so no signal races ahead of it. */
+	ch->pgrp = ch->pid;
 	if (ch->pid != -1)
 		(void)setpgid(ch->pid, ch->pgrp);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
@@ -722,13 +610,13 @@ child_open_gate(struct child *ch, const char *cmd, int *status, struct err *err)
 	struct gate_msg m = { GATE_STARTED, 0 };
 	ssize_t n;
 
-	if (arm_watchdog(ch) == -1) {
-		err_set(err, "watchdog: %s", strerror(errno));
+	/* A shim killed at the gate: read_start() reads its end. */
+	if (send_arm(ch, ch->witness_fd) == -1 && errno != EPIPE &&
+	    errno != ECONNRESET) {
+		err_set(err, "the gate: %s", strerror(errno));
 		child_abort(ch);
 		return CHILD_OSERR;
 	}
-	/* MSG_NOSIGNAL: a shim killed at the gate must not kill pglock. */
-	(void)send(ch->gate, "g", 1, MSG_NOSIGNAL);
 	n = read_start(ch, &m);
 	/* A shim killed at the gate: child_wait() reaps it, its status. */
 	if (n == 0 || (n == (ssize_t)sizeof(m) && m.kind == GATE_STARTED))
@@ -741,7 +629,6 @@ child_open_gate(struct child *ch, const char *cmd, int *status, struct err *err)
 	(void)waitpid(ch->pid, NULL, 0);
 	ch->pid = -1;
 	take_terminal(ch);
-	dismiss_watchdog(ch);
 	if (n == -2) {
 		err_set(err, "%s: its start did not end within the lease",
 		    cmd);
@@ -771,7 +658,6 @@ child_abort(struct child *ch)
 		(void)waitpid(ch->pid, NULL, 0);
 		ch->pid = -1;	/* reaped: its pid may be another's now */
 	}
-	dismiss_watchdog(ch);
 }
 
 void
@@ -784,7 +670,6 @@ child_kill(struct child *ch)
 	ch->gate = -1;
 	ch->pid = -1;
 	take_terminal(ch);
-	child_reap(ch);
 }
 
 void
@@ -799,15 +684,15 @@ child_exec(char *const argv[], int *status, struct err *err)
 	exec_error(argv[0], errno, status, err);
 }
 
-/* How many pollfds wait_events() fills: four, then the tail's. */
-#define NPOLL (4 + TAIL_NFDS)
+/* How many pollfds wait_events() fills: three, then the tail's. */
+#define NPOLL (3 + TAIL_NFDS)
 
 /*
- * Wait for a signal, input on fd (-1: none), the watchdog's end, the shim's
- * word, the command's output or pglock's room for it (ch->tail), or the
- * first time at[0..3] (NEVER: none; at NULL: just look), in p: 0, or -1
- * (err). The output is copied on at once, a chunk at a time, as poll() says
- * it may be: never waited for, lest the lock's checks wait.
+ * Wait for a signal, input on fd (-1: none), the shim's word, the command's
+ * output or pglock's room for it (ch->tail), or the first time at[0..2]
+ * (NEVER: none; at NULL: just look), in p: 0, or -1 (err). The output is
+ * copied on at once, a chunk at a time, as poll() says it may be: never
+ * waited for, lest the lock's checks wait.
  */
 static int
 wait_events(const struct child *ch, int fd, const mono_t *at,
@@ -817,20 +702,18 @@ wait_events(const struct child *ch, int fd, const mono_t *at,
 	int i;
 
 	/* A time already past is due now: 0, never "none". */
-	for (i = 0; at != NULL && i < 4; i++)
+	for (i = 0; at != NULL && i < 3; i++)
 		first = mono_min(first, at[i]);
 	/* After EINTR poll() leaves revents alone: clear them first. */
 	memset(p, 0, NPOLL * sizeof(p[0]));
 	p[0].fd = sig_fd();
 	p[1].fd = fd;
-	/* End of file: the watchdog died. */
-	p[2].fd = ch->watchdog_pid != -1 ? ch->watchdog_fd : -1;
-	p[3].fd = ch->gate;
-	p[0].events = p[1].events = p[2].events = p[3].events = POLLIN;
+	p[2].fd = ch->gate;
+	p[0].events = p[1].events = p[2].events = POLLIN;
 	if (ch->tail != NULL)
-		tail_poll(ch->tail, p + 4);
+		tail_poll(ch->tail, p + 3);
 	else
-		for (i = 4; i < NPOLL; i++)
+		for (i = 3; i < NPOLL; i++)
 			p[i].fd = -1;
 	if (poll(p, NPOLL, at == NULL ? 0 : poll_ms(first)) == -1 &&
 	    errno != EINTR) {
@@ -838,7 +721,7 @@ wait_events(const struct child *ch, int fd, const mono_t *at,
 		return -1;
 	}
 	if (ch->tail != NULL)
-		tail_pump(ch->tail, p + 4);
+		tail_pump(ch->tail, p + 3);
 	return 0;
 }
 
@@ -907,7 +790,6 @@ static void
 stop_group(struct child *ch, mono_t end, mono_t *kill_at)
 {
 	ch->stopped = 1;
-	ch->session_fd = -1;	/* lost: a new watchdog has nothing to keep */
 	stop_command(ch);
 	*kill_at = mono_min(mono_min(*kill_at, deadline_in(ch->kill_after_ms)),
 	    end);
@@ -956,23 +838,17 @@ leftovers(const struct child *ch, const struct child_watch *w)
 
 /*
  * The shim was killed: what was below it came to pglock, a subreaper. KILL
- * and reap it all (the watchdog aside), lest it run on without the lock.
+ * and reap it all, lest it run on without the lock.
  */
 static void
-end_orphans(struct child *ch)
+end_orphans(void)
 {
-	pid_t r;
 	int i, n;
 
 	for (i = 0; i < 500; i++) {
-		n = tree_signal(getpid(), SIGKILL, 0, ch->watchdog_pid);
-		while ((r = waitpid(-1, NULL, WNOHANG)) > 0) {
-			if (r != ch->watchdog_pid)
-				continue;
-			close(ch->watchdog_fd);
-			ch->watchdog_pid = -1;
-			ch->watchdog_fd = -1;
-		}
+		n = tree_signal(getpid(), SIGKILL, 0, 0);
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
 		if (n <= 0)
 			return;
 		sleep_ms(10);
@@ -993,7 +869,7 @@ command_status(struct child *ch, int st, int have, int cst, int *status)
 		close(ch->gate);
 	ch->gate = -1;
 	if (!have && WIFSIGNALED(st))
-		end_orphans(ch);
+		end_orphans();
 	take_terminal(ch);
 	if (have)
 		st = cst;
@@ -1025,7 +901,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
     struct err *err)
 {
 	struct pollfd p[NPOLL];
-	mono_t due = NEVER, end = ch->kill_by, kill_at = NEVER, at[4];
+	mono_t due = NEVER, end = ch->kill_by, kill_at = NEVER, at[3];
 	mono_t end_at = w->max_ms > 0 ? deadline_in(w->max_ms) : NEVER;
 	int watching = w->fd != -1, lost = 0, late = 0, st = 0, r, cst = 0;
 	int have = 0, reaped = 0;
@@ -1041,15 +917,11 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 		at[0] = watching ? due : NEVER;
 		at[1] = kill_at;
 		at[2] = end_at;
-		at[3] = ch->guard_at;
 		if (wait_events(ch, watching ? w->fd : -1, look ? NULL : at, p,
 		    err) == -1)
 			return CHILD_FAILED;
 
-		if ((p[2].revents & (POLLIN | POLLHUP)) ||
-		    deadline_passed(ch->guard_at))
-			replace_watchdog(ch, w);
-		if ((p[3].revents & (POLLIN | POLLHUP)) &&
+		if ((p[2].revents & (POLLIN | POLLHUP)) &&
 		    read_gate(ch, &cst) && !have++)
 			leftovers(ch, w);
 		if ((p[0].revents & POLLIN) || look) {
@@ -1064,10 +936,10 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			break;
 		if (watching && w->step(w->arg, (p[1].revents & (POLLIN |
 		    POLLERR | POLLHUP)) != 0, &due, &end, err)) {
-			/* An answered check: the watchdog's lease too. */
+			/* An answered check: the shim's lease too. */
 			if (end != ch->kill_by) {
 				ch->kill_by = end;
-				(void)arm_watchdog(ch);
+				(void)send_arm(ch, -1);
 			}
 		} else if (watching) {
 			watching = 0;
@@ -1086,19 +958,5 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	/* Leave nothing of the command running without the lock. */
 	if (lost)
 		(void)kill(-ch->pgrp, SIGKILL);
-	/* Dismissed; child_reap() waits for it, once the lock is released. */
-	if (ch->watchdog_pid != -1)
-		(void)kill(ch->watchdog_pid, SIGKILL);
 	return lost ? CHILD_LOST : late ? CHILD_LATE : CHILD_EXITED;
-}
-
-void
-child_reap(struct child *ch)
-{
-	if (ch->watchdog_pid == -1)
-		return;		/* reaped already, after an exec error */
-	(void)waitpid(ch->watchdog_pid, NULL, 0);
-	close(ch->watchdog_fd);
-	ch->watchdog_pid = -1;
-	ch->watchdog_fd = -1;
 }

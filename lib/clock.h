@@ -125,17 +125,28 @@ ms_since(mono_t t0)
 	return mono_ms() - t0;
 }
 
+/* What is left until by as pselect()'s timeout, in *ts: ts; NULL for NEVER. */
+static inline struct timespec *
+deadline_ts(mono_t by, struct timespec *ts)
+{
+	int64_t d = deadline_left(by);
+
+	if (by == NEVER)
+		return NULL;
+	ts->tv_sec = (time_t)(d / 1000);
+	ts->tv_nsec = (long)(d % 1000) * 1000000;
+	return ts;
+}
+
 /* Sleep until by, EINTR or not: a signal keeps its action. */
 static inline void
 sleep_until(mono_t by)
 {
 	struct timespec ts;
-	int64_t d = deadline_left(by);
 
-	if (d <= 0)
+	if (by == NEVER || deadline_left(by) <= 0)
 		return;
-	ts.tv_sec = (time_t)(d / 1000);
-	ts.tv_nsec = (long)(d % 1000) * 1000000;
+	(void)deadline_ts(by, &ts);
 	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
 		;
 }

@@ -128,15 +128,12 @@ sig_reset(void)
 }
 
 void
-sig_ignore(int also, int stops)
+sig_ignore(int also)
 {
-	static const int stop[] = { SIGTSTP, SIGTTIN, SIGTTOU };
 	size_t i;
 
 	for (i = 0; i < NHANDLED; i++)
 		signal(handled[i], handled[i] == SIGCHLD ? SIG_DFL : SIG_IGN);
-	for (i = 0; stops && i < sizeof(stop) / sizeof(stop[0]); i++)
-		signal(stop[i], SIG_IGN);
 	if (also != SIGKILL && also != SIGSTOP && also != SIGCHLD)
 		signal(also, SIG_IGN);
 }
@@ -150,7 +147,7 @@ sig_block(sigset_t *old)
 	sigemptyset(&set);
 	for (i = 0; i < NHANDLED; i++)
 		sigaddset(&set, handled[i]);
-	/* Ctrl-Z must not stop the watchdog before it can ignore it. */
+	/* Ctrl-Z must not stop the shim before it can block it. */
 	sigaddset(&set, SIGTSTP);
 	sigaddset(&set, SIGTTIN);
 	sigaddset(&set, SIGTTOU);

@@ -32,12 +32,11 @@ int sig_forwarded(int sig);
 void sig_reset(void);
 
 /*
- * For the watchdog and the shim, which must outlast what reaches their process
- * group: ignore the handled signals and also (if it can be), and with stops
- * the terminal's stop signals too (else left as they are, for the command:
- * the shim blocks them instead).
+ * For the shim, which must outlast what reaches its process group: ignore
+ * the handled signals and also (if it can be). The terminal's stop signals
+ * are left as they are, for the command: the shim blocks them instead.
  */
-void sig_ignore(int also, int stops);
+void sig_ignore(int also);
 
 /*
  * Around fork(): block the handled and the terminal's stop signals, the old

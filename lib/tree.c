@@ -57,17 +57,6 @@ read_stat(pid_t pid, struct proc *p)
 	return 0;
 }
 
-int
-tree_exited(pid_t pid)
-{
-	struct proc p;
-
-	if (pid <= 0 || (kill(pid, 0) == -1 && errno == ESRCH))
-		return 1;
-	/* No /proc, or gone since: ask kill() again next time. */
-	return read_stat(pid, &p) == 0 && !p.live;
-}
-
 static int
 by_pid(const void *a, const void *b)
 {

@@ -18,7 +18,4 @@
  */
 int tree_signal(pid_t root, int sig, pid_t pgrp, pid_t spare);
 
-/* Has pid exited (a zombie has, unless another thread of it runs)? */
-int tree_exited(pid_t pid);
-
 #endif

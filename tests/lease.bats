@@ -69,7 +69,7 @@ beats='trap "" TERM; while :; do echo $(( $(date +%s%N) / 1000000 )) >"$0.tmp"; 
 	stop_pgbouncer
 }
 
-@test "a stopped pglock: the watchdog KILLs the command at the lease's end, before the server frees the lock" {
+@test "a stopped pglock: its shim KILLs the command at the lease's end, before the server frees the lock" {
 	id=$(sha_id stopped-k)
 	bg holder pglock --check-interval 1 stopped-k sh -c "$beats" "$BATS_TEST_TMPDIR/beat"
 	wait_until 10 held "$id"
@@ -204,7 +204,7 @@ frozen_recheck() {
 	[[ "$stderr" == "pglock: busyw-k: timed out after 2s waiting for the lock, held by server pid "* ]]
 }
 
-@test "--hold killed by SIGKILL: the watchdog signals the script that holds through it" {
+@test "--hold killed by SIGKILL: its shim signals the script that holds through it" {
 	cat >"$BATS_TEST_TMPDIR/script" <<-'EOF'
 	trap 'echo "script got TERM"; exit 3' TERM
 	coproc LOCK { exec "$PGLOCK" --hold hold-kill; }

@@ -315,7 +315,7 @@ new_after_old() {
 	done
 }
 
-@test "KILL on pglock, then pg_terminate_backend on its lock's session: the next command starts after the TERM-ignoring old one is dead (the watchdog keeps the witness too)" {
+@test "KILL on pglock, then pg_terminate_backend on its lock's session: the next command starts after the TERM-ignoring old one is dead (the shim keeps the witness too)" {
 	d=$BATS_TEST_TMPDIR id=$(sha_id kill-delay)
 	old_and_new
 	bg old pglock --check-interval 0.5 --kill-after 60 kill-delay sh -c "$old" "$d/log"
@@ -323,7 +323,7 @@ new_after_old() {
 	kill -KILL "$(bgpid old)"
 	bgwait old 5
 	[ "$bg_status" -eq 137 ]
-	# Its watchdog keeps the lock's session, and the witness's.
+	# Its shim keeps the lock's session, and the witness's.
 	held "$id"
 	bg new pglock -v --check-interval 0.5 kill-delay sh -c "$new" "$d/log"
 	wait_until 10 waiting "$id"

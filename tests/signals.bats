@@ -118,7 +118,7 @@ count_term='trap "echo TERM >>\"\$0\"; n=10" TERM; echo ready >"$0.ready"; n=-1;
 	bg waiter pglock kill-k sh -c 's=$(cut -d" " -f3 "/proc/$1/stat" 2>/dev/null); echo "${s:-gone}" >"$0"' "$d/seen" "$(cat "$d/cmd")"
 	wait_until 10 waiting "$id"
 	kill -KILL "$(bgpid runner)"
-	# The lock itself stays the old holder's (the watchdog keeps its
+	# The lock itself stays the old holder's (the shim keeps its
 	# session), not only its lock-delay: the waiter still waits.
 	sleep 1
 	waiting "$id"
@@ -190,40 +190,47 @@ time.sleep(60)' "$PGLOCK" "$d"
 	wait_until 3 test -e "$f.done"
 }
 
-@test "KILL on pglock while it waits: its watchdog, not yet armed, exits at once" {
+@test "KILL on pglock while it waits: it has forked nothing, and nothing runs" {
 	id=$(sha_id dog-k)
 	bg holder pglock dog-k sleep 60
 	wait_until 10 held "$id"
 	bg waiter pglock --kill-after 30 dog-k touch "$BATS_TEST_TMPDIR/ran"
 	wait_until 10 waiting "$id"
 	pid=$(bgpid waiter)
-	# Forked while the server took the lock: pglock's one child by now.
-	dog=$(pgrep -P "$pid")
-	[ -n "$dog" ]
-	[ "$(ps -o pgid= -p "$dog" | tr -d ' ')" = "$dog" ]
+	# The shim is forked once the lock is granted: no child of pglock's.
+	run -1 pgrep -P "$pid"
 	kill -KILL "$pid"
-	# Gone (or a zombie for init to reap), not asleep for --kill-after.
-	wait_until 2 bash -c "! ps -o stat= -p $dog | grep -qv Z"
+	bgwait waiter 5
+	[ "$bg_status" -eq 137 ]
+	kill "$(bgpid holder)"
+	bgwait holder 10
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 }
 
-@test "the watchdog killed alone: another one takes its place, and a KILL on pglock still stops the group" {
+@test "pglock forks one process of its own, the shim: the command's parent, which leads its group and keeps the lock's and the witness's sessions" {
 	f=$BATS_TEST_TMPDIR/cmd
-	bg runner pglock --kill-after 1 dogless-k sh -c 'sleep 60 & echo "$$ $!" >"$0"; wait' "$f"
+	bg runner pglock one-shim sh -c 'echo $$ >"$0"; exec sleep 60' "$f"
 	wait_until 10 test -s "$f"
-	read -r cmd gc <"$f"
+	cmd=$(cat "$f")
 	pid=$(bgpid runner)
-	dog=$(ps -o pgid= -p "$cmd" | tr -d ' ')
-	shim=$(ps -o ppid= -p "$cmd" | tr -d ' ')
-	[ "$(ps -o ppid= -p "$dog" | tr -d ' ')" = "$pid" ]
-	[ "$(ps -o ppid= -p "$shim" | tr -d ' ')" = "$pid" ]
-	kill -KILL "$dog"
-	# pglock's children: the shim and a new watchdog in its group.
-	wait_until 5 bash -c "[ \"\$(pgrep -P $pid -g $dog | grep -vx -e $shim -e $dog)\" ]"
-	kill -KILL "$pid"
-	# The grandchild has no parent-death signal: only a watchdog stops it.
-	wait_until 5 bash -c "! kill -0 $gc 2>/dev/null"
-	wait_until 5 bash -c "! kill -0 $cmd 2>/dev/null"
+	shim=$(pgrep -P "$pid")
+	[ "$(ps -o ppid= -p "$cmd" | tr -d ' ')" = "$shim" ]
+	[ "$(ps -o pgid= -p "$cmd" | tr -d ' ')" = "$shim" ]
+	[ "$(ps -o pgid= -p "$shim" | tr -d ' ')" = "$shim" ]
+	# Its gate to pglock, and a copy of each session; nothing else open.
+	run -0 bash -c "ls -l /proc/$shim/fd | grep -c 'socket:'"
+	[ "$output" -eq 3 ]
+	run -0 bash -c "ls /proc/$shim/fd | wc -l"
+	[ "$output" -eq 3 ]
+	kill "$pid"
+	bgwait runner 10
+	[ "$bg_status" -eq 143 ]
+}
+
+@test "the shim's lease is renewed with each check: a command that runs three leases long runs to its end" {
+	# --check-interval 0.5: a lease of 2 s, which the shim would end.
+	run -0 --separate-stderr timeout 30 "$PGLOCK" --check-interval 0.5 renew-k sh -c 'sleep 6; echo done'
+	assert_output done
 }
 
 # failfork: FF, the env(1) words that make pglock's forks fail where
@@ -235,36 +242,12 @@ failfork() {
 	FF=(env LD_PRELOAD="$so" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
 }
 
-@test "the watchdog killed alone where a fork fails (a process limit): one line says so, another is tried each second, and once one is forked a KILL on pglock still stops the group" {
-	f=$BATS_TEST_TMPDIR/cmd
-	# pglock's forks: the watchdog, the shim; then the first two tries at
-	# a new watchdog fail.
+@test "a fork that fails at each of pglock's sites (the shim, the shim's of the command): 71, one line naming the limit, nothing run, the lock free" {
 	failfork
-	bg runner "${FF[@]}" FAILFORK=3,4 "$PGLOCK" --kill-after 1 unguarded-k sh -c 'sleep 60 & echo "$$ $!" >"$0"; wait' "$f"
-	wait_until 10 test -s "$f"
-	read -r cmd gc <"$f"
-	pid=$(bgpid runner)
-	dog=$(ps -o pgid= -p "$cmd" | tr -d ' ')
-	shim=$(ps -o ppid= -p "$cmd" | tr -d ' ')
-	kill -KILL "$dog"
-	wait_until 5 grep -q "watchdog" "$BATS_TEST_TMPDIR/runner.err"
-	assert_equal "$(cat "$BATS_TEST_TMPDIR/runner.err")" "pglock: unguarded-k: the watchdog died and a new one could not be started (fork: Resource temporarily unavailable (a limit on processes: ulimit -u, or a container's pids.max)): until one is (tried each second), a SIGKILL of pglock would free the lock while the command may run on"
-	# The third try, a second or two later, forks one.
-	wait_until 10 bash -c "[ \"\$(pgrep -P $pid -g $dog | grep -vx -e $shim -e $dog)\" ]"
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/runner.err")" -eq 1 ]
-	kill -KILL "$pid"
-	wait_until 5 bash -c "! kill -0 $gc 2>/dev/null"
-	wait_until 5 bash -c "! kill -0 $cmd 2>/dev/null"
-}
-
-@test "a fork that fails at each of pglock's sites (the watchdog, the shim, the shim's of the command): 71, one line naming the limit, nothing run, the lock free" {
-	failfork
-	for n in 1 2; do
-		run -71 --separate-stderr "${FF[@]}" FAILFORK=$n "$PGLOCK" forkfail-k touch "$BATS_TEST_TMPDIR/ran"
-		assert_equal "$stderr" "pglock: forkfail-k: the command was not started: fork: Resource temporarily unavailable (a limit on processes: ulimit -u, or a container's pids.max)"
-	done
+	run -71 --separate-stderr "${FF[@]}" FAILFORK=1 "$PGLOCK" forkfail-k touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$stderr" "pglock: forkfail-k: the command was not started: fork: Resource temporarily unavailable (a limit on processes: ulimit -u, or a container's pids.max)"
 	# The shim's fork of the command, under a real limit: a user with no
-	# process but pglock's watchdog and shim (root is never limited). Not
+	# process but pglock and its shim (root is never limited). Not
 	# under valgrind, whose log that user may not write.
 	if [ -z "${PGLOCK_VG_DIR:-}" ]; then
 		# A copy that user may run, wherever the tree is (a home
@@ -273,7 +256,7 @@ failfork() {
 		CLEANUP="rm -rf '$bin'"
 		chmod 755 "$bin"
 		cp "$PGLOCK" "$bin/pglock"
-		run -71 --separate-stderr setpriv --reuid=64123 --regid=64123 --clear-groups prlimit --nproc=3 "$bin/pglock" forkfail-k touch "$BATS_TEST_TMPDIR/ran"
+		run -71 --separate-stderr setpriv --reuid=64123 --regid=64123 --clear-groups prlimit --nproc=2 "$bin/pglock" forkfail-k touch "$BATS_TEST_TMPDIR/ran"
 		assert_equal "$stderr" "pglock: forkfail-k: the command was not started: fork: Resource temporarily unavailable (a limit on processes: ulimit -u, or a container's pids.max)"
 	fi
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
@@ -282,40 +265,20 @@ failfork() {
 
 @test "a shim that never answers at the gate (stopped as it was forked): pglock gives up at the lease's end, 71, one line, nothing run, the lock free" {
 	failfork
-	run -71 --separate-stderr timeout 30 "${FF[@]}" STOPFORK=2 "$PGLOCK" --check-interval 1 gate-k touch "$BATS_TEST_TMPDIR/ran"
+	run -71 --separate-stderr timeout -k 5 30 "${FF[@]}" STOPFORK=1 "$PGLOCK" --check-interval 1 gate-k touch "$BATS_TEST_TMPDIR/ran"
 	assert_equal "$stderr" "pglock: gate-k: the command was not started: touch: its start did not end within the lease"
 	[ ! -e "$BATS_TEST_TMPDIR/ran" ]
 	run -0 pglock -n gate-k true
 }
 
-@test "a command that left its group, then the watchdog killed: pglock neither spins nor stops the command" {
-	f=$BATS_TEST_TMPDIR/cmd
-	mkfifo "$f.fifo"
-	bg runner pglock left-k setsid sh -c 'echo $$ >"$0"; read x <"$0.fifo"; echo done' "$f"
-	wait_until 10 test -s "$f"
-	pid=$(bgpid runner)
-	dog=$(pgrep -P "$pid" | grep -vx "$(ps -o ppid= -p "$(cat "$f")" | tr -d ' ')")
-	[ "$(ps -o pgid= -p "$dog" | tr -d ' ')" = "$dog" ]
-	kill -KILL "$dog"
-	cpu() { sed 's/.*) //' "/proc/$pid/stat" | awk '{ print $12 + $13 }'; }
-	before=$(cpu)
-	sleep 2
-	# Ticks of 10 ms: a watchdog forked over and over would burn far more.
-	[ $(( $(cpu) - before )) -lt 20 ]
-	fifo_go "$f.fifo"
-	bgwait runner 10
-	[ "$bg_status" -eq 0 ]
-	[ "$(cat "$BATS_TEST_TMPDIR/runner.out")" = done ]
-}
-
-@test "KILL on pglock, its shim and its watchdog at once (pkill -9 pglock): the command still gets --lost-signal" {
+@test "KILL on pglock and its shim at once (pkill -9 pglock): the command still gets --lost-signal" {
 	[ "$(uname -s)" = Linux ] || skip "the parent-death signal is Linux's"
 	f=$BATS_TEST_TMPDIR/cmd
 	bg runner pglock both-k sh -c 'echo $$ >"$0"; exec sleep 60' "$f"
 	wait_until 10 test -s "$f"
 	cmd=$(cat "$f")
 	shim=$(ps -o ppid= "$cmd")
-	kill -KILL "$(ps -o ppid= "$shim")" "$(ps -o pgid= "$cmd")" "$shim"
+	kill -KILL "$(ps -o ppid= "$shim")" "$shim"
 	wait_until 2 bash -c "! kill -0 $cmd 2>/dev/null"
 }
 
