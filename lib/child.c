@@ -260,7 +260,9 @@ enum gate_kind {
 	GATE_NOEXEC,		/* exec failed: val is errno */
 	GATE_SETPGID,		/* joining the group failed: errno */
 	GATE_FORK,		/* forking the command failed: errno */
-	GATE_STATUS		/* the command's wait status */
+	GATE_STATUS,		/* the command's wait status */
+	GATE_STOPPED		/* the command, which has the terminal, stopped
+				   (Ctrl-Z): pglock stops too */
 };
 
 struct gate_msg {
@@ -393,9 +395,9 @@ shim_wait(int watch, mono_t t, const sigset_t *during, struct arm *msg)
  * file on the gate, 3), lost_sig to all below, once, and KILL kill_after_ms
  * later; KILL at the lease's end (kill_by, which pglock renews) if that
  * comes first, or if pglock, stopped, did not renew it. SIGCHLD is taken in
- * pselect() alone; quiet is the mask besides. The command stopped on a terminal it leads
- * (Ctrl-Z) stops the shim, which pglock sees and acts on; a stop signal's
- * default action, which valgrind does not act out, is not relied on.
+ * pselect() alone; quiet is the mask besides. The command stopped on a
+ * terminal it leads (Ctrl-Z) is told to pglock, which stops; the shim never
+ * stops, so that it KILLs all below it at the lease's end even then.
  */
 static __attribute__((noreturn)) void
 shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet,
@@ -414,7 +416,7 @@ shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet,
 	for (;;) {
 		while ((r = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
 			if (WIFSTOPPED(st) && r == cmd && ch->foreground)
-				(void)kill(getpid(), SIGSTOP);
+				tell(3, GATE_STOPPED, 0);
 			else if (r == cmd && !WIFSTOPPED(st))
 				tell(3, GATE_STATUS, st);
 		}
@@ -457,8 +459,7 @@ shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet,
  * till the end, its watchdog meanwhile. A subreaper, it keeps every orphan
  * of the command below it (Linux). The terminal's stop signals, which the
  * group gets, are blocked (so the command still gets them at their
- * default): the shim stops only when the command does (shim_reap), never
- * before it said the command started.
+ * default): the shim never stops on them.
  */
 static __attribute__((noreturn)) void
 shim(char *const argv[], const struct child *parent, int gate,
@@ -727,11 +728,10 @@ wait_events(const struct child *ch, int fd, const mono_t *at,
 
 /*
  * Pass the signals that came on to the group, and look at the command: 1 if
- * it exited (*st says how), else 0; -1 if waitpid failed (reason in err). A
- * terminal's stop of it stops pglock too, unless the lock is lost: KILL is due.
+ * it exited (*st says how), else 0; -1 if waitpid failed (reason in err).
  */
 static int
-forward_and_reap(struct child *ch, int lost, int reaped, int *st,
+forward_and_reap(const struct child *ch, int reaped, int *st,
     struct err *err)
 {
 	pid_t r;
@@ -743,12 +743,7 @@ forward_and_reap(struct child *ch, int lost, int reaped, int *st,
 	}
 	if (reaped)
 		return 1;
-	r = waitpid(ch->pid, st, WNOHANG | (ch->foreground ? WUNTRACED : 0));
-	if (r == ch->pid && WIFSTOPPED(*st)) {
-		if (!lost)
-			suspend(ch);
-		return 0;
-	}
+	r = waitpid(ch->pid, st, WNOHANG);
 	if (r == -1 && errno != EINTR) {
 		err_set(err, "waitpid: %s", strerror(errno));
 		return -1;
@@ -796,11 +791,12 @@ stop_group(struct child *ch, mono_t end, mono_t *kill_at)
 }
 
 /*
- * What the shim said: 1 if the command's status came (in *cst); its end of
- * file (it exited, or was killed) closes the gate.
+ * What the shim said: 1 if the command's status came (in *cst); *halt set if
+ * the command stopped on the terminal; its end of file (it exited, or was
+ * killed) closes the gate.
  */
 static int
-read_gate(struct child *ch, int *cst)
+read_gate(struct child *ch, int *cst, int *halt)
 {
 	struct gate_msg m;
 	ssize_t n;
@@ -813,6 +809,7 @@ read_gate(struct child *ch, int *cst)
 				*cst = m.val;
 				got = 1;
 			}
+			*halt |= m.kind == GATE_STOPPED;
 		} else if (n == -1 && errno == EINTR) {
 			continue;
 		} else if (n == -1 && (errno == EAGAIN ||
@@ -862,9 +859,11 @@ end_orphans(void)
 static void
 command_status(struct child *ch, int st, int have, int cst, int *status)
 {
+	int halt = 0;
+
 	/* The shim said it before it exited; nothing said: it was killed. */
 	if (!have)
-		have = read_gate(ch, &cst);
+		have = read_gate(ch, &cst, &halt);
 	if (ch->gate != -1)
 		close(ch->gate);
 	ch->gate = -1;
@@ -904,7 +903,7 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 	mono_t due = NEVER, end = ch->kill_by, kill_at = NEVER, at[3];
 	mono_t end_at = w->max_ms > 0 ? deadline_in(w->max_ms) : NEVER;
 	int watching = w->fd != -1, lost = 0, late = 0, st = 0, r, cst = 0;
-	int have = 0, reaped = 0;
+	int have = 0, reaped = 0, halt = 0;
 	/*
 	 * Look once first: the lock's wait may have taken a SIGCHLD from the
 	 * shim at its gate, and the check's first step tells when it is due.
@@ -922,11 +921,15 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 			return CHILD_FAILED;
 
 		if ((p[2].revents & (POLLIN | POLLHUP)) &&
-		    read_gate(ch, &cst) && !have++)
+		    read_gate(ch, &cst, &halt) && !have++)
 			leftovers(ch, w);
+		/* Ctrl-Z: stop too, unless the lock is lost (KILL is due). */
+		if (halt && !lost)
+			suspend(ch);
+		halt = 0;
 		if ((p[0].revents & POLLIN) || look) {
 			look = 0;
-			if ((r = forward_and_reap(ch, lost, reaped, &st,
+			if ((r = forward_and_reap(ch, reaped, &st,
 			    err)) == -1)
 				return CHILD_FAILED;
 			reaped = r;

@@ -5,7 +5,9 @@
 # the job stopped while the lock stays held, then `fg` it to the end.
 # With --no-shell, pglock itself leads the terminal's session, as under
 # ssh -t or tmux: no job control, so Ctrl-Z must not stop anything for good.
-#   usage: jobctl.py PGLOCK KEY ID [--no-shell]
+# With --past-lease, the job stays stopped past its lease (--check-interval
+# 0.5: 2 s): the command must be KILLed by then, and fg then ends in 75.
+#   usage: jobctl.py PGLOCK KEY ID [--no-shell | --past-lease]
 # Prints what it saw; exits 0 if every step happened, 1 if not.
 import os
 import pty
@@ -19,6 +21,7 @@ seen = b""
 
 
 def expect(what, timeout=15):
+    """Wait for what on the terminal: the text before it."""
     global seen
     deadline = time.monotonic() + timeout
     while what.encode() not in seen:
@@ -33,7 +36,8 @@ def expect(what, timeout=15):
             seen += os.read(fd, 4096)
         except OSError:
             sys.exit("jobctl: the shell went away: %r" % seen)
-    seen = seen.split(what.encode(), 1)[1]
+    before, seen = seen.split(what.encode(), 1)
+    return before.decode(errors="replace")
 
 
 def held():
@@ -67,15 +71,44 @@ expect("$ ")
 # The quotes keep the echo of the typed line from matching the output. The
 # command forks nothing (dash's vfork child cannot stop cleanly) and reads
 # the terminal after fg, so it must have been handed the terminal again.
-os.write(fd, ("%s %s sh -c 'echo ST\"\"ARTED; read x; echo FIN\"\"ISHED $x'\n"
-              % (pglock, key)).encode())
-expect("STARTED")
+past = sys.argv[4:] == ["--past-lease"]
+os.write(fd, ("%s %s%s sh -c 'echo ST\"\"ARTED $$.; read x; "
+              "echo FIN\"\"ISHED $x'\n" % (pglock, "--check-interval 0.5 "
+                                          if past else "", key)).encode())
+expect("STARTED ")
+cmd = int(expect("."))
 os.write(fd, b"\x1a")
 expect("Stopped")
 expect("$ ")
 if not held():
     sys.exit("jobctl: the lock was not held while the job was stopped")
 print("stopped, lock held")
+
+
+def alive(p):
+    """p has not exited (a zombie has)."""
+    try:
+        with open("/proc/%d/stat" % p) as f:
+            return f.read().rsplit(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+if past:
+    deadline = time.monotonic() + 10
+    while alive(cmd) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if alive(cmd):
+        sys.exit("jobctl: the stopped command outlived its lease:\n" + subprocess.run(["ps", "-o", "pid,ppid,pgid,tpgid,stat,wchan:20,args", "-s", str(pid)], capture_output=True, text=True).stdout)
+    print("stopped past the lease: the command is gone")
+    os.write(fd, b"fg\n")
+    expect("$ ")
+    os.write(fd, b"echo STATUS=$?\n")
+    expect("STATUS=75")
+    print("continued: 75")
+    os.write(fd, b"exit\n")
+    os.waitpid(pid, 0)
+    sys.exit(0)
 os.write(fd, b"fg\n")
 os.write(fd, b"go\n")
 expect("FINISHED go")

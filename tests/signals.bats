@@ -421,6 +421,12 @@ print("status %d%s" % (hold.returncode, "; got TERM" if got else ""))' "$PGLOCK"
 	wait_until 5 free "$(sha_id ctrlz-k)"
 }
 
+@test "Ctrl-Z for longer than the lease: the stopped command is KILLed at the lease's end, and fg ends pglock with 75" {
+	run -0 timeout 60 "$BATS_TEST_DIRNAME/jobctl.py" "$PGLOCK" ctrlz-past "$(sha_id ctrlz-past)" --past-lease
+	assert_line "stopped past the lease: the command is gone"
+	assert_line "continued: 75"
+}
+
 @test "Ctrl-Z with no job control (pglock leads the terminal's session) does not hang" {
 	run -0 timeout 60 "$BATS_TEST_DIRNAME/jobctl.py" "$PGLOCK" ctrlz-k "$(sha_id ctrlz-k)" --no-shell
 	assert_line "no job control: Ctrl-Z passed, finished, status 0"
