@@ -7,7 +7,7 @@
  *   acquire   choose the scope; send the lock; begin the witness's
  *             connection beside it; wait
  *   spawn     granted: fork the shim, the command's parent and watchdog,
- *             which waits at its gate
+ *             which waits at its gate (--fence, a record: at watch)
  *   verify    pg_locks shows the lock held by this very session
  *   delay     the lock-delay: no earlier holder's command may still run
  *   witness   a second session keeps the lock-delay while the command lives
@@ -419,9 +419,10 @@ witness_opts(const struct run *r, mono_t by)
  * Begin the witness's connection as the lock is asked for, its handshake
  * beside the lock's round trip (conn_beside()): a holder's, granted at once,
  * finds it (nearly) open. A waiter's, not granted within 0.2 s of the ask,
- * is closed once open, and opened again after the grant. Only where the look rides with the lock: not under
- * --slots (whose wait does not advance it), nor --fence (whose connection,
- * after the grant, is the one checked against the lock's server first).
+ * is closed once open, and opened again after the grant. Only where the
+ * look rides with the lock: not under --slots (whose wait does not advance
+ * it), nor --fence (whose connection, after the grant, is the one checked
+ * against the lock's server first).
  */
 static void
 witness_start(struct run *r)
@@ -996,7 +997,8 @@ fresh_or_err(struct run *r, const struct lease_aside *aside)
 
 /*
  * Run the command under r->lk (its lease from r->since), watching for its
- * loss; the command may be at its gate already. Returns the command's status; exits 75 on a loss.
+ * loss; the command may be at its gate already. Returns the command's
+ * status; exits 75 on a loss.
  */
 static int
 watch_or_err(struct run *r)

@@ -164,12 +164,16 @@ read_arm(int gate, struct arm *msg, int *fd, int flags)
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 	    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *h;
-	ssize_t n = recvmsg(gate, &mh, MSG_CMSG_CLOEXEC | flags);
+	ssize_t n = recvmsg(gate, &mh, flags);
 
 	for (h = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; h != NULL;
-	    h = CMSG_NXTHDR(&mh, h))
-		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
-			memcpy(fd, CMSG_DATA(h), sizeof(*fd));
+	    h = CMSG_NXTHDR(&mh, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		memcpy(fd, CMSG_DATA(h), sizeof(*fd));
+		/* Before the command's fork: it must not inherit it. */
+		(void)fcntl(*fd, F_SETFD, FD_CLOEXEC);
+	}
 	return n;
 }
 
@@ -270,12 +274,14 @@ struct gate_msg {
 	int val;
 };
 
+/* A stop is a hint: it must never block the shim's watch (pglock stopped). */
 static void
 tell(int gate, int kind, int val)
 {
 	struct gate_msg m = { kind, val };
 
-	(void)send(gate, &m, sizeof(m), MSG_NOSIGNAL);
+	(void)send(gate, &m, sizeof(m), MSG_NOSIGNAL |
+	    (kind == GATE_STOPPED ? MSG_DONTWAIT : 0));
 }
 
 /* SIGCHLD only wakes the shim's pselect(). */
@@ -622,12 +628,15 @@ child_open_gate(struct child *ch, const char *cmd, int *status, struct err *err)
 	/* A shim killed at the gate: child_wait() reaps it, its status. */
 	if (n == 0 || (n == (ssize_t)sizeof(m) && m.kind == GATE_STARTED))
 		return CHILD_STARTED;
-	close(ch->gate);
-	ch->gate = -1;
-	/* Nothing of it may outlive this: all below the shim, then it. */
+	/*
+	 * Nothing of it may outlive this: all below the shim, then it, before
+	 * its gate closes (which it would take for pglock's death).
+	 */
 	kill_command(ch);
 	(void)kill(ch->pid, SIGKILL);
 	(void)waitpid(ch->pid, NULL, 0);
+	close(ch->gate);
+	ch->gate = -1;
 	ch->pid = -1;
 	take_terminal(ch);
 	if (n == -2) {
@@ -737,8 +746,9 @@ forward_and_reap(const struct child *ch, int reaped, int *st,
 	pid_t r;
 	int sig;
 
+	/* Once the shim is reaped its group may be gone, its id reused. */
 	while ((sig = sig_take()) != 0) {
-		if (sig_forwarded(sig))
+		if (sig_forwarded(sig) && !reaped)
 			signal_group(ch->pgrp, sig);
 	}
 	if (reaped)
@@ -867,7 +877,8 @@ command_status(struct child *ch, int st, int have, int cst, int *status)
 	if (ch->gate != -1)
 		close(ch->gate);
 	ch->gate = -1;
-	if (!have && WIFSIGNALED(st))
+	/* Killed, maybe after the command's status: what it had is pglock's. */
+	if (WIFSIGNALED(st))
 		end_orphans();
 	take_terminal(ch);
 	if (have)
@@ -947,7 +958,10 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 		} else if (watching) {
 			watching = 0;
 			lost = 1;
-			stop_group(ch, end, &kill_at);
+			if (reaped)	/* all gone: its output is still written */
+				tell_script(ch);
+			else
+				stop_group(ch, end, &kill_at);
 		}
 		if (!reaped)
 			act_on_times(ch, lost, &end_at, &kill_at, &late);
@@ -958,8 +972,13 @@ child_wait(struct child *ch, const struct child_watch *w, int *status,
 		lost = 1;
 		tell_script(ch);
 	}
-	/* Leave nothing of the command running without the lock. */
+#ifndef __linux__
+	/*
+	 * Leave nothing of the command running without the lock: with no
+	 * subreaper, orphans may be left in its group (which they keep).
+	 */
 	if (lost)
 		(void)kill(-ch->pgrp, SIGKILL);
+#endif
 	return lost ? CHILD_LOST : late ? CHILD_LATE : CHILD_EXITED;
 }

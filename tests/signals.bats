@@ -368,9 +368,10 @@ print(subprocess.run(sys.argv[2:], timeout=20, **fds).returncode)' "$@"
 }
 
 @test "--hold whose line cannot be written exits 71 and does not signal its script" {
-	# Before the fix the watchdog took the 71 for a death and sent the
-	# script TERM; it does that before it lets the session go, so the
-	# script waits for the lock to be free, then says whether it got one.
+	# Before the fix the watchdog (now the shim) took the 71 for a death
+	# and sent the script TERM; it does that before it lets the session
+	# go, so the script waits for the lock to be free, then says whether
+	# it got one.
 	# Its stdout is a pipe with no reader (a closed fd 1 would be taken by
 	# valgrind's log under make valgrind).
 	run -0 --separate-stderr timeout 30 "$PYTHON" -c '

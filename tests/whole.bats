@@ -85,6 +85,20 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	free "$(sha_id whole-shim)"
 }
 
+@test "the shim KILLed after the command exited, while a job it left runs: pglock KILLs the job before the lock goes, and exits with the command's status" {
+	f=$BATS_TEST_TMPDIR/job
+	bg runner pglock -v whole-left sh -c 'sleep 60 & echo $! >"$0"; exit 3' "$f"
+	wait_until 10 grep -q "waiting for 1 process" "$BATS_TEST_TMPDIR/runner.err"
+	job=$(cat "$f")
+	shim=$(ps -o ppid= -p "$job" | tr -d ' ')
+	[ "$(ps -o ppid= -p "$shim" | tr -d ' ')" = "$(bgpid runner)" ]
+	kill -KILL "$shim"
+	bgwait runner 10
+	[ "$bg_status" -eq 3 ]
+	gone "$job"
+	free "$(sha_id whole-left)"
+}
+
 @test "a background job the command leaves keeps the lock until it ends; pglock exits with the command's status; -v says how many it waits for" {
 	id=$(sha_id whole-bg)
 	d=$BATS_TEST_TMPDIR
