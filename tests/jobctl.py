@@ -20,6 +20,26 @@ pglock, key, lock_id = sys.argv[1:4]
 seen = b""
 
 
+def session_ps():
+    """The terminal session's processes, for a failure's message."""
+    return subprocess.run(["ps", "-o", "pid,ppid,pgid,tpgid,stat,args", "-s",
+                           str(pid)], capture_output=True, text=True).stdout
+
+
+def fg_to_end(typed, status, said):
+    """fg the job, type typed (the command's line, if any) and see its
+    status; print said."""
+    os.write(fd, b"fg\n" + typed)
+    if typed:
+        expect("FINISHED go")
+    expect("$ ")
+    os.write(fd, b"echo STATUS=$?\n")
+    expect("STATUS=%d" % status)
+    print(said)
+    os.write(fd, b"exit\n")
+    os.waitpid(pid, 0)
+
+
 def expect(what, timeout=15):
     """Wait for what on the terminal: the text before it."""
     global seen
@@ -27,11 +47,8 @@ def expect(what, timeout=15):
     while what.encode() not in seen:
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
-            ps = subprocess.run(["ps", "-o", "pid,ppid,pgid,tpgid,stat,args",
-                                 "-s", str(pid)], capture_output=True,
-                                text=True).stdout
             sys.exit("jobctl: no %r in %r; the session's processes:\n%s"
-                     % (what, seen.decode(errors="replace"), ps))
+                     % (what, seen.decode(errors="replace"), session_ps()))
         try:
             seen += os.read(fd, 4096)
         except OSError:
@@ -99,22 +116,9 @@ if past:
     while alive(cmd) and time.monotonic() < deadline:
         time.sleep(0.1)
     if alive(cmd):
-        sys.exit("jobctl: the stopped command outlived its lease:\n" + subprocess.run(["ps", "-o", "pid,ppid,pgid,tpgid,stat,wchan:20,args", "-s", str(pid)], capture_output=True, text=True).stdout)
+        sys.exit("jobctl: the stopped command outlived its lease:\n" +
+                 session_ps())
     print("stopped past the lease: the command is gone")
-    os.write(fd, b"fg\n")
-    expect("$ ")
-    os.write(fd, b"echo STATUS=$?\n")
-    expect("STATUS=75")
-    print("continued: 75")
-    os.write(fd, b"exit\n")
-    os.waitpid(pid, 0)
-    sys.exit(0)
-os.write(fd, b"fg\n")
-os.write(fd, b"go\n")
-expect("FINISHED go")
-expect("$ ")
-os.write(fd, b"echo STATUS=$?\n")
-expect("STATUS=0")
-print("continued, finished, status 0")
-os.write(fd, b"exit\n")
-os.waitpid(pid, 0)
+    fg_to_end(b"", 75, "continued: 75")
+else:
+    fg_to_end(b"go\n", 0, "continued, finished, status 0")
