@@ -30,12 +30,21 @@ as_owner() {
 	fi
 }
 
-# A free port: only the socket's name depends on it, plus TCP tests.
+# A free port: only the socket's name depends on it, plus TCP tests. Below
+# the kernel's ephemeral range, with room for the tests' PGPORT + 1000 (a
+# pooler) and + 2000: a client's port there, though not listening, made the
+# server's bind of 0.0.0.0 fail (TCP refused, the Unix socket up) while
+# lanes ran side by side. No socket of any state may have it.
 free_port() {
 	port=${PG_PORT:-}
 	[ -z "$port" ] || return 0
-	port=$(( 20000 + $$ % 30000 ))
-	while ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; do
+	low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null) ||
+		low=32768
+	span=$(( ${low:-32768} - 22500 ))
+	[ "$span" -ge 1000 ] || span=30000
+	port=$(( 20000 + $$ % span ))
+	while ss -Hatn "( sport = :$port or sport = :$((port + 1000)) or \
+	    sport = :$((port + 2000)) )" 2>/dev/null | grep -q .; do
 		port=$((port + 1))
 	done
 }
