@@ -318,14 +318,16 @@ new_after_old() {
 @test "KILL on pglock, then pg_terminate_backend on its lock's session: the next command starts after the TERM-ignoring old one is dead (the shim keeps the witness too)" {
 	d=$BATS_TEST_TMPDIR id=$(sha_id kill-delay)
 	old_and_new
-	bg old pglock --check-interval 0.5 --kill-after 60 kill-delay sh -c "$old" "$d/log"
+	# A lease of 8 s (--check-interval 2): the old command, KILLed at its
+	# end, outlives the new run's start even under valgrind.
+	bg old pglock --check-interval 2 --kill-after 60 kill-delay sh -c "$old" "$d/log"
 	wait_until 10 test -s "$d/log"
 	kill -KILL "$(bgpid old)"
 	bgwait old 5
 	[ "$bg_status" -eq 137 ]
 	# Its shim keeps the lock's session, and the witness's.
 	held "$id"
-	bg new pglock -v --check-interval 0.5 kill-delay sh -c "$new" "$d/log"
+	bg new pglock -v --check-interval 2 kill-delay sh -c "$new" "$d/log"
 	wait_until 10 waiting "$id"
 	sql "SELECT pg_terminate_backend($(locks_on "$id" | grep '^t:' | cut -d: -f2))" >/dev/null
 	bgwait new 20
