@@ -122,6 +122,12 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	assert_output 1
 }
 
+@test "-v counts only what runs on: an exited child its parent never reaped (a zombie) is not waited for" {
+	# sleep 2 is the parent of sleep 0.2, whose end it never reaps.
+	run -0 --separate-stderr pglock -v whole-zombie sh -c '(sleep 0.2 & exec sleep 2) & sleep 1'
+	[[ "$stderr" == *"whole-zombie: the command exited; waiting for 1 process it started"* ]]
+}
+
 @test "a command that leaves nothing: pglock says nothing of leftovers under -v" {
 	run -0 --separate-stderr pglock -v whole-none true
 	[[ "$stderr" != *"waiting for"* ]]
