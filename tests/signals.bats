@@ -375,15 +375,17 @@ print(subprocess.run(sys.argv[2:], timeout=20, **fds).returncode)' "$@"
 	# go, so the script waits for the lock to be free, then says whether
 	# it got one.
 	# Its stdout is a pipe with no reader (a closed fd 1 would be taken by
-	# valgrind's log under make valgrind).
+	# valgrind's log under make valgrind); its stdin one kept open, so the
+	# hold would go on but for pglock's end.
 	run -0 --separate-stderr timeout 30 "$PYTHON" -c '
 import os, signal, subprocess, sys, time
 got = []
 signal.signal(signal.SIGTERM, lambda *_: got.append(1))
 r, w = os.pipe()
 os.close(r)
+keep, _ = os.pipe()
 hold = subprocess.run([sys.argv[1], "--hold", "hold-line-k"],
-                      stdin=subprocess.DEVNULL, stdout=w)
+                      stdin=keep, stdout=w)
 for _ in range(200):
     if subprocess.run([sys.argv[1], "-n", "hold-line-k", "true"],
                       stderr=subprocess.DEVNULL).returncode == 0:
