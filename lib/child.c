@@ -445,7 +445,7 @@ shim_reap(const struct child *ch, pid_t cmd, const sigset_t *quiet,
 		}
 		n = shim_wait(!alone, mono_min(kill_at, kill_by), &during,
 		    &msg);
-		if (n == (ssize_t)sizeof(msg) && !alone) {
+		if (n == (ssize_t)sizeof(msg)) {	/* read only till alone */
 			kill_by = msg.kill_by;
 		} else if (n == 0 || (n == -1 && errno != EAGAIN &&
 		    errno != EINTR)) {
